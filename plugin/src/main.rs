@@ -1,0 +1,5 @@
+mod commands;
+
+fn main() -> std::process::ExitCode {
+    std::process::ExitCode::SUCCESS
+}

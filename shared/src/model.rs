@@ -1,0 +1,347 @@
+//! Rust types for `config.projectsveltos.io/v1beta1` `ClusterPromotion`.
+//!
+//! The parts this project reasons about are typed; everything else lands in an `extra` map
+//! (`#[serde(flatten)]`) so that a round trip through these types never drops a field or invents a
+//! default. Every optional field is an `Option` so "absent" stays distinct from `false`/empty,
+//! which matters for `approved` (three-valued upstream) and `automaticReset` (defaulted to true by
+//! the API server when absent).
+
+use std::borrow::Cow;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+pub const GROUP: &str = "config.projectsveltos.io";
+pub const VERSION: &str = "v1beta1";
+pub const API_VERSION: &str = "config.projectsveltos.io/v1beta1";
+pub const KIND: &str = "ClusterPromotion";
+pub const PLURAL: &str = "clusterpromotions";
+pub const FINALIZER: &str = "config.projectsveltos.io/clusterpromotion";
+
+/// Label Sveltos puts on every ClusterProfile it generates for a promotion.
+pub const PROMOTION_NAME_LABEL: &str = "config.projectsveltos.io/promotionname";
+/// Annotation Sveltos puts on generated ClusterProfiles naming the stage.
+pub const STAGE_NAME_ANNOTATION: &str = "config.projectsveltos.io/stagename";
+/// Label on the preverification ClusterProfile.
+pub const VERIFICATION_LABEL: &str = "config.projectsveltos.io/promotion-verification";
+/// Label Sveltos puts on ClusterSummaries naming their ClusterProfile.
+pub const CLUSTER_PROFILE_NAME_LABEL: &str = "projectsveltos.io/cluster-profile-name";
+
+type Extra = Map<String, Value>;
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterPromotion {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: ClusterPromotionSpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<ClusterPromotionStatus>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterPromotionSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_spec: Option<ProfileSpec>,
+    #[serde(default)]
+    pub stages: Vec<Stage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preserve_cluster_profiles_on_delete: Option<bool>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `spec.profileSpec`: a ClusterProfile spec without selector. Feature lists are kept as raw JSON
+/// (they are compared and copied, never interpreted); health checks are typed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfileSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync_mode: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_update: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub helm_charts: Option<Vec<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_refs: Option<Vec<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kustomization_refs: Option<Vec<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validate_healths: Option<Vec<ValidateHealth>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_deploy_checks: Option<Vec<ValidateHealth>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_delete_checks: Option<Vec<ValidateHealth>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post_delete_checks: Option<Vec<ValidateHealth>>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stage {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_selector: Option<LabelSelector>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<Trigger>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Trigger {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto: Option<AutoTrigger>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manual: Option<ManualTrigger>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AutoTrigger {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_health_check_deployment: Option<Vec<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post_delay_health_checks: Option<Vec<ValidateHealth>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promotion_window: Option<TimeWindow>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ManualTrigger {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_health_check_deployment: Option<Vec<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post_delay_health_checks: Option<Vec<ValidateHealth>>,
+    /// Absent, `false` and `true` are three different states upstream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved: Option<bool>,
+    /// The CRD defaults this to `true`; absent is kept absent so patches never write it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub automatic_reset: Option<bool>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl ManualTrigger {
+    /// What the controller will do: absent means the CRD default, `true`.
+    pub fn resets_automatically(&self) -> bool {
+        self.automatic_reset != Some(false)
+    }
+
+    pub fn is_approved(&self) -> bool {
+        self.approved == Some(true)
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TimeWindow {
+    #[serde(default)]
+    pub from: String,
+    #[serde(default)]
+    pub to: String,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// libsveltos `ValidateHealth`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ValidateHealth {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default, rename = "featureID", skip_serializing_if = "Option::is_none")]
+    pub feature_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<String>,
+    #[serde(default, rename = "evaluateCEL", skip_serializing_if = "Option::is_none")]
+    pub evaluate_cel: Option<Vec<CelRule>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_check: Option<Value>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CelRule {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub rule: String,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Times are kept as the strings the API server wrote (RFC 3339, second resolution) so that a
+/// round trip is byte-for-byte; [`crate::time`] parses them where arithmetic is needed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterPromotionStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_stage_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_promotion_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_spec_hash: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages_hash: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<Vec<StageStatus>>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StageStatus {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_update_reconciled_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_successful_applied_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_status_check_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_status_description: Option<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl ClusterPromotion {
+    pub fn new(name: &str, spec: ClusterPromotionSpec) -> Self {
+        ClusterPromotion {
+            api_version: Some(API_VERSION.to_string()),
+            kind: Some(KIND.to_string()),
+            metadata: ObjectMeta {
+                name: Some(name.to_string()),
+                ..ObjectMeta::default()
+            },
+            spec,
+            status: None,
+            extra: Extra::new(),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        self.metadata.name.as_deref().unwrap_or("")
+    }
+
+    pub fn stage_index(&self, stage: &str) -> Option<usize> {
+        self.spec.stages.iter().position(|s| s.name == stage)
+    }
+
+    /// Status entries in order; empty when the pipeline has not started (or restarted).
+    pub fn stage_statuses(&self) -> &[StageStatus] {
+        self.status
+            .as_ref()
+            .and_then(|s| s.stages.as_deref())
+            .unwrap_or(&[])
+    }
+
+    pub fn stage_status(&self, stage: &str) -> Option<&StageStatus> {
+        self.stage_statuses().iter().find(|s| s.name == stage)
+    }
+
+    /// A stage is reached once Sveltos has appended it to `status.stages` in the current rollout.
+    pub fn stage_reached(&self, stage: &str) -> bool {
+        self.stage_status(stage).is_some()
+    }
+
+    /// The approval on stage `index` has been used: the stage after it is already reached.
+    pub fn approval_consumed(&self, index: usize) -> bool {
+        self.spec
+            .stages
+            .get(index + 1)
+            .is_some_and(|next| self.stage_reached(&next.name))
+    }
+
+    pub fn annotation(&self, key: &str) -> Option<&str> {
+        self.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(key))
+            .map(String::as_str)
+    }
+}
+
+/// Name of the ClusterProfile Sveltos generates for a stage.
+pub fn stage_profile_name(promotion: &str, stage: &str) -> String {
+    format!("{promotion}-{stage}")
+}
+
+/// Name of the ClusterProfile Sveltos generates for a stage's `preHealthCheckDeployment`.
+pub fn preverification_profile_name(promotion: &str, stage: &str) -> String {
+    format!("preverification-{promotion}-{stage}")
+}
+
+impl Stage {
+    pub fn manual(&self) -> Option<&ManualTrigger> {
+        self.trigger.as_ref().and_then(|t| t.manual.as_ref())
+    }
+
+    pub fn auto(&self) -> Option<&AutoTrigger> {
+        self.trigger.as_ref().and_then(|t| t.auto.as_ref())
+    }
+}
+
+impl kube_core::Resource for ClusterPromotion {
+    type DynamicType = ();
+    type Scope = k8s_openapi::ClusterResourceScope;
+
+    fn kind(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(KIND)
+    }
+    fn group(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(GROUP)
+    }
+    fn version(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(VERSION)
+    }
+    fn api_version(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(API_VERSION)
+    }
+    fn plural(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(PLURAL)
+    }
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}

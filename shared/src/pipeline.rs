@@ -1,0 +1,489 @@
+//! Stage-state derivation: the one place that turns a ClusterPromotion (and, when available, the
+//! ClusterSummaries of its generated ClusterProfiles) into "where does each stage stand".
+//! `describe`, `list`, `wait`, `approve` and the webhook all read this model; none re-derives it.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::model::{ClusterPromotion, Stage, StageStatus, FINALIZER};
+use crate::observe::ClusterState;
+use crate::selector;
+
+/// Upstream status descriptions (addon-controller v1.13.0 `updateStageDescription`).
+pub mod descriptions {
+    pub const SOAKING: &str = "Delayed: Waiting for Time Window: ";
+    pub const RUNNING_CHECKS: &str = "Running Post-Promotion Health Checks";
+    pub const AWAITING_CHECKS: &str = "Awaiting Health Checks to Pass";
+    pub const WINDOW_CLOSED: &str = "Window Closed: Waiting for Next Schedule (";
+    pub const AWAITING_APPROVAL: &str = "Paused: Awaiting Manual Approval";
+    pub const PROMOTED: &str = "Successfully provisioned";
+    pub const LICENSE_REQUIRED: &str = "license is required to manage ClusterPromotion";
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase", tag = "state")]
+pub enum StageState {
+    /// Not in `status.stages` of the current rollout.
+    NotStarted,
+    /// Reached; clusters not all provisioned yet.
+    Provisioning,
+    /// All matching clusters provisioned; the trigger has not been evaluated yet.
+    Provisioned,
+    /// Provisioned and waiting out the trigger's `delay`.
+    Soaking { until: Option<String> },
+    /// Post-delay health checks added to the stage profile and not yet passing.
+    RunningHealthChecks,
+    /// The auto trigger's promotion window is closed.
+    WaitingForWindow { until: Option<String> },
+    /// Manual trigger without `approved: true`.
+    AwaitingApproval,
+    /// `approved: true` and the next stage not reached yet: the controller promotes on its next pass.
+    ApprovedPending,
+    /// The next stage has been reached.
+    Promoted,
+    /// Last stage, trigger satisfied: the pipeline is complete.
+    Complete,
+    /// A cluster of this stage reports a failed feature, or Sveltos refused the promotion.
+    Failed { message: String },
+}
+
+impl StageState {
+    /// Short, stable words for tables and `wait` output.
+    pub fn label(&self) -> String {
+        match self {
+            StageState::NotStarted => "not started".into(),
+            StageState::Provisioning => "provisioning".into(),
+            StageState::Provisioned => "provisioned".into(),
+            StageState::Soaking { until: Some(t) } => format!("soaking until {t}"),
+            StageState::Soaking { until: None } => "soaking".into(),
+            StageState::RunningHealthChecks => "running health checks".into(),
+            StageState::WaitingForWindow { until: Some(t) } => {
+                format!("waiting for window until {t}")
+            }
+            StageState::WaitingForWindow { until: None } => "waiting for window".into(),
+            StageState::AwaitingApproval => "awaiting approval".into(),
+            StageState::ApprovedPending => "approved and pending".into(),
+            StageState::Promoted => "promoted".into(),
+            StageState::Complete => "complete".into(),
+            StageState::Failed { .. } => "failed".into(),
+        }
+    }
+
+    pub fn is_active(&self) -> bool {
+        !matches!(
+            self,
+            StageState::NotStarted | StageState::Promoted | StageState::Complete
+        )
+    }
+}
+
+/// Where a manual gate's `approved` flag stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Approval {
+    /// The stage has no manual trigger.
+    NotRequired,
+    /// `approved` absent or false.
+    NotApproved,
+    /// `approved: true` and the next stage not reached: it will be used on the next pass.
+    Pending,
+    /// `approved: true` and the next stage already reached: it has been used.
+    Consumed,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum TriggerKind {
+    None,
+    Auto,
+    Manual,
+    /// Both set: invalid, kept visible rather than guessed.
+    Both,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TriggerView {
+    pub kind: TriggerKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delay: Option<String>,
+    pub post_delay_health_checks: usize,
+    pub pre_health_check_deployments: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub promotion_window: Option<WindowView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approved: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub automatic_reset: Option<bool>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct WindowView {
+    pub from: String,
+    pub to: String,
+}
+
+impl TriggerView {
+    pub fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        let head = match self.kind {
+            TriggerKind::None => return "none (promotes as soon as provisioned)".into(),
+            TriggerKind::Both => "invalid (both auto and manual)",
+            TriggerKind::Auto => "auto",
+            TriggerKind::Manual => "manual",
+        };
+        if let Some(d) = &self.delay {
+            parts.push(format!("delay {d}"));
+        }
+        if self.pre_health_check_deployments > 0 {
+            parts.push(format!(
+                "{} pre-check deployment(s)",
+                self.pre_health_check_deployments
+            ));
+        }
+        if self.post_delay_health_checks > 0 {
+            parts.push(format!(
+                "{} post-delay health check(s)",
+                self.post_delay_health_checks
+            ));
+        }
+        if let Some(w) = &self.promotion_window {
+            parts.push(format!("window {} → {}", w.from, w.to));
+        }
+        if self.kind == TriggerKind::Manual {
+            parts.push(match self.approved {
+                Some(true) => "approved".into(),
+                Some(false) => "approved: false".into(),
+                None => "not approved".into(),
+            });
+            if self.automatic_reset == Some(false) {
+                parts.push("automaticReset: false (approval persists)".into());
+            }
+        }
+        if parts.is_empty() {
+            head.into()
+        } else {
+            format!("{head}: {}", parts.join(", "))
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StageView {
+    pub index: usize,
+    pub name: String,
+    #[serde(flatten)]
+    pub state: StageState,
+    pub selector: String,
+    pub trigger: TriggerView,
+    pub approval: Approval,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_stage: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_update_reconciled_time: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_successful_applied_time: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_status_check_time: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure_message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current_status_description: Option<String>,
+    /// `None` when the clusters were not looked up (offline `describe -f`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<Vec<ClusterState>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Phase {
+    NotStarted,
+    Progressing,
+    AwaitingApproval,
+    Complete,
+    Failed,
+}
+
+impl Phase {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Phase::NotStarted => "not started",
+            Phase::Progressing => "progressing",
+            Phase::AwaitingApproval => "awaiting approval",
+            Phase::Complete => "complete",
+            Phase::Failed => "failed",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pipeline {
+    pub name: String,
+    pub phase: Phase,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current_stage: Option<String>,
+    /// Plain-words reason when the status is empty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    pub stages: Vec<StageView>,
+}
+
+impl Pipeline {
+    pub fn stage(&self, name: &str) -> Option<&StageView> {
+        self.stages.iter().find(|s| s.name == name)
+    }
+
+    /// The stage (if any) whose manual gate blocks the pipeline right now.
+    pub fn awaiting_approval(&self) -> Option<&StageView> {
+        self.stages
+            .iter()
+            .find(|s| s.state == StageState::AwaitingApproval)
+    }
+
+    /// The stage the pipeline is working on: the last reached one.
+    pub fn frontier(&self) -> Option<&StageView> {
+        self.stages
+            .iter()
+            .rev()
+            .find(|s| s.state != StageState::NotStarted)
+    }
+
+    pub fn failed(&self) -> Option<&StageView> {
+        self.stages
+            .iter()
+            .find(|s| matches!(s.state, StageState::Failed { .. }))
+    }
+}
+
+/// Cluster observations per stage name, as read from the stage's ClusterSummaries.
+pub type Observations = BTreeMap<String, Vec<ClusterState>>;
+
+/// Derive the pipeline view. `observations` holds the clusters of the stages that were looked
+/// up; a stage missing from it is judged from the promotion alone.
+pub fn derive(promotion: &ClusterPromotion, observations: Option<&Observations>) -> Pipeline {
+    let stages = &promotion.spec.stages;
+    let views: Vec<StageView> = stages
+        .iter()
+        .enumerate()
+        .map(|(i, stage)| {
+            let clusters = observations.and_then(|o| o.get(&stage.name)).cloned();
+            stage_view(promotion, i, stage, clusters)
+        })
+        .collect();
+
+    let has_status = !promotion.stage_statuses().is_empty();
+    let note = (!has_status).then(|| empty_status_reason(promotion));
+    let phase = if !has_status {
+        Phase::NotStarted
+    } else if views
+        .iter()
+        .any(|v| matches!(v.state, StageState::Failed { .. }))
+    {
+        Phase::Failed
+    } else if views.last().is_some_and(|v| v.state == StageState::Complete) {
+        Phase::Complete
+    } else if views.iter().any(|v| v.state == StageState::AwaitingApproval) {
+        Phase::AwaitingApproval
+    } else {
+        Phase::Progressing
+    };
+    Pipeline {
+        name: promotion.name().to_string(),
+        phase,
+        current_stage: promotion
+            .status
+            .as_ref()
+            .and_then(|s| s.current_stage_name.clone()),
+        note,
+        stages: views,
+    }
+}
+
+fn empty_status_reason(promotion: &ClusterPromotion) -> String {
+    let has_finalizer = promotion
+        .metadata
+        .finalizers
+        .as_ref()
+        .is_some_and(|f| f.iter().any(|f| f == FINALIZER));
+    if has_finalizer {
+        "Sveltos added its finalizer but never wrote a status: this Sveltos build has no \
+         ClusterPromotion reconciler (open-source builds since v1.14 need Sveltos Enterprise \
+         for stage promotion)"
+            .into()
+    } else {
+        "not reconciled yet: Sveltos has not processed this ClusterPromotion (is the \
+         addon-controller running?)"
+            .into()
+    }
+}
+
+fn stage_view(
+    promotion: &ClusterPromotion,
+    index: usize,
+    stage: &Stage,
+    clusters: Option<Vec<ClusterState>>,
+) -> StageView {
+    let status = promotion.stage_status(&stage.name);
+    let next = promotion.spec.stages.get(index + 1);
+    let is_last = next.is_none();
+    let next_reached = next.is_some_and(|n| promotion.stage_reached(&n.name));
+    let manual = stage.manual();
+    let approval = match manual {
+        None => Approval::NotRequired,
+        Some(m) if !m.is_approved() => Approval::NotApproved,
+        Some(_) if next_reached => Approval::Consumed,
+        Some(_) => Approval::Pending,
+    };
+    let state = match status {
+        None => StageState::NotStarted,
+        Some(_) if next_reached => StageState::Promoted,
+        Some(st) => frontier_state(stage, st, is_last, clusters.as_deref()),
+    };
+    StageView {
+        index,
+        name: stage.name.clone(),
+        state,
+        selector: stage
+            .cluster_selector
+            .as_ref()
+            .map(selector::to_string)
+            .unwrap_or_default(),
+        trigger: trigger_view(stage),
+        approval,
+        next_stage: next.map(|n| n.name.clone()),
+        last_update_reconciled_time: status.and_then(|s| s.last_update_reconciled_time.clone()),
+        last_successful_applied_time: status
+            .and_then(|s| s.last_successful_applied_time.clone()),
+        last_status_check_time: status.and_then(|s| s.last_status_check_time.clone()),
+        failure_message: status.and_then(|s| s.failure_message.clone()),
+        current_status_description: status.and_then(|s| s.current_status_description.clone()),
+        clusters,
+    }
+}
+
+/// State of a reached stage whose successor has not been reached.
+fn frontier_state(
+    stage: &Stage,
+    status: &StageStatus,
+    is_last: bool,
+    clusters: Option<&[ClusterState]>,
+) -> StageState {
+    use descriptions::*;
+    if let Some(failed) = clusters.and_then(|c| c.iter().find_map(ClusterState::failure)) {
+        return StageState::Failed { message: failed };
+    }
+    if let Some(msg) = status.failure_message.as_deref() {
+        if msg.starts_with(LICENSE_REQUIRED) {
+            return StageState::Failed {
+                message: msg.to_string(),
+            };
+        }
+    }
+    if status.last_successful_applied_time.is_none() {
+        return StageState::Provisioning;
+    }
+    let description = status
+        .current_status_description
+        .as_deref()
+        .map(strip_timestamp)
+        .unwrap_or("");
+    let manual = stage.manual();
+    let approved = manual.is_some_and(|m| m.is_approved());
+    if let Some(rest) = description.strip_prefix(SOAKING) {
+        return StageState::Soaking {
+            until: non_empty(rest),
+        };
+    }
+    if description.starts_with(RUNNING_CHECKS) || description.starts_with(AWAITING_CHECKS) {
+        return StageState::RunningHealthChecks;
+    }
+    if let Some(rest) = description.strip_prefix(WINDOW_CLOSED) {
+        return StageState::WaitingForWindow {
+            until: non_empty(rest.trim_end_matches('.').trim_end_matches(')')),
+        };
+    }
+    if description.starts_with(PROMOTED) && is_last {
+        return StageState::Complete;
+    }
+    if manual.is_some() {
+        return if approved {
+            StageState::ApprovedPending
+        } else if description.starts_with(AWAITING_APPROVAL) {
+            StageState::AwaitingApproval
+        } else {
+            StageState::Provisioned
+        };
+    }
+    if is_last && stage.trigger.is_none() {
+        // No trigger: the controller completes as soon as the stage is provisioned.
+        return StageState::Complete;
+    }
+    StageState::Provisioned
+}
+
+/// `"<text> (2026-02-16T07:38:02Z)"` → `"<text>"`.
+pub fn strip_timestamp(description: &str) -> &str {
+    match description.rfind(" (") {
+        Some(i) if description.ends_with(')') && description[i + 2..].len() == 21 => {
+            &description[..i]
+        }
+        _ => description,
+    }
+}
+
+fn non_empty(s: &str) -> Option<String> {
+    let s = s.trim();
+    (!s.is_empty()).then(|| s.to_string())
+}
+
+fn trigger_view(stage: &Stage) -> TriggerView {
+    let trigger = stage.trigger.as_ref();
+    let auto = trigger.and_then(|t| t.auto.as_ref());
+    let manual = trigger.and_then(|t| t.manual.as_ref());
+    let kind = match (auto.is_some(), manual.is_some()) {
+        (false, false) => TriggerKind::None,
+        (true, false) => TriggerKind::Auto,
+        (false, true) => TriggerKind::Manual,
+        (true, true) => TriggerKind::Both,
+    };
+    let len = |v: Option<usize>| v.unwrap_or(0);
+    match (auto, manual) {
+        (Some(a), None) | (Some(a), Some(_)) => TriggerView {
+            kind,
+            delay: a.delay.clone(),
+            post_delay_health_checks: len(a.post_delay_health_checks.as_ref().map(Vec::len)),
+            pre_health_check_deployments: len(
+                a.pre_health_check_deployment.as_ref().map(Vec::len),
+            ),
+            promotion_window: a.promotion_window.as_ref().map(|w| WindowView {
+                from: w.from.clone(),
+                to: w.to.clone(),
+            }),
+            approved: manual.and_then(|m| m.approved),
+            automatic_reset: manual.and_then(|m| m.automatic_reset),
+        },
+        (None, Some(m)) => TriggerView {
+            kind,
+            delay: m.delay.clone(),
+            post_delay_health_checks: len(m.post_delay_health_checks.as_ref().map(Vec::len)),
+            pre_health_check_deployments: len(
+                m.pre_health_check_deployment.as_ref().map(Vec::len),
+            ),
+            promotion_window: None,
+            approved: m.approved,
+            automatic_reset: m.automatic_reset,
+        },
+        (None, None) => TriggerView {
+            kind,
+            delay: None,
+            post_delay_health_checks: 0,
+            pre_health_check_deployments: 0,
+            promotion_window: None,
+            approved: None,
+            automatic_reset: None,
+        },
+    }
+}

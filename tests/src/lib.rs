@@ -1,0 +1,1 @@
+//! Test support for end-to-end tests (stand-in API server, binary lookup, fixtures).
