@@ -44,7 +44,11 @@ impl Finding {
         }
     }
 
-    pub fn warning(code: &'static str, path: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn warning(
+        code: &'static str,
+        path: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
         Finding {
             severity: Severity::Warning,
             ..Finding::error(code, path, message)
@@ -63,6 +67,10 @@ impl Finding {
 
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}[{}] {}: {}", self.severity, self.code, self.path, self.message)
+        write!(
+            f,
+            "{}[{}] {}: {}",
+            self.severity, self.code, self.path, self.message
+        )
     }
 }

@@ -2,27 +2,225 @@
 //!
 //! Works on the raw JSON value (not the typed model) so that a field of the wrong type is a
 //! finding with a path rather than a deserialization error that hides everything after it.
+//! Rule families live in their own modules; this one walks the object and dispatches.
 
+mod cel;
 mod finding;
+mod health;
+mod lua;
+mod names;
+mod path;
+mod schedule;
+mod selector;
+mod stages;
 
 pub use finding::{Finding, Severity};
+pub use path::{lookup, segments, FieldPath, Segment};
+pub use schedule::{parse_cron_standard, parse_go_duration};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+/// Parsers for Lua and CEL recurse; adversarial input must not overflow the caller's stack
+/// (tokio workers have 2 MiB). Inputs are size-capped, so this bounds the worst case. The stack
+/// is reserved, not committed: pages are touched only as deep as a parse really goes.
+const PARSER_STACK: usize = 256 * 1024 * 1024;
+/// Below this much remaining stack a parse moves to a fresh [`PARSER_STACK`].
+const PARSER_RED_ZONE: usize = 192 * 1024 * 1024;
+
+/// Run a recursive parser with enough stack for any size-capped input.
+pub(crate) fn on_parser_stack<R>(f: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(PARSER_RED_ZONE, PARSER_STACK, f)
+}
 
 /// Validate a ClusterPromotion object (as JSON). Never panics, whatever the input.
 pub fn validate(object: &Value) -> Vec<Finding> {
-    let _ = object;
-    Vec::new()
+    let run = || {
+        std::panic::catch_unwind(|| {
+            let mut out = Vec::new();
+            check_object(object, &mut out);
+            out
+        })
+    };
+    match on_parser_stack(run) {
+        Ok(findings) => findings,
+        Err(_) => vec![Finding::error(
+            "internal",
+            "",
+            "the validator failed on this object; please report it with the manifest",
+        )],
+    }
 }
 
 /// Validate an UPDATE: like [`validate`], but a Lua script or CEL rule that is byte-for-byte the
 /// same as in `old` is reported as a warning instead of an error (ratcheting, as Kubernetes does
-/// for CRD schema changes), so a stored object can still get its finalizer removed.
+/// for CRD schema changes), so a stored object can still be updated — and its finalizer removed.
 pub fn validate_update(old: &Value, new: &Value) -> Vec<Finding> {
-    let _ = old;
-    validate(new)
+    let mut findings = validate(new);
+    for f in &mut findings {
+        let ratchets = f.code.starts_with("lua-") || f.code.starts_with("cel-");
+        if f.is_error() && ratchets {
+            let unchanged =
+                lookup(new, &f.path).is_some() && lookup(new, &f.path) == lookup(old, &f.path);
+            if unchanged {
+                f.severity = Severity::Warning;
+                f.message = format!(
+                    "{} (unchanged from the stored object, so not enforced)",
+                    f.message
+                );
+            }
+        }
+    }
+    findings
 }
 
 pub fn has_errors(findings: &[Finding]) -> bool {
     findings.iter().any(Finding::is_error)
+}
+
+fn check_object(object: &Value, out: &mut Vec<Finding>) {
+    let Some(root) = object.as_object() else {
+        out.push(Finding::error(
+            "wrong-type",
+            "",
+            "a ClusterPromotion must be an object",
+        ));
+        return;
+    };
+    let name = check_metadata(root, out);
+    let Some(spec) = root.get("spec") else {
+        out.push(Finding::error("required", "spec", "spec is required"));
+        return;
+    };
+    let spec_path = FieldPath::root("spec");
+    let Some(spec) = expect_object(spec, &spec_path, out) else {
+        return;
+    };
+    let profile_path = spec_path.key("profileSpec");
+    let profile = match spec.get("profileSpec") {
+        Some(p) => expect_object(p, &profile_path, out),
+        None => None,
+    };
+    let features = health::Features::of(profile);
+    if let Some(profile) = profile {
+        health::check_profile(profile, &profile_path, &features, out);
+    }
+    stages::check_stages(spec, &spec_path, name.as_deref(), &features, out);
+}
+
+/// Returns the promotion's name when it has one.
+fn check_metadata(root: &Map<String, Value>, out: &mut Vec<Finding>) -> Option<String> {
+    let meta_path = FieldPath::root("metadata");
+    let meta = expect_object(root.get("metadata")?, &meta_path, out)?;
+    let name_path = meta_path.key("name");
+    match meta.get("name") {
+        Some(Value::String(name)) => {
+            if let Err(e) = names::dns1123_subdomain(name) {
+                out.push(Finding::error(
+                    "name-invalid",
+                    &name_path,
+                    format!("name {name:?} {e}"),
+                ));
+            }
+            Some(name.clone())
+        }
+        Some(_) => {
+            out.push(Finding::error("wrong-type", &name_path, "must be a string"));
+            None
+        }
+        None if meta.contains_key("generateName") => None,
+        None => {
+            out.push(Finding::error(
+                "required",
+                &name_path,
+                "name is required (ClusterPromotions are named; generated profile names derive from it)",
+            ));
+            None
+        }
+    }
+}
+
+pub(crate) fn expect_object<'a>(
+    value: &'a Value,
+    path: &FieldPath,
+    out: &mut Vec<Finding>,
+) -> Option<&'a Map<String, Value>> {
+    match value {
+        Value::Object(map) => Some(map),
+        other => {
+            out.push(Finding::error(
+                "wrong-type",
+                path,
+                format!("must be an object, not {}", type_name(other)),
+            ));
+            None
+        }
+    }
+}
+
+pub(crate) fn expect_array<'a>(
+    value: &'a Value,
+    path: &FieldPath,
+    out: &mut Vec<Finding>,
+) -> Option<&'a Vec<Value>> {
+    match value {
+        Value::Array(list) => Some(list),
+        other => {
+            out.push(Finding::error(
+                "wrong-type",
+                path,
+                format!("must be a list, not {}", type_name(other)),
+            ));
+            None
+        }
+    }
+}
+
+pub(crate) fn expect_str<'a>(
+    value: &'a Value,
+    path: &FieldPath,
+    out: &mut Vec<Finding>,
+) -> Option<&'a str> {
+    match value {
+        Value::String(s) => Some(s),
+        other => {
+            out.push(Finding::error(
+                "wrong-type",
+                path,
+                format!("must be a string, not {}", type_name(other)),
+            ));
+            None
+        }
+    }
+}
+
+pub(crate) fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Go-duration fields: syntax error → error; negative → error (a negative soak makes no sense
+/// and Sveltos would treat it as already elapsed).
+pub(crate) fn check_duration(value: &Value, path: &FieldPath, out: &mut Vec<Finding>) {
+    let Some(s) = expect_str(value, path, out) else {
+        return;
+    };
+    match parse_go_duration(s) {
+        Ok(ns) if ns < 0 => out.push(Finding::error(
+            "duration-invalid",
+            path,
+            format!("duration {s:?} is negative"),
+        )),
+        Ok(_) => {}
+        Err(e) => out.push(Finding::error(
+            "duration-invalid",
+            path,
+            format!("{e}; use Go duration syntax such as 90s, 5m or 1h30m"),
+        )),
+    }
 }

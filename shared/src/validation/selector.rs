@@ -1,0 +1,129 @@
+//! `clusterSelector`: Kubernetes label-selector rules (apimachinery `ValidateLabelSelector`).
+
+use serde_json::Value;
+
+use super::{expect_array, expect_object, expect_str, names, FieldPath, Finding};
+
+pub fn check_selector(value: Option<&Value>, path: &FieldPath, out: &mut Vec<Finding>) {
+    let empty_warning = || {
+        Finding::warning(
+            "selector-empty",
+            path,
+            "no clusterSelector: Sveltos matches no cluster with an empty selector, so this \
+             stage is considered deployed at once and the pipeline moves past it",
+        )
+    };
+    let Some(value) = value else {
+        out.push(empty_warning());
+        return;
+    };
+    let Some(selector) = expect_object(value, path, out) else {
+        return;
+    };
+    let mut terms = 0;
+    if let Some(labels) = selector.get("matchLabels") {
+        let labels_path = path.key("matchLabels");
+        if let Some(labels) = expect_object(labels, &labels_path, out) {
+            terms += labels.len();
+            for (k, v) in labels {
+                let p = labels_path.key(k);
+                if let Err(e) = names::qualified_name(k) {
+                    out.push(Finding::error(
+                        "selector-key-invalid",
+                        &p,
+                        format!("label key {k:?} {e}"),
+                    ));
+                }
+                if let Some(v) = expect_str(v, &p, out) {
+                    if let Err(e) = names::label_value(v) {
+                        out.push(Finding::error(
+                            "selector-value-invalid",
+                            &p,
+                            format!("label value {v:?} {e}"),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    if let Some(exprs) = selector.get("matchExpressions") {
+        let exprs_path = path.key("matchExpressions");
+        for (i, e) in expect_array(exprs, &exprs_path, out)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            terms += 1;
+            let p = exprs_path.index(i);
+            if let Some(e) = expect_object(e, &p, out) {
+                check_expression(e, &p, out);
+            }
+        }
+    }
+    if terms == 0 {
+        out.push(empty_warning());
+    }
+}
+
+fn check_expression(e: &serde_json::Map<String, Value>, path: &FieldPath, out: &mut Vec<Finding>) {
+    let key_path = path.key("key");
+    match e.get("key") {
+        Some(k) => {
+            if let Some(k) = expect_str(k, &key_path, out) {
+                if let Err(err) = names::qualified_name(k) {
+                    out.push(Finding::error(
+                        "selector-key-invalid",
+                        &key_path,
+                        format!("label key {k:?} {err}"),
+                    ));
+                }
+            }
+        }
+        None => out.push(Finding::error("required", &key_path, "key is required")),
+    }
+    let values_path = path.key("values");
+    let values: Vec<&Value> = match e.get("values") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(v) => expect_array(v, &values_path, out)
+            .map(|l| l.iter().collect())
+            .unwrap_or_default(),
+    };
+    for (i, v) in values.iter().enumerate() {
+        let p = values_path.index(i);
+        if let Some(v) = expect_str(v, &p, out) {
+            if let Err(err) = names::label_value(v) {
+                out.push(Finding::error(
+                    "selector-value-invalid",
+                    &p,
+                    format!("label value {v:?} {err}"),
+                ));
+            }
+        }
+    }
+    let op_path = path.key("operator");
+    let Some(op) = e.get("operator") else {
+        out.push(Finding::error("required", &op_path, "operator is required"));
+        return;
+    };
+    let Some(op) = expect_str(op, &op_path, out) else {
+        return;
+    };
+    match op {
+        "In" | "NotIn" if values.is_empty() => out.push(Finding::error(
+            "selector-values-required",
+            &values_path,
+            format!("must be specified when operator is {op}"),
+        )),
+        "Exists" | "DoesNotExist" if !values.is_empty() => out.push(Finding::error(
+            "selector-values-forbidden",
+            &values_path,
+            format!("may not be specified when operator is {op}"),
+        )),
+        "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+        other => out.push(Finding::error(
+            "selector-operator-invalid",
+            &op_path,
+            format!("{other:?} is not a valid selector operator (In, NotIn, Exists, DoesNotExist)"),
+        )),
+    }
+}

@@ -1,0 +1,217 @@
+//! `spec.stages`: names, selectors and triggers.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use super::health::{check_health_list, check_policy_refs, Features};
+use super::selector::check_selector;
+use super::{
+    check_duration, expect_array, expect_object, expect_str, names, parse_cron_standard, FieldPath,
+    Finding,
+};
+
+pub fn check_stages(
+    spec: &Map<String, Value>,
+    spec_path: &FieldPath,
+    promotion: Option<&str>,
+    features: &Features,
+    out: &mut Vec<Finding>,
+) {
+    let path = spec_path.key("stages");
+    let Some(stages) = spec.get("stages") else {
+        out.push(Finding::error(
+            "required",
+            &path,
+            "stages is required: list at least one stage",
+        ));
+        return;
+    };
+    let Some(stages) = expect_array(stages, &path, out) else {
+        return;
+    };
+    if stages.is_empty() {
+        out.push(Finding::error(
+            "stages-empty",
+            &path,
+            "a promotion needs at least one stage",
+        ));
+        return;
+    }
+    let mut first_seen: HashMap<&str, usize> = HashMap::new();
+    for (i, stage) in stages.iter().enumerate() {
+        let stage_path = path.index(i);
+        let Some(stage) = expect_object(stage, &stage_path, out) else {
+            continue;
+        };
+        if let Some(name) = check_stage_name(stage, &stage_path, promotion, out) {
+            if let Some(first) = first_seen.get(name) {
+                out.push(Finding::error(
+                    "stage-name-duplicate",
+                    stage_path.key("name"),
+                    format!("stage name {name:?} is already used by spec.stages[{first}]; names must be unique"),
+                ));
+            } else {
+                first_seen.insert(name, i);
+            }
+        }
+        check_selector(
+            stage.get("clusterSelector"),
+            &stage_path.key("clusterSelector"),
+            out,
+        );
+        if let Some(trigger) = stage.get("trigger") {
+            let is_last = i + 1 == stages.len();
+            check_trigger(trigger, &stage_path.key("trigger"), is_last, features, out);
+        }
+    }
+}
+
+fn check_stage_name<'a>(
+    stage: &'a Map<String, Value>,
+    stage_path: &FieldPath,
+    promotion: Option<&str>,
+    out: &mut Vec<Finding>,
+) -> Option<&'a str> {
+    let path = stage_path.key("name");
+    let Some(name) = stage.get("name") else {
+        out.push(Finding::error("required", &path, "stage name is required"));
+        return None;
+    };
+    let name = expect_str(name, &path, out)?;
+    if let Err(e) = names::dns1123_label(name) {
+        out.push(Finding::error(
+            "stage-name-invalid",
+            &path,
+            format!("stage name {name:?} {e}"),
+        ));
+        return Some(name);
+    }
+    if let Some(promotion) = promotion {
+        let profile = crate::model::stage_profile_name(promotion, name);
+        if let Err(e) = names::label_value(&profile) {
+            out.push(Finding::error(
+                "stage-name-too-long",
+                &path,
+                format!(
+                    "Sveltos names the stage's ClusterProfile {profile:?} and uses it as a label \
+                     value, which {e}; shorten the promotion or stage name"
+                ),
+            ));
+        }
+        let verification = crate::model::preverification_profile_name(promotion, name);
+        if let Err(e) = names::dns1123_subdomain(&verification) {
+            out.push(Finding::error(
+                "stage-object-name-invalid",
+                &path,
+                format!("the generated ClusterProfile name {verification:?} {e}"),
+            ));
+        }
+    }
+    Some(name)
+}
+
+fn check_trigger(
+    value: &Value,
+    path: &FieldPath,
+    is_last: bool,
+    features: &Features,
+    out: &mut Vec<Finding>,
+) {
+    let Some(trigger) = expect_object(value, path, out) else {
+        return;
+    };
+    let auto = trigger.get("auto");
+    let manual = trigger.get("manual");
+    match (auto, manual) {
+        (Some(_), Some(_)) => out.push(Finding::error(
+            "trigger-both",
+            path,
+            "both `auto` and `manual` are set; a stage is promoted either automatically or by \
+             approval, so keep one",
+        )),
+        (None, None) => out.push(Finding::error(
+            "trigger-empty",
+            path,
+            "trigger has neither `auto` nor `manual`; set one, or remove `trigger` to promote as \
+             soon as the stage is provisioned",
+        )),
+        (None, Some(_)) if is_last => out.push(Finding::warning(
+            "trigger-last-stage-manual",
+            path.key("manual"),
+            "a manual trigger on the last stage promotes nothing: the pipeline stays \
+             \"Paused: Awaiting Manual Approval\" until someone approves it",
+        )),
+        _ => {}
+    }
+    if let Some(auto) = auto {
+        let p = path.key("auto");
+        if let Some(auto) = expect_object(auto, &p, out) {
+            check_common(auto, &p, features, out);
+            if let Some(window) = auto.get("promotionWindow") {
+                check_window(window, &p.key("promotionWindow"), out);
+            }
+        }
+    }
+    if let Some(manual) = manual {
+        let p = path.key("manual");
+        if let Some(manual) = expect_object(manual, &p, out) {
+            check_common(manual, &p, features, out);
+            for flag in ["approved", "automaticReset"] {
+                match manual.get(flag) {
+                    None | Some(Value::Bool(_)) | Some(Value::Null) => {}
+                    Some(other) => out.push(Finding::error(
+                        "wrong-type",
+                        p.key(flag),
+                        format!("must be true or false, not {}", super::type_name(other)),
+                    )),
+                }
+            }
+        }
+    }
+}
+
+/// Fields shared by `auto` and `manual`.
+fn check_common(
+    trigger: &Map<String, Value>,
+    path: &FieldPath,
+    features: &Features,
+    out: &mut Vec<Finding>,
+) {
+    if let Some(delay) = trigger.get("delay") {
+        check_duration(delay, &path.key("delay"), out);
+    }
+    if let Some(refs) = trigger.get("preHealthCheckDeployment") {
+        check_policy_refs(refs, &path.key("preHealthCheckDeployment"), out);
+    }
+    if let Some(checks) = trigger.get("postDelayHealthChecks") {
+        check_health_list(checks, &path.key("postDelayHealthChecks"), features, out);
+    }
+}
+
+fn check_window(value: &Value, path: &FieldPath, out: &mut Vec<Finding>) {
+    let Some(window) = expect_object(value, path, out) else {
+        return;
+    };
+    for end in ["from", "to"] {
+        let p = path.key(end);
+        match window.get(end) {
+            None => out.push(Finding::error(
+                "required",
+                &p,
+                format!("{end} is required (a cron expression)"),
+            )),
+            Some(v) => {
+                if let Some(spec) = expect_str(v, &p, out) {
+                    if let Err(e) = parse_cron_standard(spec) {
+                        out.push(Finding::error(
+                            "cron-invalid",
+                            &p,
+                            format!("invalid cron expression {spec:?}: {e}"),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+}
