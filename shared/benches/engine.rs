@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use promotion_shared::source::parse_documents;
-use promotion_shared::validation::validate;
+use promotion_shared::validation::{validate, VALIDATION_STACK_BYTES};
 
 fn examples() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples")
@@ -61,6 +61,16 @@ fn generated(stages: usize, checks: usize) -> Value {
 }
 
 fn main() {
+    // Run where the webhook and lint run validation: on a thread with the recommended stack.
+    std::thread::Builder::new()
+        .stack_size(VALIDATION_STACK_BYTES)
+        .spawn(run)
+        .expect("spawn bench thread")
+        .join()
+        .expect("bench thread");
+}
+
+fn run() {
     let text = std::fs::read_to_string(examples().join("cert-manager-lua-checks.yaml")).unwrap();
     let object = parse_documents(&text).unwrap().remove(0).value;
 

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use promotion_shared::model::{GROUP, KIND};
 use promotion_shared::source::{parse_documents, position_of_byte, Pos, SourceDocument};
-use promotion_shared::validation::{validate, Finding, Severity};
+use promotion_shared::validation::{validate, Finding, Severity, VALIDATION_STACK_BYTES};
 
 use crate::render::{Style, Tone};
 
@@ -66,13 +66,28 @@ pub fn run(args: &LintArgs, style: Style) -> u8 {
         eprintln!("usage: kubectl promotion lint [-f] PATH...");
         return 2;
     }
-    let mut tally = Tally::default();
-    let mut located = Vec::new();
-    for input in &inputs {
-        for file in expand(input, &mut located, &mut tally) {
-            lint_file(&file, &mut located, &mut tally);
+    // Validation wants a deep stack for adversarial scripts; one thread that has it keeps the
+    // stack pages warm across files instead of mapping a fresh stack per object.
+    let worker = std::thread::Builder::new()
+        .name("lint".into())
+        .stack_size(VALIDATION_STACK_BYTES)
+        .spawn(move || {
+            let mut tally = Tally::default();
+            let mut located = Vec::new();
+            for input in &inputs {
+                for file in expand(input, &mut located, &mut tally) {
+                    lint_file(&file, &mut located, &mut tally);
+                }
+            }
+            (located, tally)
+        });
+    let (located, tally) = match worker.map(|w| w.join()) {
+        Ok(Ok(result)) => result,
+        _ => {
+            eprintln!("error: the lint worker failed; this is a bug, please report it");
+            return 2;
         }
-    }
+    };
     let errors = located
         .iter()
         .filter(|f| f.severity == Severity::Error)

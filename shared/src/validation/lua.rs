@@ -14,7 +14,7 @@ pub const MAX_SCRIPT_BYTES: usize = 64 * 1024;
 /// PUC Lua 5.1 refuses deeper nesting ("chunk has too many syntax levels").
 pub const MAX_NESTING: usize = 200;
 /// Scripts longer than this get a token-level nesting check before parsing.
-const PRESCAN_BYTES: usize = 4 * 1024;
+const PRESCAN_BYTES: usize = 1024;
 
 pub fn check_script(script: &str, path: &FieldPath, out: &mut Vec<Finding>) {
     // The parse and the AST's drop recurse as deep as the script nests.
