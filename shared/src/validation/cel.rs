@@ -56,10 +56,12 @@ fn check_rule_inner(rule: &str, path: &FieldPath, out: &mut Vec<Finding>) {
             let (line, col) = first
                 .map(|e| (e.pos.0.max(1) as usize, e.pos.1.max(0) as usize + 1))
                 .unwrap_or((1, 1));
-            let msg = first.map(|e| e.msg.as_str()).unwrap_or("unparseable");
+            let msg = first
+                .map(|e| e.msg.trim_start_matches("Syntax error: "))
+                .unwrap_or("unparseable");
             let more = match errors.errors.len() {
                 0 | 1 => String::new(),
-                n => format!(" (and {} more)", n - 1),
+                n => format!(" (and {} more after it)", n - 1),
             };
             out.push(
                 Finding::error(

@@ -65,17 +65,22 @@ fn check_script_inner(script: &str, path: &FieldPath, out: &mut Vec<Finding>) {
     };
     if let Some(e) = result.errors().first() {
         let (start, _) = e.range();
+        let (line, col) = (start.line(), start.character());
         let more = match result.errors().len() {
             1 => String::new(),
-            n => format!(" (and {} more)", n - 1),
+            n => format!(" (and {} more after it)", n - 1),
         };
         out.push(
             Finding::error(
                 "lua-syntax",
                 path,
-                format!("Lua syntax error: {}{more}", e.error_message()),
+                format!(
+                    "Lua syntax error at line {line}, column {col}: {}{}{more}",
+                    describe_error(&e.error_message()),
+                    hint_for(script, line, col)
+                ),
             )
-            .at(start.line(), start.character()),
+            .at(line, col),
         );
         return;
     }
@@ -158,6 +163,34 @@ fn mentions_word(text: &str, word: &str) -> bool {
     text.match_indices(word).any(|(i, _)| {
         !is_ident(text[..i].chars().next_back()) && !is_ident(text[i + word.len()..].chars().next())
     })
+}
+
+/// full_moon's tokenizer messages end with their own range; the finding carries the position.
+fn describe_error(message: &str) -> String {
+    match message.rfind(" (") {
+        Some(i) if message.ends_with(')') && message[i..].contains(" to ") => {
+            message[..i].to_string()
+        }
+        _ => message.to_string(),
+    }
+}
+
+/// Habits from other languages that Lua spells differently.
+fn hint_for(script: &str, line: usize, col: usize) -> &'static str {
+    let rest = script
+        .lines()
+        .nth(line.saturating_sub(1))
+        .and_then(|l| l.get(col.saturating_sub(1)..))
+        .unwrap_or("");
+    if rest.starts_with("!=") {
+        " (Lua writes \"not equal\" as ~=)"
+    } else if rest.starts_with("&&") || rest.starts_with("||") {
+        " (Lua uses `and` / `or`)"
+    } else if rest.starts_with('!') {
+        " (Lua negates with `not`)"
+    } else {
+        ""
+    }
 }
 
 fn is_ident(token: &Token, name: &str) -> bool {
