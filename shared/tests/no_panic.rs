@@ -82,7 +82,7 @@ fn graft(v: &mut Value, mut choice: usize, replacement: Value) {
             Value::Array(a) => a.len(),
             _ => 0,
         };
-        if children == 0 || choice % 4 == 0 {
+        if children == 0 || choice.is_multiple_of(4) {
             *node = replacement;
             return;
         }

@@ -90,30 +90,28 @@ fn check_script_inner(script: &str, path: &FieldPath, out: &mut Vec<Finding>) {
 
 fn check_evaluate(ast: &Ast, path: &FieldPath, out: &mut Vec<Finding>) {
     let mut local_at = None;
+    let is_evaluate = |t: &full_moon::tokenizer::TokenReference| is_ident(t.token(), "evaluate");
     for stmt in ast.nodes().stmts() {
-        match stmt {
+        let defines_global = match stmt {
             Stmt::FunctionDeclaration(f) => {
                 let names = f.name().names();
-                if names.len() == 1
+                names.len() == 1
                     && f.name().method_name().is_none()
-                    && names.iter().any(|n| is_ident(n.token(), "evaluate"))
-                {
-                    return;
-                }
+                    && names.iter().any(is_evaluate)
             }
-            Stmt::Assignment(a) => {
-                if a.variables()
-                    .iter()
-                    .any(|v| matches!(v, Var::Name(n) if is_ident(n.token(), "evaluate")))
-                {
-                    return;
-                }
-            }
-            Stmt::LocalFunction(f) if is_ident(f.name().token(), "evaluate") => {
+            Stmt::Assignment(a) => a
+                .variables()
+                .iter()
+                .any(|v| matches!(v, Var::Name(n) if is_evaluate(n))),
+            Stmt::LocalFunction(f) if is_evaluate(f.name()) => {
                 let p = f.name().token().start_position();
                 local_at = Some((p.line(), p.character()));
+                false
             }
-            _ => {}
+            _ => false,
+        };
+        if defines_global {
+            return;
         }
     }
     match local_at {
