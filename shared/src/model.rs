@@ -185,7 +185,11 @@ pub struct ValidateHealth {
     pub namespace: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub script: Option<String>,
-    #[serde(default, rename = "evaluateCEL", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "evaluateCEL",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub evaluate_cel: Option<Vec<CelRule>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_check: Option<Value>,

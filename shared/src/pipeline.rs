@@ -283,9 +283,15 @@ pub fn derive(promotion: &ClusterPromotion, observations: Option<&Observations>)
         .any(|v| matches!(v.state, StageState::Failed { .. }))
     {
         Phase::Failed
-    } else if views.last().is_some_and(|v| v.state == StageState::Complete) {
+    } else if views
+        .last()
+        .is_some_and(|v| v.state == StageState::Complete)
+    {
         Phase::Complete
-    } else if views.iter().any(|v| v.state == StageState::AwaitingApproval) {
+    } else if views
+        .iter()
+        .any(|v| v.state == StageState::AwaitingApproval)
+    {
         Phase::AwaitingApproval
     } else {
         Phase::Progressing
@@ -355,8 +361,7 @@ fn stage_view(
         approval,
         next_stage: next.map(|n| n.name.clone()),
         last_update_reconciled_time: status.and_then(|s| s.last_update_reconciled_time.clone()),
-        last_successful_applied_time: status
-            .and_then(|s| s.last_successful_applied_time.clone()),
+        last_successful_applied_time: status.and_then(|s| s.last_successful_applied_time.clone()),
         last_status_check_time: status.and_then(|s| s.last_status_check_time.clone()),
         failure_message: status.and_then(|s| s.failure_message.clone()),
         current_status_description: status.and_then(|s| s.current_status_description.clone()),
@@ -455,9 +460,7 @@ fn trigger_view(stage: &Stage) -> TriggerView {
             kind,
             delay: a.delay.clone(),
             post_delay_health_checks: len(a.post_delay_health_checks.as_ref().map(Vec::len)),
-            pre_health_check_deployments: len(
-                a.pre_health_check_deployment.as_ref().map(Vec::len),
-            ),
+            pre_health_check_deployments: len(a.pre_health_check_deployment.as_ref().map(Vec::len)),
             promotion_window: a.promotion_window.as_ref().map(|w| WindowView {
                 from: w.from.clone(),
                 to: w.to.clone(),
@@ -469,9 +472,7 @@ fn trigger_view(stage: &Stage) -> TriggerView {
             kind,
             delay: m.delay.clone(),
             post_delay_health_checks: len(m.post_delay_health_checks.as_ref().map(Vec::len)),
-            pre_health_check_deployments: len(
-                m.pre_health_check_deployment.as_ref().map(Vec::len),
-            ),
+            pre_health_check_deployments: len(m.pre_health_check_deployment.as_ref().map(Vec::len)),
             promotion_window: None,
             approved: m.approved,
             automatic_reset: m.automatic_reset,

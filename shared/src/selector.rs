@@ -26,7 +26,10 @@ pub fn to_string(selector: &LabelSelector) -> String {
 /// Sveltos semantics: an empty selector matches no cluster (unlike Kubernetes, where it matches
 /// everything). An unknown operator matches nothing.
 pub fn matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
-    let has_labels = selector.match_labels.as_ref().is_some_and(|m| !m.is_empty());
+    let has_labels = selector
+        .match_labels
+        .as_ref()
+        .is_some_and(|m| !m.is_empty());
     let has_exprs = selector
         .match_expressions
         .as_ref()

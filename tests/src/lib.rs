@@ -1,1 +1,6 @@
-//! Test support for end-to-end tests (stand-in API server, binary lookup, fixtures).
+//! Test support for end-to-end tests: the stand-in Kubernetes API server, fixtures generated from
+//! the example manifests, and helpers to find and run the workspace's binaries.
+
+pub mod apiserver;
+pub mod bins;
+pub mod fixtures;

@@ -1,0 +1,157 @@
+//! The audit records kept in annotations under [`super::AUDIT_PREFIX`].
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::document::annotation;
+use super::{
+    groups, username, UserInfo, APPROVALS_ANNOTATION, CLOCK_SKEW_TOLERANCE, SPEC_CHANGE_ANNOTATION,
+};
+
+/// Who turned a stage's approval on, when, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalRecord {
+    pub user: String,
+    #[serde(default)]
+    pub groups: Vec<String>,
+    /// RFC 3339, second resolution, UTC (`2026-02-16T07:29:41Z`).
+    pub time: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Who last changed `spec.profileSpec` (started a new rollout), and when.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpecChangeRecord {
+    pub user: String,
+    /// RFC 3339, second resolution, UTC.
+    pub time: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("annotation {key} is not a valid audit record: {reason}")]
+pub struct AuditParseError {
+    pub key: &'static str,
+    pub reason: String,
+}
+
+/// The approval records of an object; empty when the annotation is absent.
+pub fn approval_records(
+    object: &Value,
+) -> Result<BTreeMap<String, ApprovalRecord>, AuditParseError> {
+    match annotation(object, APPROVALS_ANNOTATION) {
+        None => Ok(BTreeMap::new()),
+        Some(value) => parse(APPROVALS_ANNOTATION, value),
+    }
+}
+
+/// The record of the last `profileSpec` change; `None` when the annotation is absent.
+pub fn spec_change_record(object: &Value) -> Result<Option<SpecChangeRecord>, AuditParseError> {
+    annotation(object, SPEC_CHANGE_ANNOTATION)
+        .map(|value| parse(SPEC_CHANGE_ANNOTATION, value))
+        .transpose()
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(
+    key: &'static str,
+    value: &Value,
+) -> Result<T, AuditParseError> {
+    let text = value.as_str().ok_or_else(|| AuditParseError {
+        key,
+        reason: "annotation values are strings".to_string(),
+    })?;
+    serde_json::from_str(text).map_err(|e| AuditParseError {
+        key,
+        reason: e.to_string(),
+    })
+}
+
+pub(crate) fn format_time(now: DateTime<Utc>) -> String {
+    now.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// The record's time is a valid RFC 3339 time close enough to `now` to be this request's.
+pub(crate) fn is_current(time: &str, now: DateTime<Utc>) -> bool {
+    DateTime::parse_from_rfc3339(time)
+        .map(|t| (t.with_timezone(&Utc) - now).abs() <= CLOCK_SKEW_TOLERANCE)
+        .unwrap_or(false)
+}
+
+impl ApprovalRecord {
+    pub(crate) fn for_request(user: &UserInfo, now: DateTime<Utc>, reason: Option<String>) -> Self {
+        ApprovalRecord {
+            user: username(user).to_string(),
+            groups: groups(user).to_vec(),
+            time: format_time(now),
+            reason,
+        }
+    }
+
+    /// Could have been written by the mutation for this request (reason aside, which is the
+    /// client's to choose).
+    pub(crate) fn matches_request(&self, user: &UserInfo, now: DateTime<Utc>) -> bool {
+        self.user == username(user) && self.groups == groups(user) && is_current(&self.time, now)
+    }
+}
+
+impl SpecChangeRecord {
+    pub(crate) fn for_request(user: &UserInfo, now: DateTime<Utc>) -> Self {
+        SpecChangeRecord {
+            user: username(user).to_string(),
+            time: format_time(now),
+        }
+    }
+
+    pub(crate) fn matches_request(&self, user: &UserInfo, now: DateTime<Utc>) -> bool {
+        self.user == username(user) && is_current(&self.time, now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+    use serde_json::json;
+
+    fn now() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 2, 16, 7, 29, 41).unwrap()
+    }
+
+    #[test]
+    fn records_round_trip_through_annotations() {
+        let user = UserInfo {
+            username: Some("alice".into()),
+            groups: Some(vec!["ops".into()]),
+            ..UserInfo::default()
+        };
+        let record = ApprovalRecord::for_request(&user, now(), Some("CAB-12".into()));
+        assert_eq!(record.time, "2026-02-16T07:29:41Z");
+        let text = serde_json::to_string(&BTreeMap::from([("staging", &record)])).unwrap();
+        let object = json!({"metadata": {"annotations": {APPROVALS_ANNOTATION: text}}});
+        let records = approval_records(&object).unwrap();
+        assert_eq!(records["staging"], record);
+        assert!(record.matches_request(&user, now()));
+        assert!(!record.matches_request(&user, now() + chrono::TimeDelta::minutes(6)));
+    }
+
+    #[test]
+    fn malformed_records_are_errors_naming_the_key() {
+        let object = json!({"metadata": {"annotations": {SPEC_CHANGE_ANNOTATION: "{not json"}}});
+        let err = spec_change_record(&object).unwrap_err();
+        assert_eq!(err.key, SPEC_CHANGE_ANNOTATION);
+        assert!(err.to_string().contains(SPEC_CHANGE_ANNOTATION));
+        assert_eq!(spec_change_record(&json!({})).unwrap(), None);
+        assert!(approval_records(&json!({})).unwrap().is_empty());
+    }
+
+    #[test]
+    fn time_check_rejects_garbage_and_distance() {
+        assert!(is_current("2026-02-16T07:30:41Z", now()));
+        assert!(is_current("2026-02-16T08:29:41+01:00", now()));
+        assert!(!is_current("2026-02-16T07:40:41Z", now()));
+        assert!(!is_current("yesterday", now()));
+    }
+}

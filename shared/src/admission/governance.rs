@@ -1,0 +1,225 @@
+//! Who may approve. Both rules are off unless configured.
+//!
+//! - approver groups: only members of one of these groups may turn a stage's `approved` on;
+//! - four eyes (`forbid_self_approval`): the user who last changed `spec.profileSpec` may not
+//!   approve that rollout. The changer is the requester when this request changes `profileSpec`
+//!   (or creates the object), otherwise the one recorded in the stored object's audit record.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::audit::spec_change_record;
+use super::document::{newly_approved, profile_spec_changed};
+use super::{approved_path, groups, username, UserInfo, Violation};
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GovernancePolicy {
+    /// Empty: anyone allowed to update the object may approve.
+    pub approver_groups: Vec<String>,
+    pub forbid_self_approval: bool,
+}
+
+impl GovernancePolicy {
+    pub fn is_enforcing(&self) -> bool {
+        !self.approver_groups.is_empty() || self.forbid_self_approval
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct GovernanceOutcome {
+    pub violations: Vec<Violation>,
+    pub warnings: Vec<String>,
+}
+
+/// Check every approval that `new` turns on (compared with `old`; `None` on CREATE).
+pub fn check_governance(
+    old: Option<&Value>,
+    new: &Value,
+    user: &UserInfo,
+    policy: &GovernancePolicy,
+) -> GovernanceOutcome {
+    let mut outcome = GovernanceOutcome::default();
+    if !policy.is_enforcing() {
+        return outcome;
+    }
+    let approving = newly_approved(old, new);
+    if approving.is_empty() {
+        return outcome;
+    }
+    let requester = username(user);
+
+    if !policy.approver_groups.is_empty()
+        && !groups(user)
+            .iter()
+            .any(|g| policy.approver_groups.contains(g))
+    {
+        for gate in &approving {
+            outcome.violations.push(Violation::new(
+                "approver-not-in-group",
+                approved_path(gate.index),
+                format!(
+                    "user {requester:?} may not approve stage {:?}: approving requires membership in {}",
+                    gate.name,
+                    group_list(&policy.approver_groups)
+                ),
+            ));
+        }
+    }
+
+    if policy.forbid_self_approval {
+        let changer = match old {
+            Some(old) if !profile_spec_changed(old, new) => spec_change_record(old)
+                .ok()
+                .flatten()
+                .map(|record| record.user),
+            _ => Some(requester.to_string()),
+        };
+        for gate in &approving {
+            match &changer {
+                Some(changer) if changer == requester => {
+                    outcome.violations.push(Violation::new(
+                        "self-approval",
+                        approved_path(gate.index),
+                        format!(
+                            "user {requester:?} may not approve stage {:?}: they made the last \
+                             spec.profileSpec change, and another user must approve it (four eyes)",
+                            gate.name
+                        ),
+                    ));
+                }
+                Some(_) => {}
+                None => outcome.warnings.push(format!(
+                    "stage {:?} approved without a four-eyes check: no record of who last changed spec.profileSpec",
+                    gate.name
+                )),
+            }
+        }
+    }
+    outcome
+}
+
+fn group_list(groups: &[String]) -> String {
+    let quoted: Vec<String> = groups.iter().map(|g| format!("{g:?}")).collect();
+    match quoted.len() {
+        1 => format!("group {}", quoted[0]),
+        _ => format!("one of the groups {}", quoted.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::admission::SPEC_CHANGE_ANNOTATION;
+    use serde_json::json;
+
+    fn user(name: &str, groups: &[&str]) -> UserInfo {
+        UserInfo {
+            username: Some(name.to_string()),
+            groups: Some(groups.iter().map(|g| g.to_string()).collect()),
+            ..UserInfo::default()
+        }
+    }
+
+    fn promotion(approved: bool, chart: &str, changer: Option<&str>) -> Value {
+        let mut annotations = json!({});
+        if let Some(changer) = changer {
+            annotations[SPEC_CHANGE_ANNOTATION] =
+                json!(json!({"user": changer, "time": "2026-03-01T11:00:00Z"}).to_string());
+        }
+        json!({
+            "metadata": {"name": "p", "annotations": annotations},
+            "spec": {
+                "profileSpec": {"tier": chart},
+                "stages": [
+                    {"name": "dev"},
+                    {"name": "staging", "trigger": {"manual": {"approved": approved}}},
+                    {"name": "production"}
+                ]
+            }
+        })
+    }
+
+    fn groups_only() -> GovernancePolicy {
+        GovernancePolicy {
+            approver_groups: vec!["release-managers".into()],
+            forbid_self_approval: false,
+        }
+    }
+
+    fn four_eyes() -> GovernancePolicy {
+        GovernancePolicy {
+            approver_groups: vec![],
+            forbid_self_approval: true,
+        }
+    }
+
+    #[test]
+    fn off_by_default() {
+        let old = promotion(false, "1", Some("alice"));
+        let new = promotion(true, "1", Some("alice"));
+        let outcome = check_governance(
+            Some(&old),
+            &new,
+            &user("alice", &[]),
+            &GovernancePolicy::default(),
+        );
+        assert_eq!(outcome, GovernanceOutcome::default());
+    }
+
+    #[test]
+    fn approver_groups() {
+        let old = promotion(false, "1", None);
+        let new = promotion(true, "1", None);
+        let member = user("bob", &["system:authenticated", "release-managers"]);
+        assert!(check_governance(Some(&old), &new, &member, &groups_only())
+            .violations
+            .is_empty());
+        let outsider = user("eve", &["system:authenticated"]);
+        let outcome = check_governance(Some(&old), &new, &outsider, &groups_only());
+        assert_eq!(outcome.violations.len(), 1);
+        assert_eq!(
+            outcome.violations[0].path,
+            "spec.stages[1].trigger.manual.approved"
+        );
+        assert!(outcome.violations[0]
+            .message
+            .contains("group \"release-managers\""));
+        // Not approving anything (approval already on) is not checked.
+        assert!(
+            check_governance(Some(&new), &new, &outsider, &groups_only())
+                .violations
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn four_eyes_uses_the_recorded_changer_or_the_requester() {
+        let old = promotion(false, "1", Some("alice"));
+        let new = promotion(true, "1", Some("alice"));
+        let alice = user("alice", &[]);
+        let bob = user("bob", &[]);
+        let outcome = check_governance(Some(&old), &new, &alice, &four_eyes());
+        assert_eq!(outcome.violations[0].code, "self-approval");
+        assert!(check_governance(Some(&old), &new, &bob, &four_eyes())
+            .violations
+            .is_empty());
+
+        // Changing the rollout and approving it in one request: the requester is the changer.
+        let changed = promotion(true, "2", Some("alice"));
+        let outcome = check_governance(Some(&old), &changed, &bob, &four_eyes());
+        assert_eq!(outcome.violations.len(), 1);
+        // CREATE: the creator is the changer.
+        assert_eq!(
+            check_governance(None, &new, &bob, &four_eyes())
+                .violations
+                .len(),
+            1
+        );
+        // No record: allowed, with a warning.
+        let unknown_old = promotion(false, "1", None);
+        let unknown_new = promotion(true, "1", None);
+        let outcome = check_governance(Some(&unknown_old), &unknown_new, &bob, &four_eyes());
+        assert!(outcome.violations.is_empty());
+        assert_eq!(outcome.warnings.len(), 1);
+    }
+}

@@ -1,0 +1,305 @@
+//! Audit annotations may only change the way the mutation changes them, for the user making the
+//! request. Anything else (a record written for another user, for a stage this request does not
+//! approve, a backdated time, a removed or edited record, an unknown key under the prefix) is a
+//! forgery and the request is rejected.
+//!
+//! The check accepts the mutation's own output, so it gives the same answer before the mutation
+//! (mutating webhook, on the client's object) and after it (validating webhook, on the final
+//! object), and under reinvocation.
+
+use std::collections::BTreeSet;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::audit::{approval_records, spec_change_record};
+use super::document::{annotations, newly_approved, profile_spec_changed};
+use super::{
+    annotation_path, groups, username, UserInfo, Violation, APPROVALS_ANNOTATION, AUDIT_PREFIX,
+    SPEC_CHANGE_ANNOTATION,
+};
+
+const FORGED: &str = "audit-forged";
+
+/// Violations for every audit annotation that `new` changes compared with `old` (`None` on
+/// CREATE) in a way the mutation for this `user` at `now` would not.
+pub fn check_audit_integrity(
+    old: Option<&Value>,
+    new: &Value,
+    user: &UserInfo,
+    now: DateTime<Utc>,
+) -> Vec<Violation> {
+    let before = old.and_then(annotations);
+    let after = annotations(new);
+    let keys: BTreeSet<&str> = [before, after]
+        .into_iter()
+        .flatten()
+        .flat_map(|map| map.keys())
+        .filter(|key| key.starts_with(AUDIT_PREFIX))
+        .map(String::as_str)
+        .collect();
+
+    let mut violations = Vec::new();
+    for key in keys {
+        let old_value = before.and_then(|m| m.get(key));
+        let new_value = after.and_then(|m| m.get(key));
+        if old_value == new_value {
+            continue;
+        }
+        let path = annotation_path(key);
+        if new_value.is_none() {
+            violations.push(Violation::new(
+                FORGED,
+                path,
+                format!(
+                    "the audit record was removed; annotations under {AUDIT_PREFIX} are kept by \
+                     the promotion webhook and cannot be removed (keep them as read from the server)"
+                ),
+            ));
+            continue;
+        }
+        match key {
+            APPROVALS_ANNOTATION => check_approvals(old, new, user, now, &path, &mut violations),
+            SPEC_CHANGE_ANNOTATION => {
+                check_spec_change(old, new, user, now, &path, &mut violations)
+            }
+            _ => violations.push(Violation::new(
+                FORGED,
+                path,
+                format!("unknown audit annotation; keys under {AUDIT_PREFIX} are written only by the promotion webhook"),
+            )),
+        }
+    }
+    violations
+}
+
+fn check_approvals(
+    old: Option<&Value>,
+    new: &Value,
+    user: &UserInfo,
+    now: DateTime<Utc>,
+    path: &str,
+    violations: &mut Vec<Violation>,
+) {
+    let after = match approval_records(new) {
+        Ok(records) => records,
+        Err(e) => {
+            violations.push(Violation::new(FORGED, path, e.reason));
+            return;
+        }
+    };
+    let before = old
+        .and_then(|old| approval_records(old).ok())
+        .unwrap_or_default();
+    let approving: BTreeSet<&str> = newly_approved(old, new).iter().map(|g| g.name).collect();
+
+    for stage in before.keys().filter(|stage| !after.contains_key(*stage)) {
+        violations.push(Violation::new(
+            FORGED,
+            path,
+            format!("the approval record of stage {stage:?} was removed; audit records cannot be removed"),
+        ));
+    }
+    for (stage, record) in &after {
+        if before.get(stage) == Some(record) {
+            continue;
+        }
+        let problem = if !approving.contains(stage.as_str()) {
+            format!(
+                "the approval record of stage {stage:?} was written by the client, but this \
+                 request does not approve that stage; only the promotion webhook writes audit records"
+            )
+        } else if record.user != username(user) {
+            format!(
+                "the approval record of stage {stage:?} names user {:?}, but the request comes from {:?}",
+                record.user,
+                username(user)
+            )
+        } else if record.groups != groups(user) {
+            format!(
+                "the approval record of stage {stage:?} lists groups {:?}, but the requesting user has {:?}",
+                record.groups,
+                groups(user)
+            )
+        } else if !super::audit::is_current(&record.time, now) {
+            format!(
+                "the approval record of stage {stage:?} has time {:?}, which is not the time of this request",
+                record.time
+            )
+        } else {
+            continue;
+        };
+        violations.push(Violation::new(FORGED, path, problem));
+    }
+}
+
+fn check_spec_change(
+    old: Option<&Value>,
+    new: &Value,
+    user: &UserInfo,
+    now: DateTime<Utc>,
+    path: &str,
+    violations: &mut Vec<Violation>,
+) {
+    let record = match spec_change_record(new) {
+        Ok(Some(record)) => record,
+        Ok(None) => return,
+        Err(e) => {
+            violations.push(Violation::new(FORGED, path, e.reason));
+            return;
+        }
+    };
+    let changing = old.is_none_or(|old| profile_spec_changed(old, new));
+    let problem = if !changing {
+        "the record of the last spec.profileSpec change was edited, but this request does not \
+         change spec.profileSpec; only the promotion webhook writes audit records"
+            .to_string()
+    } else if record.user != username(user) {
+        format!(
+            "the record of the last spec.profileSpec change names user {:?}, but the request comes from {:?}",
+            record.user,
+            username(user)
+        )
+    } else if !super::audit::is_current(&record.time, now) {
+        format!(
+            "the record of the last spec.profileSpec change has time {:?}, which is not the time of this request",
+            record.time
+        )
+    } else {
+        return;
+    };
+    violations.push(Violation::new(FORGED, path, problem));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::admission::{plan_mutation, APPROVAL_REASON_ANNOTATION};
+    use chrono::TimeZone;
+    use serde_json::json;
+
+    fn now() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap()
+    }
+
+    fn user(name: &str) -> UserInfo {
+        UserInfo {
+            username: Some(name.to_string()),
+            groups: Some(vec!["ops".into()]),
+            ..UserInfo::default()
+        }
+    }
+
+    fn promotion(approved: bool, chart: &str, annotations: Value) -> Value {
+        json!({
+            "metadata": {"name": "p", "annotations": annotations},
+            "spec": {
+                "profileSpec": {"helmCharts": [{"chartVersion": chart}]},
+                "stages": [
+                    {"name": "staging", "trigger": {"manual": {"approved": approved}}},
+                    {"name": "production"}
+                ]
+            }
+        })
+    }
+
+    fn record(user: &str, time: &str) -> Value {
+        json!({"user": user, "groups": ["ops"], "time": time})
+    }
+
+    fn approvals(stage: &str, record: Value) -> String {
+        json!({stage: record}).to_string()
+    }
+
+    #[test]
+    fn the_mutations_own_output_passes() {
+        let old = promotion(false, "1", json!({}));
+        let new = promotion(true, "2", json!({APPROVAL_REASON_ANNOTATION: "ok"}));
+        let plan = plan_mutation(Some(&old), &new, &user("alice"), now());
+        let mut mutated = new.clone();
+        json_patch::patch(&mut mutated, &plan.patch.0).unwrap();
+        assert_eq!(
+            check_audit_integrity(Some(&old), &new, &user("alice"), now()),
+            []
+        );
+        assert_eq!(
+            check_audit_integrity(Some(&old), &mutated, &user("alice"), now()),
+            []
+        );
+        // A later, unrelated update keeps the records as they are.
+        let mut later = mutated.clone();
+        later["metadata"]["labels"] = json!({"x": "y"});
+        assert_eq!(
+            check_audit_integrity(Some(&mutated), &later, &user("bob"), now()),
+            []
+        );
+    }
+
+    #[test]
+    fn records_for_someone_else_or_another_stage_are_forged() {
+        let old = promotion(false, "1", json!({}));
+        let as_bob = promotion(
+            true,
+            "1",
+            json!({APPROVALS_ANNOTATION: approvals("staging", record("bob", "2026-03-01T12:00:00Z"))}),
+        );
+        let v = check_audit_integrity(Some(&old), &as_bob, &user("alice"), now());
+        assert_eq!(v.len(), 1);
+        assert!(v[0].message.contains("\"bob\""), "{}", v[0].message);
+        assert_eq!(
+            v[0].path,
+            "metadata.annotations[audit.kubectl-promotion.dev/approvals]"
+        );
+
+        let not_approving = promotion(
+            false,
+            "1",
+            json!({APPROVALS_ANNOTATION: approvals("staging", record("alice", "2026-03-01T12:00:00Z"))}),
+        );
+        let v = check_audit_integrity(Some(&old), &not_approving, &user("alice"), now());
+        assert!(v[0].message.contains("does not approve"));
+
+        let backdated = promotion(
+            true,
+            "1",
+            json!({APPROVALS_ANNOTATION: approvals("staging", record("alice", "2025-01-01T00:00:00Z"))}),
+        );
+        let v = check_audit_integrity(Some(&old), &backdated, &user("alice"), now());
+        assert!(v[0].message.contains("not the time"));
+    }
+
+    #[test]
+    fn removing_editing_and_unknown_keys_are_forged() {
+        let trail = approvals("staging", record("bob", "2026-02-01T00:00:00Z"));
+        let old = promotion(false, "1", json!({APPROVALS_ANNOTATION: trail}));
+        let removed = promotion(false, "1", json!({}));
+        let v = check_audit_integrity(Some(&old), &removed, &user("alice"), now());
+        assert!(v[0].message.contains("removed"));
+
+        let emptied = promotion(false, "1", json!({APPROVALS_ANNOTATION: "{}"}));
+        let v = check_audit_integrity(Some(&old), &emptied, &user("alice"), now());
+        assert!(v[0].message.contains("stage \"staging\" was removed"));
+
+        let garbage = promotion(false, "1", json!({APPROVALS_ANNOTATION: "[1,2]"}));
+        assert_eq!(
+            check_audit_integrity(Some(&old), &garbage, &user("alice"), now()).len(),
+            1
+        );
+
+        let unknown = promotion(false, "1", json!({"audit.kubectl-promotion.dev/x": "1"}));
+        let v = check_audit_integrity(None, &unknown, &user("alice"), now());
+        assert!(v[0].message.contains("unknown audit annotation"));
+
+        let spec = json!({"user": "alice", "time": "2026-03-01T12:00:00Z"}).to_string();
+        let edited = promotion(false, "1", json!({SPEC_CHANGE_ANNOTATION: spec.clone()}));
+        let v = check_audit_integrity(Some(&removed), &edited, &user("alice"), now());
+        assert!(v[0].message.contains("does not change spec.profileSpec"));
+        let changed = promotion(false, "2", json!({SPEC_CHANGE_ANNOTATION: spec}));
+        assert_eq!(
+            check_audit_integrity(Some(&removed), &changed, &user("alice"), now()),
+            []
+        );
+        let v = check_audit_integrity(Some(&removed), &changed, &user("mallory"), now());
+        assert!(v[0].message.contains("\"mallory\""));
+    }
+}

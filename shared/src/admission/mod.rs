@@ -1,0 +1,106 @@
+//! Admission logic for ClusterPromotion, shared by the webhook (which enforces it) and the plugin
+//! (which predicts it, e.g. `diff` shows which approvals the webhook will reset).
+//!
+//! Everything here works on the raw JSON of the request objects, never on a typed round trip, so
+//! that a patch addresses exactly what the client sent. Nothing here does I/O or reads the clock:
+//! the caller passes `now`, which makes every function deterministic.
+//!
+//! Three concerns live here:
+//! - [`plan_mutation`]: what the mutating webhook changes (approvals consumed or invalidated by a
+//!   new rollout are removed; audit annotations record who approved and who changed the rollout);
+//! - [`check_audit_integrity`]: audit annotations may only change the way [`plan_mutation`]
+//!   changes them, for the user making the request; anything else is a forgery;
+//! - [`check_governance`]: who may approve (approver groups, four eyes).
+
+mod audit;
+mod document;
+mod governance;
+mod integrity;
+mod mutation;
+#[cfg(test)]
+mod properties;
+
+pub use audit::{
+    approval_records, spec_change_record, ApprovalRecord, AuditParseError, SpecChangeRecord,
+};
+pub use document::{is_deleting, newly_approved_stages, profile_spec_changed};
+pub use governance::{check_governance, GovernanceOutcome, GovernancePolicy};
+pub use integrity::check_audit_integrity;
+pub use k8s_openapi::api::authentication::v1::UserInfo;
+pub use mutation::{plan_mutation, ApprovalReset, MutationPlan, ResetCause};
+
+use std::fmt;
+
+use chrono::TimeDelta;
+use serde::Serialize;
+
+/// Every annotation under this prefix is written by the mutating webhook only.
+pub const AUDIT_PREFIX: &str = "audit.kubectl-promotion.dev/";
+
+/// JSON object: stage name → [`ApprovalRecord`] of the last time that stage's `approved` was
+/// turned on.
+pub const APPROVALS_ANNOTATION: &str = "audit.kubectl-promotion.dev/approvals";
+
+/// JSON [`SpecChangeRecord`] of the last request that changed `spec.profileSpec`.
+pub const SPEC_CHANGE_ANNOTATION: &str = "audit.kubectl-promotion.dev/spec-change";
+
+/// Request annotation through which a client (`kubectl promotion approve --reason`) passes the
+/// reason for an approval. The mutation moves it into the approval record and removes it.
+pub const APPROVAL_REASON_ANNOTATION: &str = "kubectl-promotion.dev/approval-reason";
+
+/// Longer reasons are cut (with a warning): the whole annotation map of an object is limited to
+/// 256 KiB by the API server, and the record is kept per stage.
+pub const MAX_REASON_CHARS: usize = 1024;
+
+/// How far an audit record's time may be from the request time and still be this request's own
+/// record. Covers clock skew between webhook replicas (mutating on one, validating on another).
+pub const CLOCK_SKEW_TOLERANCE: TimeDelta = TimeDelta::minutes(5);
+
+/// A request that breaks an admission rule, with the field it concerns.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    /// Stable identifier, e.g. `audit-forged`, `approver-not-in-group`, `self-approval`.
+    pub code: &'static str,
+    /// Field path as the API server writes it, e.g. `spec.stages[1].trigger.manual.approved` or
+    /// `metadata.annotations[audit.kubectl-promotion.dev/approvals]`.
+    pub path: String,
+    pub message: String,
+}
+
+impl Violation {
+    pub(crate) fn new(
+        code: &'static str,
+        path: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        Violation {
+            code,
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+/// Field path of an annotation, in the bracket form the API server uses for map keys.
+pub fn annotation_path(key: &str) -> String {
+    format!("metadata.annotations[{key}]")
+}
+
+/// Field path of a stage's `approved` flag.
+pub fn approved_path(index: usize) -> String {
+    format!("spec.stages[{index}].trigger.manual.approved")
+}
+
+pub(crate) fn username(user: &UserInfo) -> &str {
+    user.username.as_deref().unwrap_or("")
+}
+
+pub(crate) fn groups(user: &UserInfo) -> &[String] {
+    user.groups.as_deref().unwrap_or(&[])
+}

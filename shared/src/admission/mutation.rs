@@ -1,0 +1,595 @@
+//! What the mutating webhook changes, as a JSON Patch against the raw request object.
+//!
+//! Rules (see the crate README for the user-facing description):
+//! - an approval that has been used (per the stored object's status the next stage is already
+//!   reached) is removed on the next UPDATE, as Sveltos does when `automaticReset` is not false;
+//! - when `spec.profileSpec` changes, Sveltos restarts the pipeline: every approval that resets
+//!   automatically is removed, unless this very request turns it on;
+//! - turning an approval on records who, when and why; changing `profileSpec` records who and
+//!   when (a CREATE counts as a change).
+//!
+//! The plan is idempotent: applying it and planning again for the result gives an empty patch,
+//! which keeps the webhook safe under `reinvocationPolicy: IfNeeded`.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use json_patch::jsonptr::PointerBuf;
+use json_patch::{AddOperation, Patch, PatchOperation, RemoveOperation, TestOperation};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::audit::{approval_records, spec_change_record, ApprovalRecord, SpecChangeRecord};
+use super::document::{
+    annotation, annotations, gates, gates_by_name, is_deleting, newly_approved, next_stage_reached,
+    profile_spec_changed, Gate,
+};
+use super::{
+    UserInfo, APPROVALS_ANNOTATION, APPROVAL_REASON_ANNOTATION, MAX_REASON_CHARS,
+    SPEC_CHANGE_ANNOTATION,
+};
+
+/// Why an approval is removed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase", tag = "kind")]
+pub enum ResetCause {
+    /// The promotion it allowed has happened: `next_stage` is already in `status.stages`.
+    Consumed { next_stage: String },
+    /// `spec.profileSpec` changed: Sveltos restarts the pipeline and the old approval must not
+    /// carry over into the new rollout.
+    NewRollout,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalReset {
+    pub stage: String,
+    /// Index of the stage in the request object's `spec.stages`.
+    pub index: usize,
+    pub cause: ResetCause,
+}
+
+impl ApprovalReset {
+    /// One line for an admission warning (kept under 120 characters for ordinary stage names).
+    pub fn warning(&self) -> String {
+        match &self.cause {
+            ResetCause::Consumed { next_stage } => format!(
+                "approval of stage {:?} removed: it was already used to promote to {:?}",
+                self.stage, next_stage
+            ),
+            ResetCause::NewRollout => format!(
+                "approval of stage {:?} reset: spec.profileSpec changed, the new rollout needs a new approval",
+                self.stage
+            ),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MutationPlan {
+    /// Empty when nothing changes. Every `remove` is preceded by `test` ops, so the patch fails
+    /// rather than removing the wrong thing if the document is not the one planned against.
+    pub patch: Patch,
+    /// For the admission response (kubectl prints them).
+    pub warnings: Vec<String>,
+    pub reset_approvals: Vec<ApprovalReset>,
+    /// Stages whose approval this request turns on (and which get an audit record).
+    pub recorded_approvals: Vec<String>,
+    pub profile_spec_changed: bool,
+}
+
+impl MutationPlan {
+    pub fn is_empty(&self) -> bool {
+        self.patch.0.is_empty()
+    }
+
+    /// Names of the stages whose approval the webhook removes.
+    pub fn reset_stage_names(&self) -> Vec<&str> {
+        self.reset_approvals
+            .iter()
+            .map(|r| r.stage.as_str())
+            .collect()
+    }
+}
+
+/// Plan the mutation of `new` (the request object) for a CREATE (`old` is `None`) or an UPDATE
+/// (`old` is the stored object). Never fails: input of an unexpected shape plans nothing for the
+/// parts it cannot read.
+pub fn plan_mutation(
+    old: Option<&Value>,
+    new: &Value,
+    user: &UserInfo,
+    now: DateTime<Utc>,
+) -> MutationPlan {
+    let mut plan = MutationPlan::default();
+    if !new.is_object() || is_deleting(new) {
+        return plan;
+    }
+    let spec_changed = old.is_some_and(|old| profile_spec_changed(old, new));
+    plan.profile_spec_changed = spec_changed;
+
+    let mut ops = Vec::new();
+    if let Some(old) = old {
+        for reset in resets(old, new, spec_changed) {
+            ops.extend(remove_approval_ops(&reset));
+            plan.warnings.push(reset.warning());
+            plan.reset_approvals.push(reset);
+        }
+    }
+
+    let approving = newly_approved(old, new);
+    plan.recorded_approvals = approving.iter().map(|g| g.name.to_string()).collect();
+    let mut annotation_edits = AnnotationEdits::default();
+    let reason = take_reason(new, &approving, &mut annotation_edits, &mut plan.warnings);
+    record_approvals(
+        old,
+        new,
+        user,
+        now,
+        &approving,
+        reason,
+        &mut annotation_edits,
+    );
+    if spec_changed || old.is_none() {
+        record_spec_change(old, new, user, now, &mut annotation_edits);
+    }
+    ops.extend(annotation_edits.into_ops(new));
+
+    plan.patch = Patch(ops);
+    plan
+}
+
+fn resets(old: &Value, new: &Value, spec_changed: bool) -> Vec<ApprovalReset> {
+    let before = gates_by_name(old);
+    gates(new)
+        .into_iter()
+        .filter(|gate| gate.approved && gate.resets)
+        // Only an approval that was already on can have been used or belong to the old rollout;
+        // one this request turns on is for the rollout being submitted.
+        .filter(|gate| before.get(gate.name).is_some_and(|g| g.approved))
+        .filter_map(|gate| {
+            let cause = if spec_changed {
+                ResetCause::NewRollout
+            } else {
+                ResetCause::Consumed {
+                    next_stage: next_stage_reached(old, gate.name)?.to_string(),
+                }
+            };
+            Some(ApprovalReset {
+                stage: gate.name.to_string(),
+                index: gate.index,
+                cause,
+            })
+        })
+        .collect()
+}
+
+fn remove_approval_ops(reset: &ApprovalReset) -> [PatchOperation; 3] {
+    let index = reset.index.to_string();
+    let stage = ["spec", "stages", index.as_str()];
+    [
+        PatchOperation::Test(TestOperation {
+            path: PointerBuf::from_tokens(stage.iter().copied().chain(["name"])),
+            value: Value::String(reset.stage.clone()),
+        }),
+        PatchOperation::Test(TestOperation {
+            path: approved_pointer(&stage),
+            value: Value::Bool(true),
+        }),
+        PatchOperation::Remove(RemoveOperation {
+            path: approved_pointer(&stage),
+        }),
+    ]
+}
+
+fn approved_pointer(stage: &[&str; 3]) -> PointerBuf {
+    PointerBuf::from_tokens(
+        stage
+            .iter()
+            .copied()
+            .chain(["trigger", "manual", "approved"]),
+    )
+}
+
+/// The request's approval reason: always removed from the object (it is a request parameter, not
+/// state), returned for the approval records when this request approves something.
+fn take_reason(
+    new: &Value,
+    approving: &[Gate<'_>],
+    edits: &mut AnnotationEdits,
+    warnings: &mut Vec<String>,
+) -> Option<String> {
+    let raw = annotation(new, APPROVAL_REASON_ANNOTATION)?;
+    edits.remove(APPROVAL_REASON_ANNOTATION, raw.clone());
+    if approving.is_empty() {
+        warnings.push(format!(
+            "annotation {APPROVAL_REASON_ANNOTATION} removed: this request approves no stage"
+        ));
+        return None;
+    }
+    let text = match raw {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    if text.chars().count() > MAX_REASON_CHARS {
+        warnings.push(format!(
+            "approval reason cut to {MAX_REASON_CHARS} characters for the audit record"
+        ));
+        return Some(text.chars().take(MAX_REASON_CHARS).collect());
+    }
+    Some(text)
+}
+
+fn record_approvals(
+    old: Option<&Value>,
+    new: &Value,
+    user: &UserInfo,
+    now: DateTime<Utc>,
+    approving: &[Gate<'_>],
+    reason: Option<String>,
+    edits: &mut AnnotationEdits,
+) {
+    if approving.is_empty() {
+        return;
+    }
+    let before = old
+        .and_then(|old| approval_records(old).ok())
+        .unwrap_or_default();
+    // An unreadable value is replaced; the integrity check decides whether the request may
+    // carry it at all.
+    let current = approval_records(new).unwrap_or_default();
+    let mut desired: BTreeMap<String, ApprovalRecord> = current.clone();
+    for gate in approving {
+        let existing = current.get(gate.name);
+        // A record this request already got (reinvocation) is kept, so planning again is a no-op.
+        let own = existing.is_some_and(|record| {
+            reason.is_none()
+                && record.matches_request(user, now)
+                && before.get(gate.name) != Some(record)
+        });
+        if !own {
+            desired.insert(
+                gate.name.to_string(),
+                ApprovalRecord::for_request(user, now, reason.clone()),
+            );
+        }
+    }
+    edits.set_json(new, APPROVALS_ANNOTATION, &desired);
+}
+
+fn record_spec_change(
+    old: Option<&Value>,
+    new: &Value,
+    user: &UserInfo,
+    now: DateTime<Utc>,
+    edits: &mut AnnotationEdits,
+) {
+    let before = old.and_then(|old| spec_change_record(old).ok().flatten());
+    let current = spec_change_record(new).ok().flatten();
+    let own = current
+        .as_ref()
+        .is_some_and(|record| record.matches_request(user, now) && before.as_ref() != Some(record));
+    if !own {
+        edits.set_json(
+            new,
+            SPEC_CHANGE_ANNOTATION,
+            &SpecChangeRecord::for_request(user, now),
+        );
+    }
+}
+
+/// Annotation changes, turned into ops only where the object differs from the target.
+#[derive(Default)]
+struct AnnotationEdits {
+    set: Vec<(&'static str, String)>,
+    remove: Vec<(&'static str, Value)>,
+}
+
+impl AnnotationEdits {
+    fn set_json<T: Serialize>(&mut self, new: &Value, key: &'static str, value: &T) {
+        let Ok(text) = serde_json::to_string(value) else {
+            return;
+        };
+        if annotation(new, key).and_then(Value::as_str) != Some(text.as_str()) {
+            self.set.push((key, text));
+        }
+    }
+
+    fn remove(&mut self, key: &'static str, current: Value) {
+        self.remove.push((key, current));
+    }
+
+    fn into_ops(self, new: &Value) -> Vec<PatchOperation> {
+        let mut ops = Vec::new();
+        if annotations(new).is_some() {
+            for (key, value) in self.set {
+                ops.push(PatchOperation::Add(AddOperation {
+                    path: annotation_pointer(key),
+                    value: Value::String(value),
+                }));
+            }
+            for (key, current) in self.remove {
+                ops.push(PatchOperation::Test(TestOperation {
+                    path: annotation_pointer(key),
+                    value: current,
+                }));
+                ops.push(PatchOperation::Remove(RemoveOperation {
+                    path: annotation_pointer(key),
+                }));
+            }
+        } else if !self.set.is_empty() {
+            // Without an annotation map nothing can be removed, and keys cannot be added below a
+            // missing parent: add the whole map (or the whole metadata).
+            let map: Map<String, Value> = self
+                .set
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), Value::String(v)))
+                .collect();
+            let (path, value) = if new.get("metadata").is_some_and(Value::is_object) {
+                (
+                    PointerBuf::from_tokens(["metadata", "annotations"]),
+                    Value::Object(map),
+                )
+            } else {
+                let mut metadata = Map::new();
+                metadata.insert("annotations".to_string(), Value::Object(map));
+                (
+                    PointerBuf::from_tokens(["metadata"]),
+                    Value::Object(metadata),
+                )
+            };
+            ops.push(PatchOperation::Add(AddOperation { path, value }));
+        }
+        ops
+    }
+}
+
+fn annotation_pointer(key: &str) -> PointerBuf {
+    PointerBuf::from_tokens(["metadata", "annotations", key])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::admission::{approval_records, spec_change_record};
+    use chrono::{TimeDelta, TimeZone};
+    use serde_json::json;
+
+    fn now() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap()
+    }
+
+    fn user(name: &str) -> UserInfo {
+        UserInfo {
+            username: Some(name.to_string()),
+            groups: Some(vec!["system:authenticated".into(), "release".into()]),
+            ..UserInfo::default()
+        }
+    }
+
+    /// dev → staging (manual gate) → production.
+    fn promotion(approved: Option<bool>, reached: &[&str], chart: &str) -> Value {
+        let mut manual = json!({"automaticReset": true});
+        if let Some(a) = approved {
+            manual["approved"] = json!(a);
+        }
+        json!({
+            "apiVersion": "config.projectsveltos.io/v1beta1",
+            "kind": "ClusterPromotion",
+            "metadata": {"name": "p", "creationTimestamp": null, "futureField": {"x": 1}},
+            "spec": {
+                "profileSpec": {"helmCharts": [{"chartName": "kyverno", "chartVersion": chart}]},
+                "stages": [
+                    {"name": "dev", "trigger": {"auto": {"delay": "2m"}}},
+                    {"name": "staging", "trigger": {"manual": manual}},
+                    {"name": "production"}
+                ]
+            },
+            "status": {"stages": reached.iter().map(|n| json!({"name": n})).collect::<Vec<_>>()}
+        })
+    }
+
+    fn apply(object: &Value, plan: &MutationPlan) -> Value {
+        let mut out = object.clone();
+        json_patch::patch(&mut out, &plan.patch.0).expect("plan applies to its own input");
+        out
+    }
+
+    fn assert_idempotent(old: Option<&Value>, new: &Value, user: &UserInfo) -> Value {
+        let plan = plan_mutation(old, new, user, now());
+        let mutated = apply(new, &plan);
+        let again = plan_mutation(old, &mutated, user, now() + TimeDelta::seconds(3));
+        assert!(again.is_empty(), "second plan not empty: {:?}", again.patch);
+        mutated
+    }
+
+    #[test]
+    fn consumed_approval_is_removed_on_next_update() {
+        let old = promotion(Some(true), &["dev", "staging", "production"], "3.6.2");
+        let mut new = old.clone();
+        new["metadata"]["labels"] = json!({"team": "a"});
+        let plan = plan_mutation(Some(&old), &new, &user("bob"), now());
+        assert_eq!(
+            plan.reset_approvals,
+            [ApprovalReset {
+                stage: "staging".into(),
+                index: 1,
+                cause: ResetCause::Consumed {
+                    next_stage: "production".into()
+                }
+            }]
+        );
+        let ops = serde_json::to_value(&plan.patch).unwrap();
+        assert_eq!(
+            ops,
+            json!([
+                {"op": "test", "path": "/spec/stages/1/name", "value": "staging"},
+                {"op": "test", "path": "/spec/stages/1/trigger/manual/approved", "value": true},
+                {"op": "remove", "path": "/spec/stages/1/trigger/manual/approved"}
+            ])
+        );
+        assert_eq!(plan.warnings.len(), 1);
+        assert!(plan.warnings[0].contains("production"));
+        let mutated = assert_idempotent(Some(&old), &new, &user("bob"));
+        // Nothing but the approval changed: unknown metadata fields and nulls survive.
+        let mut expected = new.clone();
+        expected["spec"]["stages"][1]["trigger"]["manual"]
+            .as_object_mut()
+            .unwrap()
+            .remove("approved");
+        assert_eq!(mutated, expected);
+    }
+
+    #[test]
+    fn approval_not_yet_used_or_not_resetting_is_kept() {
+        let pending = promotion(Some(true), &["dev", "staging"], "3.6.2");
+        assert!(plan_mutation(Some(&pending), &pending, &user("bob"), now()).is_empty());
+
+        let mut sticky = promotion(Some(true), &["dev", "staging", "production"], "3.6.2");
+        sticky["spec"]["stages"][1]["trigger"]["manual"]["automaticReset"] = json!(false);
+        assert!(plan_mutation(Some(&sticky), &sticky, &user("bob"), now()).is_empty());
+        let mut changed = sticky.clone();
+        changed["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"] = json!("3.7.0");
+        let plan = plan_mutation(Some(&sticky), &changed, &user("bob"), now());
+        assert!(plan.reset_approvals.is_empty());
+        assert!(plan.profile_spec_changed);
+    }
+
+    #[test]
+    fn new_rollout_resets_approvals_and_records_the_change() {
+        let old = promotion(Some(true), &["dev", "staging"], "3.6.2");
+        let new = promotion(Some(true), &["dev", "staging"], "3.7.0");
+        let plan = plan_mutation(Some(&old), &new, &user("carol"), now());
+        assert_eq!(plan.reset_stage_names(), ["staging"]);
+        assert_eq!(plan.reset_approvals[0].cause, ResetCause::NewRollout);
+        assert!(plan.warnings[0].contains("profileSpec changed"));
+        let mutated = assert_idempotent(Some(&old), &new, &user("carol"));
+        assert_eq!(
+            spec_change_record(&mutated).unwrap(),
+            Some(SpecChangeRecord {
+                user: "carol".into(),
+                time: "2026-03-01T12:00:00Z".into()
+            })
+        );
+        assert!(mutated["spec"]["stages"][1]["trigger"]["manual"]
+            .get("approved")
+            .is_none());
+    }
+
+    #[test]
+    fn reordered_profile_spec_is_not_a_new_rollout() {
+        let old = promotion(Some(true), &["dev", "staging"], "3.6.2");
+        let mut new = old.clone();
+        new["spec"]["profileSpec"] =
+            json!({"helmCharts": [{"chartVersion": "3.6.2", "chartName": "kyverno"}]});
+        assert!(plan_mutation(Some(&old), &new, &user("bob"), now()).is_empty());
+    }
+
+    #[test]
+    fn approval_set_by_this_request_survives_a_new_rollout_and_is_recorded() {
+        let old = promotion(Some(false), &["dev", "staging"], "3.6.2");
+        let mut new = promotion(Some(true), &["dev", "staging"], "3.7.0");
+        new["metadata"]["annotations"] = json!({APPROVAL_REASON_ANNOTATION: "CAB-42 signed off"});
+        let plan = plan_mutation(Some(&old), &new, &user("dave"), now());
+        assert!(plan.reset_approvals.is_empty());
+        assert_eq!(plan.recorded_approvals, ["staging"]);
+        let mutated = assert_idempotent(Some(&old), &new, &user("dave"));
+        let records = approval_records(&mutated).unwrap();
+        assert_eq!(
+            records["staging"],
+            ApprovalRecord {
+                user: "dave".into(),
+                groups: vec!["system:authenticated".into(), "release".into()],
+                time: "2026-03-01T12:00:00Z".into(),
+                reason: Some("CAB-42 signed off".into()),
+            }
+        );
+        let annotations = mutated["metadata"]["annotations"].as_object().unwrap();
+        assert!(!annotations.contains_key(APPROVAL_REASON_ANNOTATION));
+        assert!(annotations.contains_key(SPEC_CHANGE_ANNOTATION));
+        assert_eq!(
+            mutated["spec"]["stages"][1]["trigger"]["manual"]["approved"],
+            json!(true)
+        );
+    }
+
+    #[test]
+    fn missing_annotations_and_metadata_get_created() {
+        let old = promotion(Some(false), &[], "3.6.2");
+        let new = promotion(Some(true), &[], "3.6.2");
+        let plan = plan_mutation(Some(&old), &new, &user("erin"), now());
+        let ops = serde_json::to_value(&plan.patch).unwrap();
+        assert_eq!(ops[0]["op"], "add");
+        assert_eq!(ops[0]["path"], "/metadata/annotations");
+        assert_idempotent(Some(&old), &new, &user("erin"));
+
+        let bare =
+            json!({"spec": {"stages": [{"name": "a", "trigger": {"manual": {"approved": true}}}]}});
+        let plan = plan_mutation(None, &bare, &user("erin"), now());
+        let ops = serde_json::to_value(&plan.patch).unwrap();
+        assert_eq!(ops[0]["path"], "/metadata");
+        let mutated = assert_idempotent(None, &bare, &user("erin"));
+        assert_eq!(approval_records(&mutated).unwrap()["a"].user, "erin");
+    }
+
+    #[test]
+    fn create_records_the_author_and_escapes_keys() {
+        let new = promotion(None, &[], "3.6.2");
+        let plan = plan_mutation(None, &new, &user("frank"), now());
+        let ops = serde_json::to_value(&plan.patch).unwrap();
+        assert_eq!(ops.as_array().unwrap().len(), 1);
+        let mut with_map = new.clone();
+        with_map["metadata"]["annotations"] = json!({"other": "x"});
+        let plan = plan_mutation(None, &with_map, &user("frank"), now());
+        let ops = serde_json::to_value(&plan.patch).unwrap();
+        assert_eq!(
+            ops[0]["path"],
+            "/metadata/annotations/audit.kubectl-promotion.dev~1spec-change"
+        );
+        assert_idempotent(None, &with_map, &user("frank"));
+    }
+
+    #[test]
+    fn stray_reason_is_removed_with_a_warning() {
+        let old = promotion(Some(false), &[], "3.6.2");
+        let mut new = old.clone();
+        new["metadata"]["annotations"] = json!({APPROVAL_REASON_ANNOTATION: "why"});
+        let plan = plan_mutation(Some(&old), &new, &user("gus"), now());
+        let ops = serde_json::to_value(&plan.patch).unwrap();
+        assert_eq!(
+            ops[0],
+            json!({"op": "test", "path": "/metadata/annotations/kubectl-promotion.dev~1approval-reason", "value": "why"})
+        );
+        assert_eq!(ops[1]["op"], "remove");
+        assert!(plan.warnings[0].contains("approves no stage"));
+        assert_idempotent(Some(&old), &new, &user("gus"));
+    }
+
+    #[test]
+    fn long_reason_is_cut() {
+        let old = promotion(Some(false), &[], "3.6.2");
+        let mut new = promotion(Some(true), &[], "3.6.2");
+        new["metadata"]["annotations"] =
+            json!({APPROVAL_REASON_ANNOTATION: "é".repeat(MAX_REASON_CHARS + 10)});
+        let plan = plan_mutation(Some(&old), &new, &user("hal"), now());
+        let mutated = apply(&new, &plan);
+        let reason = approval_records(&mutated).unwrap()["staging"]
+            .reason
+            .clone()
+            .unwrap();
+        assert_eq!(reason.chars().count(), MAX_REASON_CHARS);
+        assert!(plan.warnings.iter().any(|w| w.contains("cut")));
+    }
+
+    #[test]
+    fn deleting_or_odd_objects_plan_nothing() {
+        let mut deleting = promotion(Some(true), &["dev", "staging", "production"], "1");
+        deleting["metadata"]["deletionTimestamp"] = json!("2026-03-01T11:00:00Z");
+        assert!(plan_mutation(Some(&deleting), &deleting, &user("x"), now()).is_empty());
+        for odd in [json!(null), json!([]), json!("x"), json!({"spec": 5})] {
+            let plan = plan_mutation(Some(&odd), &odd, &user("x"), now());
+            assert!(plan.is_empty());
+        }
+    }
+}

@@ -1,0 +1,404 @@
+//! Calling admission webhooks the way the apiserver's webhook admission plugins do: an
+//! `admission.k8s.io/v1` AdmissionReview POSTed over HTTPS (certificate verified against the
+//! configured CA bundle), mutating first (its base64 JSONPatch applied), validating last; a
+//! denial becomes `admission webhook "<name>" denied the request: <message>`.
+
+use std::time::Duration;
+
+use base64::Engine;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use serde_json::{json, Value};
+
+use super::auth::UserInfo;
+use super::resources::ResourceDef;
+use super::status::{go_quote, ApiError};
+use super::tls;
+
+/// Which webhooks to call, where, and how much to trust them.
+#[derive(Clone, Debug)]
+pub struct AdmissionConfig {
+    /// `https://127.0.0.1:PORT/mutate` (or `None` for no mutating webhook).
+    pub mutate_url: Option<String>,
+    pub validate_url: Option<String>,
+    /// PEM bundle the webhook's serving certificate must chain to (`clientConfig.caBundle`).
+    pub ca_pem: String,
+    pub mutating_name: String,
+    pub validating_name: String,
+    /// `timeoutSeconds` (default 10 s, like the API's default).
+    pub timeout: Duration,
+    /// `failurePolicy: Ignore` when true; `Fail` (the default) otherwise.
+    pub ignore_failures: bool,
+    /// Resources intercepted (plural names); default `["clusterpromotions"]`.
+    pub resources: Vec<String>,
+    /// Also intercept writes to `<resource>/status` (webhook rules must list it explicitly).
+    pub include_status: bool,
+}
+
+impl AdmissionConfig {
+    pub fn new(ca_pem: &str) -> Self {
+        AdmissionConfig {
+            mutate_url: None,
+            validate_url: None,
+            ca_pem: ca_pem.to_string(),
+            mutating_name: "mutate.clusterpromotions.config.projectsveltos.io".into(),
+            validating_name: "validate.clusterpromotions.config.projectsveltos.io".into(),
+            timeout: Duration::from_secs(10),
+            ignore_failures: false,
+            resources: vec!["clusterpromotions".into()],
+            include_status: false,
+        }
+    }
+
+    pub fn intercepts(&self, def: &ResourceDef, subresource: &str) -> bool {
+        self.resources.iter().any(|r| r == def.plural)
+            && (subresource.is_empty() || (subresource == "status" && self.include_status))
+    }
+}
+
+pub struct AdmissionClient {
+    config: AdmissionConfig,
+    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
+}
+
+/// What the request being admitted is.
+pub struct AdmissionRequest<'a> {
+    pub def: &'a ResourceDef,
+    pub subresource: &'a str,
+    pub operation: &'a str,
+    pub name: &'a str,
+    pub namespace: &'a str,
+    pub user: &'a UserInfo,
+    pub object: &'a Value,
+    pub old_object: Option<&'a Value>,
+    pub dry_run: bool,
+    pub options: Value,
+}
+
+impl AdmissionClient {
+    pub fn new(config: AdmissionConfig) -> Result<Self, tls::TlsError> {
+        let tls = tls::client_config(&config.ca_pem)?;
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_only()
+            .enable_http1()
+            .build();
+        let client = Client::builder(hyper_util::rt::TokioExecutor::new()).build(connector);
+        Ok(AdmissionClient { config, client })
+    }
+
+    pub fn config(&self) -> &AdmissionConfig {
+        &self.config
+    }
+
+    /// Run the mutating webhook; returns the (possibly patched) object.
+    pub async fn mutate(
+        &self,
+        req: &AdmissionRequest<'_>,
+        warnings: &mut Vec<String>,
+    ) -> Result<Value, ApiError> {
+        let Some(url) = &self.config.mutate_url else {
+            return Ok(req.object.clone());
+        };
+        let name = &self.config.mutating_name;
+        let response = match self.call(url, name, req, true).await {
+            Ok(r) => r,
+            Err(e) if self.config.ignore_failures => {
+                let _ = e;
+                return Ok(req.object.clone());
+            }
+            Err(e) => return Err(e),
+        };
+        collect_warnings(&response, warnings);
+        if !allowed(&response) {
+            return Err(denied(name, &response).with_warnings(warnings.clone()));
+        }
+        let Some(patch_bytes) = patch_bytes(&response).map_err(|e| call_failed(name, &e))? else {
+            return Ok(req.object.clone());
+        };
+        let patch: json_patch::Patch = serde_json::from_slice(&patch_bytes)
+            .map_err(|e| call_failed(name, &format!("received invalid webhook response: {e}")))?;
+        let mut patched = req.object.clone();
+        json_patch::patch(&mut patched, &patch).map_err(|e| ApiError::internal(e.to_string()))?;
+        Ok(patched)
+    }
+
+    pub async fn validate(
+        &self,
+        req: &AdmissionRequest<'_>,
+        warnings: &mut Vec<String>,
+    ) -> Result<(), ApiError> {
+        let Some(url) = &self.config.validate_url else {
+            return Ok(());
+        };
+        let name = &self.config.validating_name;
+        let response = match self.call(url, name, req, false).await {
+            Ok(r) => r,
+            Err(_) if self.config.ignore_failures => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        collect_warnings(&response, warnings);
+        if !allowed(&response) {
+            return Err(denied(name, &response).with_warnings(warnings.clone()));
+        }
+        Ok(())
+    }
+
+    async fn call(
+        &self,
+        url: &str,
+        name: &str,
+        req: &AdmissionRequest<'_>,
+        mutating: bool,
+    ) -> Result<Value, ApiError> {
+        let uid = uuid::Uuid::new_v4().to_string();
+        let review = review(req, &uid);
+        let timeout = self.config.timeout;
+        let sep = if url.contains('?') { '&' } else { '?' };
+        let full_url = format!("{url}{sep}timeout={}s", timeout.as_secs().max(1));
+        let body = serde_json::to_vec(&review).map_err(ApiError::internal)?;
+        let request = hyper::Request::post(&full_url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, */*")
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| call_failed(name, &format!("failed to call webhook: {e}")))?;
+        let exchange = async {
+            let response = self.client.request(request).await.map_err(|e| {
+                format!(
+                    "failed to call webhook: Post {}: {}",
+                    go_quote(&full_url),
+                    error_chain(&e)
+                )
+            })?;
+            let status = response.status();
+            let bytes = response
+                .into_body()
+                .collect()
+                .await
+                .map_err(|e| format!("failed to call webhook: {e}"))?
+                .to_bytes();
+            if !status.is_success() {
+                return Err(format!(
+                    "failed to call webhook: the server responded with the status code {} but did not return more information",
+                    status.as_u16()
+                ));
+            }
+            serde_json::from_slice::<Value>(&bytes)
+                .map_err(|e| format!("received invalid webhook response: {e}"))
+        };
+        let reply = tokio::time::timeout(timeout, exchange)
+            .await
+            .map_err(|_| {
+                call_failed(
+                    name,
+                    &format!(
+                        "failed to call webhook: Post {}: context deadline exceeded",
+                        go_quote(&full_url)
+                    ),
+                )
+            })?
+            .map_err(|e| call_failed(name, &e))?;
+        verify(&reply, &uid, mutating).map_err(|e| call_failed(name, &e))?;
+        Ok(reply.get("response").cloned().unwrap_or(Value::Null))
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+/// `VerifyAdmissionResponse` for v1.
+fn verify(reply: &Value, uid: &str, mutating: bool) -> Result<(), String> {
+    let api_version = reply
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let kind = reply
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if api_version != "admission.k8s.io/v1" || kind != "AdmissionReview" {
+        return Err(format!(
+            "received invalid webhook response: expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got {api_version}, Kind={kind}"
+        ));
+    }
+    let Some(response) = reply.get("response") else {
+        return Err("received invalid webhook response: webhook response was absent".into());
+    };
+    let got = response
+        .get("uid")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if got != uid {
+        return Err(format!(
+            "received invalid webhook response: expected response.uid={}, got {}",
+            go_quote(uid),
+            go_quote(got)
+        ));
+    }
+    let has_patch = response.get("patch").is_some_and(|p| !p.is_null());
+    let patch_type = response.get("patchType").and_then(Value::as_str);
+    if has_patch || patch_type.is_some() {
+        if !mutating {
+            return Err(
+                "received invalid webhook response: validating webhook may not return response.patch"
+                    .into(),
+            );
+        }
+        match patch_type {
+            None => {
+                return Err("received invalid webhook response: webhook returned response.patch but not response.patchType".into())
+            }
+            Some("JSONPatch") => {}
+            Some(other) => {
+                return Err(format!(
+                    "received invalid webhook response: webhook returned invalid response.patchType of {}",
+                    go_quote(other)
+                ))
+            }
+        }
+        if !has_patch {
+            return Err("received invalid webhook response: webhook returned response.patchType but not response.patch".into());
+        }
+    }
+    Ok(())
+}
+
+/// `[]byte` decodes from a base64 string (the spec) or, as Go's decoder also accepts, from an
+/// array of numbers (what kube-rs emits).
+fn patch_bytes(response: &Value) -> Result<Option<Vec<u8>>, String> {
+    match response.get("patch") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => base64::engine::general_purpose::STANDARD
+            .decode(s)
+            .map(Some)
+            .map_err(|e| format!("received invalid webhook response: {e}")),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| {
+                v.as_u64()
+                    .and_then(|n| u8::try_from(n).ok())
+                    .ok_or_else(|| {
+                        "received invalid webhook response: patch is not bytes".to_string()
+                    })
+            })
+            .collect::<Result<Vec<u8>, String>>()
+            .map(Some),
+        Some(_) => Err("received invalid webhook response: patch is not bytes".into()),
+    }
+}
+
+fn allowed(response: &Value) -> bool {
+    response
+        .get("allowed")
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+}
+
+fn collect_warnings(response: &Value, warnings: &mut Vec<String>) {
+    if let Some(list) = response.get("warnings").and_then(Value::as_array) {
+        warnings.extend(list.iter().filter_map(Value::as_str).map(str::to_string));
+    }
+}
+
+fn call_failed(name: &str, reason: &str) -> ApiError {
+    ApiError::internal(format!(
+        "failed calling webhook {}: {reason}",
+        go_quote(name)
+    ))
+}
+
+/// `webhookerrors.ToStatusErr`: the webhook's Status, code forced to ≥ 400, message prefixed.
+fn denied(name: &str, response: &Value) -> ApiError {
+    let mut status = response
+        .get("status")
+        .cloned()
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({}));
+    let denied_by = format!("admission webhook {} denied the request", go_quote(name));
+    let code = status
+        .get("code")
+        .and_then(Value::as_u64)
+        .filter(|c| *c >= 400 && *c < 600)
+        .unwrap_or(400) as u16;
+    let message = status
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let reason = status
+        .get("reason")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let full = if !message.is_empty() {
+        format!("{denied_by}: {message}")
+    } else if !reason.is_empty() {
+        format!("{denied_by}: {reason}")
+    } else {
+        format!("{denied_by} without explanation")
+    };
+    let mut out = serde_json::Map::new();
+    out.insert("kind".into(), json!("Status"));
+    out.insert("apiVersion".into(), json!("v1"));
+    out.insert(
+        "metadata".into(),
+        status.get("metadata").cloned().unwrap_or(json!({})),
+    );
+    let st = status
+        .get("status")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    out.insert(
+        "status".into(),
+        json!(if st.is_empty() || st == "Success" {
+            "Failure"
+        } else {
+            st
+        }),
+    );
+    out.insert("message".into(), json!(full));
+    if !reason.is_empty() {
+        out.insert("reason".into(), json!(reason));
+    }
+    if let Some(details) = status.get_mut("details").map(Value::take) {
+        out.insert("details".into(), details);
+    }
+    out.insert("code".into(), json!(code));
+    ApiError::from_status(code, Value::Object(out))
+}
+
+fn review(req: &AdmissionRequest<'_>, uid: &str) -> Value {
+    let gvk = json!({"group": req.def.group, "version": req.def.version, "kind": req.def.kind});
+    let gvr =
+        json!({"group": req.def.group, "version": req.def.version, "resource": req.def.plural});
+    let mut request = json!({
+        "uid": uid,
+        "kind": gvk,
+        "resource": gvr,
+        "requestKind": gvk,
+        "requestResource": gvr,
+        "name": req.name,
+        "operation": req.operation,
+        "userInfo": req.user.to_json(),
+        "object": req.object,
+        "oldObject": req.old_object.cloned().unwrap_or(Value::Null),
+        "dryRun": req.dry_run,
+        "options": req.options,
+    });
+    if !req.subresource.is_empty() {
+        request["subResource"] = json!(req.subresource);
+        request["requestSubResource"] = json!(req.subresource);
+    }
+    if !req.namespace.is_empty() {
+        request["namespace"] = json!(req.namespace);
+    }
+    json!({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": request})
+}

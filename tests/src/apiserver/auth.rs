@@ -1,0 +1,226 @@
+//! Authentication (bearer tokens, impersonation headers) and authorization (a hook tests set to
+//! turn chosen requests into the real server's 403).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::http::HeaderMap;
+use serde_json::{json, Value};
+
+use super::status::{go_quote, ApiError};
+
+/// Who a request runs as; becomes `userInfo` in AdmissionReviews.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UserInfo {
+    pub username: String,
+    pub uid: String,
+    pub groups: Vec<String>,
+    pub extra: BTreeMap<String, Vec<String>>,
+}
+
+impl UserInfo {
+    pub fn new(username: &str, groups: &[&str]) -> Self {
+        UserInfo {
+            username: username.to_string(),
+            uid: String::new(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            extra: BTreeMap::new(),
+        }
+    }
+
+    /// `authentication.k8s.io/v1` UserInfo JSON.
+    pub fn to_json(&self) -> Value {
+        let mut v = json!({"username": self.username});
+        if !self.uid.is_empty() {
+            v["uid"] = json!(self.uid);
+        }
+        if !self.groups.is_empty() {
+            v["groups"] = json!(self.groups);
+        }
+        if !self.extra.is_empty() {
+            v["extra"] = json!(self.extra);
+        }
+        v
+    }
+
+    fn with_authenticated(mut self) -> Self {
+        if !self.groups.iter().any(|g| g == "system:authenticated") {
+            self.groups.push("system:authenticated".into());
+        }
+        self
+    }
+}
+
+/// What the authorizer is asked (`authorizer.Attributes`).
+#[derive(Clone, Debug)]
+pub struct Attributes {
+    pub user: UserInfo,
+    pub verb: String,
+    pub api_group: String,
+    pub api_version: String,
+    pub resource: String,
+    pub subresource: String,
+    pub namespace: String,
+    pub name: String,
+    pub resource_request: bool,
+    pub path: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    /// Deny, with the optional reason the real server appends after `: `.
+    Deny(Option<String>),
+}
+
+pub type Authorizer = Arc<dyn Fn(&Attributes) -> Decision + Send + Sync>;
+
+/// A simple deny rule; `None` fields match anything.
+#[derive(Clone, Debug, Default)]
+pub struct DenyRule {
+    pub user: Option<String>,
+    pub verb: Option<String>,
+    pub resource: Option<String>,
+    pub subresource: Option<String>,
+    pub name: Option<String>,
+}
+
+impl DenyRule {
+    pub fn matches(&self, a: &Attributes) -> bool {
+        let ok = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
+        ok(&self.user, &a.user.username)
+            && ok(&self.verb, &a.verb)
+            && ok(&self.resource, &a.resource)
+            && ok(&self.subresource, &a.subresource)
+            && ok(&self.name, &a.name)
+    }
+}
+
+/// `forbiddenMessage` in `responsewriters/errors.go`.
+pub fn forbidden(a: &Attributes, reason: Option<&str>) -> ApiError {
+    let mut msg = if !a.resource_request {
+        format!(
+            "User {} cannot {} path {}",
+            go_quote(&a.user.username),
+            a.verb,
+            go_quote(&a.path)
+        )
+    } else {
+        let mut resource = a.resource.clone();
+        if !a.subresource.is_empty() {
+            resource = format!("{resource}/{}", a.subresource);
+        }
+        if a.namespace.is_empty() {
+            format!(
+                "User {} cannot {} resource {} in API group {} at the cluster scope",
+                go_quote(&a.user.username),
+                a.verb,
+                go_quote(&resource),
+                go_quote(&a.api_group)
+            )
+        } else {
+            format!(
+                "User {} cannot {} resource {} in API group {} in the namespace {}",
+                go_quote(&a.user.username),
+                a.verb,
+                go_quote(&resource),
+                go_quote(&a.api_group),
+                go_quote(&a.namespace)
+            )
+        }
+    };
+    // The real server escapes what could look like HTML.
+    msg = msg
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    if let Some(r) = reason.filter(|r| !r.is_empty()) {
+        msg = format!("{msg}: {r}");
+    }
+    ApiError::forbidden(&a.api_group, &a.resource, &a.name, &msg)
+}
+
+/// Bearer token → user, then impersonation. `Err` is the 401/403 to send.
+pub fn authenticate(
+    headers: &HeaderMap,
+    tokens: &BTreeMap<String, UserInfo>,
+    authorize: &dyn Fn(&Attributes) -> Decision,
+    path: &str,
+) -> Result<UserInfo, ApiError> {
+    let token = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            let (scheme, rest) = v.split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+        })
+        .ok_or_else(ApiError::unauthorized)?;
+    let user = tokens
+        .get(token)
+        .cloned()
+        .ok_or_else(ApiError::unauthorized)?
+        .with_authenticated();
+
+    let imp_user = headers
+        .get("impersonate-user")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let imp_groups: Vec<String> = headers
+        .get_all("impersonate-group")
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(str::to_string))
+        .collect();
+    let imp_uid = headers
+        .get("impersonate-uid")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let Some(imp_user) = imp_user else {
+        if !imp_groups.is_empty() || imp_uid.is_some() {
+            return Err(ApiError::internal(format!(
+                "requested {imp_groups:?} without impersonating a user"
+            )));
+        }
+        return Ok(user);
+    };
+
+    let check = |resource: &str, name: &str| -> Result<(), ApiError> {
+        let a = Attributes {
+            user: user.clone(),
+            verb: "impersonate".into(),
+            api_group: String::new(),
+            api_version: "v1".into(),
+            resource: resource.into(),
+            subresource: String::new(),
+            namespace: String::new(),
+            name: name.into(),
+            resource_request: true,
+            path: path.into(),
+        };
+        match authorize(&a) {
+            Decision::Allow => Ok(()),
+            Decision::Deny(reason) => Err(forbidden(&a, reason.as_deref())),
+        }
+    };
+    check("users", &imp_user)?;
+    for g in &imp_groups {
+        check("groups", g)?;
+    }
+    let mut extra = BTreeMap::new();
+    for (name, value) in headers {
+        if let Some(key) = name.as_str().strip_prefix("impersonate-extra-") {
+            if let Ok(v) = value.to_str() {
+                extra
+                    .entry(key.to_string())
+                    .or_insert_with(Vec::new)
+                    .push(v.to_string());
+            }
+        }
+    }
+    Ok(UserInfo {
+        username: imp_user,
+        uid: imp_uid.unwrap_or_default(),
+        groups: imp_groups,
+        extra,
+    }
+    .with_authenticated())
+}

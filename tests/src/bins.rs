@@ -1,0 +1,256 @@
+//! Finding the workspace's binaries and running them (and the real `kubectl`) against a
+//! stand-in server with an isolated environment.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+
+use crate::apiserver::StandInHandle;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BinError {
+    #[error("cannot locate the target directory from the test executable {0}")]
+    NoTargetDir(PathBuf),
+    #[error("unknown workspace binary {0:?} (known: kubectl-promotion, promotion-webhook, standin-apiserver)")]
+    Unknown(String),
+    #[error("running `{command}`: {source}")]
+    Spawn {
+        command: String,
+        source: std::io::Error,
+    },
+    #[error("`{command}` failed ({status}):\n{stderr}")]
+    Build {
+        command: String,
+        status: String,
+        stderr: String,
+    },
+    #[error("{0} was built but is not at {1}")]
+    Missing(String, PathBuf),
+    #[error("setting up the plugin PATH in {dir}: {source}")]
+    PluginPath {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// `target/<profile>/` of the running test: the executable lives in `target/<profile>/deps/`
+/// (integration tests) or `target/<profile>/` (binaries, examples).
+pub fn target_dir() -> Result<PathBuf, BinError> {
+    let exe = std::env::current_exe().map_err(|_| BinError::NoTargetDir(PathBuf::new()))?;
+    let mut dir = exe
+        .parent()
+        .ok_or_else(|| BinError::NoTargetDir(exe.clone()))?
+        .to_path_buf();
+    if dir
+        .file_name()
+        .is_some_and(|n| n == "deps" || n == "examples")
+    {
+        dir.pop();
+    }
+    Ok(dir)
+}
+
+fn package_of(bin: &str) -> Option<&'static str> {
+    match bin {
+        "kubectl-promotion" => Some("kubectl-promotion"),
+        "promotion-webhook" => Some("promotion-webhook"),
+        "standin-apiserver" => Some("promotion-e2e"),
+        _ => None,
+    }
+}
+
+/// Path of a workspace binary, built with `cargo build -p <package> --bin <name>` first (once
+/// per test process, so an edited plugin is never tested stale; a no-op when it is fresh).
+pub fn binary(name: &str) -> Result<PathBuf, BinError> {
+    static BUILT: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
+    let package = package_of(name).ok_or_else(|| BinError::Unknown(name.to_string()))?;
+    let dir = target_dir()?;
+    let path = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    let built = BUILT.get_or_init(|| Mutex::new(Vec::new()));
+    let mut built = built.lock().unwrap_or_else(|p| p.into_inner());
+    if !built.iter().any(|b| b == name) {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+        let mut cmd = Command::new(&cargo);
+        cmd.args(["build", "--quiet", "-p", package, "--bin", name]);
+        if dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let command = format!("cargo build -p {package} --bin {name}");
+        let out = cmd
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|source| BinError::Spawn {
+                command: command.clone(),
+                source,
+            })?;
+        if !out.status.success() {
+            return Err(BinError::Build {
+                command,
+                status: out.status.to_string(),
+                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            });
+        }
+        built.push(name.to_string());
+    }
+    if !path.exists() {
+        return Err(BinError::Missing(name.to_string(), path));
+    }
+    Ok(path)
+}
+
+/// What a finished command left behind.
+#[derive(Clone, Debug)]
+pub struct Output {
+    /// Exit code; -1 when killed by a signal.
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    pub fn success(&self) -> bool {
+        self.code == 0
+    }
+}
+
+impl std::fmt::Display for Output {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {}\n--- stdout\n{}--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Run a prepared command to completion, capturing output.
+pub fn run(cmd: &mut Command) -> Result<Output, BinError> {
+    let command = format!("{cmd:?}");
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| BinError::Spawn { command, source })?;
+    Ok(Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    })
+}
+
+/// An isolated client environment for one stand-in: a temp dir holding the kubeconfig, kubectl's
+/// discovery cache and `HOME`, and a PATH directory where `kubectl-promotion` is linked so the
+/// real `kubectl` finds the plugin.
+pub struct KubeEnv {
+    dir: tempfile::TempDir,
+    kubeconfig: PathBuf,
+    plugin_dir: PathBuf,
+}
+
+impl KubeEnv {
+    pub fn new(server: &StandInHandle) -> Result<Self, BinError> {
+        let dir = tempfile::tempdir().map_err(|source| BinError::PluginPath {
+            dir: std::env::temp_dir(),
+            source,
+        })?;
+        let kubeconfig =
+            server
+                .write_kubeconfig(dir.path())
+                .map_err(|source| BinError::PluginPath {
+                    dir: dir.path().to_path_buf(),
+                    source,
+                })?;
+        let plugin_dir = dir.path().join("bin");
+        std::fs::create_dir_all(&plugin_dir).map_err(|source| BinError::PluginPath {
+            dir: plugin_dir.clone(),
+            source,
+        })?;
+        Ok(KubeEnv {
+            dir,
+            kubeconfig,
+            plugin_dir,
+        })
+    }
+
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Write another kubeconfig (e.g. for a second user) next to the default one.
+    pub fn kubeconfig_for(
+        &self,
+        server: &StandInHandle,
+        token: &str,
+        user: &str,
+    ) -> Result<PathBuf, BinError> {
+        let path = self.dir.path().join(format!("kubeconfig-{user}"));
+        server
+            .write_kubeconfig_for(&path, token, user)
+            .map_err(|source| BinError::PluginPath {
+                dir: self.dir.path().to_path_buf(),
+                source,
+            })?;
+        Ok(path)
+    }
+
+    /// Link `kubectl-promotion` into the PATH directory (builds it if needed).
+    pub fn install_plugin(&self) -> Result<PathBuf, BinError> {
+        let plugin = binary("kubectl-promotion")?;
+        let link = self.plugin_dir.join("kubectl-promotion");
+        if !link.exists() {
+            link_or_copy(&plugin, &link).map_err(|source| BinError::PluginPath {
+                dir: self.plugin_dir.clone(),
+                source,
+            })?;
+        }
+        Ok(link)
+    }
+
+    /// PATH with the plugin directory first.
+    pub fn path_env(&self) -> OsString {
+        let mut paths = vec![self.plugin_dir.clone()];
+        if let Some(existing) = std::env::var_os("PATH") {
+            paths.extend(std::env::split_paths(&existing));
+        }
+        std::env::join_paths(paths).unwrap_or_default()
+    }
+
+    /// A command with `KUBECONFIG`, `KUBECACHEDIR`, `HOME` and `PATH` set for this environment.
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.env("KUBECONFIG", &self.kubeconfig)
+            .env("KUBECACHEDIR", self.dir.path().join("cache"))
+            .env("HOME", self.dir.path())
+            .env("PATH", self.path_env())
+            .env_remove("KUBECTL_EXTERNAL_DIFF");
+        cmd
+    }
+
+    /// Run the real `kubectl` with `args`.
+    pub fn kubectl(&self, args: &[&str]) -> Result<Output, BinError> {
+        let mut cmd = self.command("kubectl");
+        cmd.args(args);
+        run(&mut cmd)
+    }
+
+    /// Run `kubectl-promotion` directly with `args`.
+    pub fn plugin(&self, args: &[&str]) -> Result<Output, BinError> {
+        let mut cmd = self.command(binary("kubectl-promotion")?);
+        cmd.args(args);
+        run(&mut cmd)
+    }
+}
+
+#[cfg(unix)]
+fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::os::unix::fs::symlink(from, to)
+}
+
+#[cfg(not(unix))]
+fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::copy(from, to).map(|_| ())
+}
