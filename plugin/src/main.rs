@@ -1,5 +1,91 @@
-mod commands;
+//! `kubectl-promotion`: the `kubectl promotion` plugin for Sveltos ClusterPromotion.
 
-fn main() -> std::process::ExitCode {
-    std::process::ExitCode::SUCCESS
+mod cli;
+mod commands;
+mod connection;
+mod duration;
+mod error;
+mod follow;
+mod kube_client;
+mod output;
+mod render;
+mod view;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::error::ErrorKind;
+use clap::Parser;
+
+use cli::{Cli, Command};
+use commands::Ctx;
+use error::exit;
+use render::Style;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    // Completion requests bypass argument parsing: their words are whatever the user typed.
+    if let Some(kind) = args.get(1).filter(|a| a.starts_with("__complete")) {
+        let descriptions = kind == "__complete";
+        let words = args[2..].to_vec();
+        return ExitCode::from(block_on(async {
+            commands::complete::run(&words, descriptions).await
+        }));
+    }
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(match e.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => exit::OK,
+                // Bare `kubectl promotion`: help is the answer, not an error.
+                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand if args.len() <= 1 => exit::OK,
+                // kubectl exits 1 on usage errors; 2 and 3 mean something else for diff and wait.
+                _ if matches!(args.get(1).map(String::as_str), Some("diff")) => exit::DIFF_ERROR,
+                _ => exit::FAILURE,
+            });
+        }
+    };
+    let ctx = Ctx {
+        out: Style::detect(cli.color, cli.no_color, false),
+        err: Style::detect(cli.color, cli.no_color, true),
+        out_is_tty: std::io::stdout().is_terminal(),
+        connection: cli.connection.clone(),
+    };
+    let is_diff = matches!(cli.command, Command::Diff(_));
+    let result = match &cli.command {
+        Command::Version(a) => commands::version::run(a),
+        Command::Completion(a) => commands::completion::run(a),
+        Command::Lint(a) => Ok(commands::lint::run(a, ctx.out)),
+        Command::Describe(a) => block_on(commands::describe::run(&ctx, a)),
+        Command::List(a) => block_on(commands::list::run(&ctx, a)),
+        Command::Approve(a) => block_on(commands::approve::run(&ctx, a)),
+        Command::Diff(a) => block_on(commands::diff::run(&ctx, a)),
+        Command::Wait(a) => block_on(commands::wait::run(&ctx, a)),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            error::report(&e, ctx.err.color);
+            ExitCode::from(if is_diff {
+                exit::DIFF_ERROR
+            } else {
+                exit::FAILURE
+            })
+        }
+    }
+}
+
+/// One thread is plenty for a CLI that mostly waits on the network.
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt.block_on(f),
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            std::process::exit(exit::FAILURE.into());
+        }
+    }
 }

@@ -1,0 +1,411 @@
+//! `approve NAME [--stage S] [--reason TEXT] [--dry-run=…] [--pre-approve] [--wait]`.
+//!
+//! Which stage may be approved is decided here from the derived pipeline; the write itself is
+//! the guarded JSON Patch of `promotion_shared::patch`, re-read and retried on conflict.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use promotion_shared::admission::APPROVAL_REASON_ANNOTATION;
+use promotion_shared::model::ClusterPromotion;
+use promotion_shared::patch;
+use promotion_shared::pipeline::{self, Approval, Pipeline, StageState, TriggerKind};
+
+use super::{note, wait, Ctx};
+use crate::cli::{ApproveArgs, DryRun, ObjectFormat, WaitFor};
+use crate::error::{exit, Error, Request, Result};
+use crate::kube_client::PROMOTIONS;
+use crate::output;
+use crate::view;
+
+/// Attempts before giving up when the object keeps changing under us.
+pub const MAX_ATTEMPTS: u32 = 5;
+
+/// The stage to approve, once every refusal rule has passed.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Target {
+    pub stage: String,
+    pub next: String,
+    pub already_approved: bool,
+    /// The pipeline has not reached the stage (or already went past it) in this rollout.
+    pub ahead_of_time: bool,
+    /// Plain words for an already-approved stage: pending or used.
+    pub approval: Approval,
+}
+
+/// Stages whose gate can be approved: a manual trigger and a next stage.
+pub fn approvable(p: &ClusterPromotion) -> Vec<String> {
+    let n = p.spec.stages.len();
+    p.spec
+        .stages
+        .iter()
+        .enumerate()
+        .filter(|(i, s)| i + 1 < n && s.manual().is_some() && s.auto().is_none())
+        .map(|(_, s)| s.name.clone())
+        .collect()
+}
+
+fn approvable_hint(p: &ClusterPromotion) -> String {
+    match approvable(p).as_slice() {
+        [] => {
+            "this promotion has no stage with a manual trigger, so nothing can be approved".into()
+        }
+        list => format!("stages that can be approved: {}", list.join(", ")),
+    }
+}
+
+/// What the pipeline is doing, for refusals.
+fn doing(pl: &Pipeline) -> String {
+    if let Some(n) = &pl.note {
+        return format!("its status is empty ({n})");
+    }
+    match pl.frontier() {
+        Some(f) => format!(
+            "it is {} at stage {} ({})",
+            pl.phase.label(),
+            f.name,
+            f.state.label()
+        ),
+        None => format!("it is {}", pl.phase.label()),
+    }
+}
+
+/// Apply the refusal rules of `approve`.
+pub fn resolve(
+    p: &ClusterPromotion,
+    pl: &Pipeline,
+    stage: Option<&str>,
+    pre_approve: bool,
+) -> Result<Target> {
+    let name = p.name();
+    let stage_name = match stage {
+        Some(s) => s.to_string(),
+        None => match pl.awaiting_approval().or_else(|| {
+            // Approved but not yet used: approving "the waiting stage" again is a no-op.
+            pl.stages
+                .iter()
+                .find(|s| s.state == StageState::ApprovedPending)
+        }) {
+            Some(v) => v.name.clone(),
+            None => {
+                return Err(Error::Refused(format!(
+                    "no stage of {name:?} is awaiting approval: {}. Pass --stage to choose one \
+                     ({})",
+                    doing(pl),
+                    approvable_hint(p)
+                )))
+            }
+        },
+    };
+    let Some(view) = pl.stage(&stage_name) else {
+        let all: Vec<&str> = p.spec.stages.iter().map(|s| s.name.as_str()).collect();
+        return Err(Error::Refused(format!(
+            "{name:?} has no stage {stage_name:?} (stages: {}); {}",
+            all.join(", "),
+            approvable_hint(p)
+        )));
+    };
+    let Some(next) = view.next_stage.clone() else {
+        return Err(Error::Refused(format!(
+            "stage {stage_name:?} is the last stage of {name:?}: there is no next stage to \
+             promote to; {}",
+            approvable_hint(p)
+        )));
+    };
+    match view.trigger.kind {
+        TriggerKind::Manual => {}
+        TriggerKind::Auto => {
+            return Err(Error::Refused(format!(
+                "stage {stage_name:?} has an auto trigger: it promotes to {next:?} by itself \
+                 ({}); {}",
+                view.trigger.summary(),
+                approvable_hint(p)
+            )))
+        }
+        TriggerKind::None => {
+            return Err(Error::Refused(format!(
+                "stage {stage_name:?} has no trigger: it promotes to {next:?} as soon as its \
+                 clusters are provisioned; {}",
+                approvable_hint(p)
+            )))
+        }
+        TriggerKind::Both => {
+            return Err(Error::Refused(format!(
+                "stage {stage_name:?} has both an auto and a manual trigger, which Sveltos \
+                 rejects; fix the manifest first (kubectl promotion lint -f FILE)"
+            )))
+        }
+    }
+    let already_approved = view.trigger.approved == Some(true);
+    let ahead_of_time = matches!(view.state, StageState::NotStarted | StageState::Promoted);
+    if ahead_of_time && !already_approved && !pre_approve {
+        let why = if view.state == StageState::Promoted {
+            format!(
+                "stage {stage_name:?} was already promoted to {next:?} in this rollout, so an \
+                 approval now only applies to a later rollout"
+            )
+        } else {
+            format!(
+                "the pipeline has not reached stage {stage_name:?} yet ({})",
+                doing(pl)
+            )
+        };
+        return Err(Error::Refused(format!(
+            "{why}; pass --pre-approve to approve it ahead of time"
+        )));
+    }
+    Ok(Target {
+        stage: stage_name,
+        next,
+        already_approved,
+        ahead_of_time,
+        approval: view.approval,
+    })
+}
+
+pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
+    if args.wait && args.dry_run != DryRun::None {
+        return Err(Error::Usage(
+            "--wait cannot be combined with --dry-run".into(),
+        ));
+    }
+    let reason = args
+        .reason
+        .as_deref()
+        .map(str::trim)
+        .filter(|r| !r.is_empty());
+    if args.reason.is_some() && reason.is_none() {
+        return Err(Error::Usage("--reason is empty".into()));
+    }
+    let kube = ctx.kube().await?;
+    let name = args.name.as_str();
+    let what = Request::named("patch", PROMOTIONS, name);
+    let mut attempt = 1;
+    let (target, stored) = loop {
+        let object = kube.get_promotion(name).await?;
+        let promotion = view::typed(&object)?;
+        let pl = pipeline::derive(&promotion, None);
+        let target = resolve(&promotion, &pl, args.stage.as_deref(), args.pre_approve)?;
+        let transition = format!("{} → {}", target.stage, target.next);
+        if target.already_approved {
+            let state = match target.approval {
+                Approval::Consumed => format!(
+                    "the approval was already used to promote {transition} (automaticReset: \
+                     false keeps it for later rollouts)"
+                ),
+                _ => format!("Sveltos promotes {transition} on its next pass"),
+            };
+            println!(
+                "{} unchanged: stage {} is already approved; {state}",
+                output::resource_name(name),
+                target.stage
+            );
+            if reason.is_some() {
+                note(ctx, "the reason was not recorded: nothing was changed");
+            }
+            return Ok(exit::OK);
+        }
+        let annotations: Vec<(&str, &str)> = reason
+            .map(|r| vec![(APPROVAL_REASON_ANNOTATION, r)])
+            .unwrap_or_default();
+        let built = patch::approve(&object, &target.stage, &annotations)
+            .map_err(|e| Error::Refused(format!("cannot approve stage {:?}: {e}", target.stage)))?;
+        if args.dry_run == DryRun::Client {
+            let text =
+                serde_json::to_string_pretty(&built.patch).map_err(|e| Error::Io(e.to_string()))?;
+            note(ctx, &format!("JSON Patch that would be sent:\n{text}"));
+            let mut patched = object.clone();
+            json_patch::patch(&mut patched, &built.patch).map_err(|e| Error::Io(e.to_string()))?;
+            break (target, patched);
+        }
+        match kube
+            .json_patch(name, &built.patch, args.dry_run == DryRun::Server)
+            .await
+        {
+            Ok(stored) => break (target, stored),
+            // 409: resourceVersion conflict; 422: a `test` failed because the object changed
+            // between our read and the write. Both mean: read again and decide again.
+            Err(kube::Error::Api(s)) if matches!(s.code, 409 | 422) && attempt < MAX_ATTEMPTS => {
+                let why = if s.code == 409 {
+                    "resourceVersion conflict"
+                } else {
+                    "a guard `test` of the patch failed"
+                };
+                note(
+                    ctx,
+                    &format!(
+                        "{name} changed while approving ({why}); reading it again (attempt {}/{MAX_ATTEMPTS})",
+                        attempt + 1
+                    ),
+                );
+                tokio::time::sleep(Duration::from_millis(50 * u64::from(attempt))).await;
+                attempt += 1;
+            }
+            Err(kube::Error::Api(s)) if matches!(s.code, 409 | 422) => {
+                return Err(Error::Api {
+                    request: what,
+                    message: format!(
+                    "the object kept changing; gave up after {MAX_ATTEMPTS} attempts (last: {})",
+                    s.message
+                ),
+                })
+            }
+            Err(e) => return Err(kube.error(e, &what)),
+        }
+    };
+
+    print_result(name, &target, &stored, args)?;
+    if args.wait {
+        note(
+            ctx,
+            &format!(
+                "waiting up to {:?} for stage {} to start…",
+                args.timeout, target.next
+            ),
+        );
+        return wait::wait_for(
+            ctx,
+            &kube,
+            name,
+            &WaitFor::Stage(target.next.clone()),
+            args.timeout,
+        )
+        .await;
+    }
+    Ok(exit::OK)
+}
+
+fn print_result(name: &str, target: &Target, stored: &Value, args: &ApproveArgs) -> Result<()> {
+    let text = match args.output {
+        Some(ObjectFormat::Json) => output::to_json(&output::without_managed_fields(stored))?,
+        Some(ObjectFormat::Yaml) => output::to_yaml(&output::without_managed_fields(stored))?,
+        Some(ObjectFormat::Name) => format!("{}\n", output::resource_name(name)),
+        None => {
+            let mut line = format!(
+                "{} approved (stage {} → {})",
+                output::resource_name(name),
+                target.stage,
+                target.next
+            );
+            if target.ahead_of_time {
+                line.push_str(", pre-approved ahead of the pipeline");
+            }
+            match args.dry_run {
+                DryRun::Client => line.push_str(" (dry run)"),
+                DryRun::Server => line.push_str(" (server dry run)"),
+                DryRun::None => {}
+            }
+            line + "\n"
+        }
+    };
+    print!("{text}");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn promotion(stages: Value, status: Value) -> (ClusterPromotion, Pipeline) {
+        let p: ClusterPromotion = serde_json::from_value(json!({
+            "metadata": {"name": "p"},
+            "spec": {"stages": stages},
+            "status": status
+        }))
+        .unwrap();
+        let pl = pipeline::derive(&p, None);
+        (p, pl)
+    }
+
+    fn gate(approved: Option<bool>) -> (ClusterPromotion, Pipeline) {
+        let mut manual = json!({});
+        if let Some(a) = approved {
+            manual["approved"] = json!(a);
+        }
+        promotion(
+            json!([
+                {"name": "dev", "trigger": {"auto": {"delay": "2m"}}},
+                {"name": "staging", "trigger": {"manual": manual}},
+                {"name": "qa", "trigger": {"manual": {}}},
+                {"name": "production", "trigger": {"manual": {}}}
+            ]),
+            json!({"stages": [
+                {"name": "dev", "lastSuccessfulAppliedTime": "t"},
+                {"name": "staging", "lastSuccessfulAppliedTime": "t",
+                 "currentStatusDescription": "Paused: Awaiting Manual Approval (2026-02-16T07:38:02Z)"}
+            ]}),
+        )
+    }
+
+    fn refusal(r: Result<Target>) -> String {
+        match r {
+            Err(Error::Refused(m)) => m,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn default_stage_is_the_one_awaiting_approval() {
+        let (p, pl) = gate(Some(false));
+        let t = resolve(&p, &pl, None, false).unwrap();
+        assert_eq!((t.stage.as_str(), t.next.as_str()), ("staging", "qa"));
+        assert!(!t.already_approved && !t.ahead_of_time);
+    }
+
+    #[test]
+    fn nothing_awaiting_says_what_the_pipeline_does() {
+        let (p, pl) = promotion(
+            json!([{"name": "dev", "trigger": {"manual": {}}}, {"name": "prod"}]),
+            json!({"stages": [{"name": "dev"}]}),
+        );
+        let m = refusal(resolve(&p, &pl, None, false));
+        assert!(m.contains("no stage of \"p\" is awaiting approval"), "{m}");
+        assert!(m.contains("at stage dev (provisioning)"), "{m}");
+        assert!(m.contains("stages that can be approved: dev"), "{m}");
+    }
+
+    #[test]
+    fn refusals_list_what_can_be_approved() {
+        let (p, pl) = gate(Some(false));
+        let unknown = refusal(resolve(&p, &pl, Some("uat"), false));
+        assert!(unknown.contains("no stage \"uat\" (stages: dev, staging, qa, production)"));
+        assert!(unknown.contains("stages that can be approved: staging, qa"));
+        let auto = refusal(resolve(&p, &pl, Some("dev"), false));
+        assert!(auto.contains("has an auto trigger"), "{auto}");
+        let last = refusal(resolve(&p, &pl, Some("production"), false));
+        assert!(last.contains("is the last stage"), "{last}");
+        assert!(last.contains("stages that can be approved: staging, qa"));
+    }
+
+    #[test]
+    fn stage_without_trigger_is_refused() {
+        let (p, pl) = promotion(
+            json!([{"name": "a"}, {"name": "b"}]),
+            json!({"stages": [{"name": "a"}]}),
+        );
+        let m = refusal(resolve(&p, &pl, Some("a"), false));
+        assert!(m.contains("has no trigger"), "{m}");
+        assert!(m.contains("no stage with a manual trigger"), "{m}");
+    }
+
+    #[test]
+    fn unreached_stage_needs_pre_approve() {
+        let (p, pl) = gate(Some(false));
+        let m = refusal(resolve(&p, &pl, Some("qa"), false));
+        assert!(m.contains("has not reached stage \"qa\" yet"), "{m}");
+        assert!(m.contains("--pre-approve"), "{m}");
+        let t = resolve(&p, &pl, Some("qa"), true).unwrap();
+        assert!(t.ahead_of_time);
+        assert_eq!(t.next, "production");
+    }
+
+    #[test]
+    fn already_approved_is_a_no_op_target() {
+        let (p, pl) = gate(Some(true));
+        let t = resolve(&p, &pl, Some("staging"), false).unwrap();
+        assert!(t.already_approved);
+        assert_eq!(t.approval, Approval::Pending);
+    }
+}

@@ -1,0 +1,603 @@
+//! `diff [NAME] -f FILE` and `diff NAME --stage S`, with `kubectl diff` conventions: exit 0 when
+//! there is no difference, 1 when there is, >1 on error; `KUBECTL_EXTERNAL_DIFF` replaces the
+//! built-in unified diff. The diff goes to stdout; the plain-words consequences to stderr (as
+//! Flux does), so `diff > change.patch` stays a clean patch.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use promotion_shared::admission::{plan_mutation, ResetCause, UserInfo};
+use promotion_shared::diff::{
+    appended_check_names, comparable_profile_spec, semantic_diff, Change, ChangeKind,
+};
+use promotion_shared::model::{stage_profile_name, ClusterPromotion, GROUP, KIND, VERSION};
+
+use super::Ctx;
+use crate::cli::DiffArgs;
+use crate::error::{exit, Error, Result};
+use crate::output;
+use crate::render::{self, Style, Tone};
+use crate::view;
+
+pub const EXTERNAL_DIFF_ENV: &str = "KUBECTL_EXTERNAL_DIFF";
+
+pub async fn run(ctx: &Ctx, args: &DiffArgs) -> Result<u8> {
+    match (&args.filename, &args.stage) {
+        (Some(path), _) => diff_file(ctx, args.name.as_deref(), path).await,
+        (None, Some(stage)) => {
+            let name = args
+                .name
+                .as_deref()
+                .ok_or_else(|| Error::Usage("diff --stage needs NAME".into()))?;
+            diff_stage(ctx, name, stage).await
+        }
+        (None, None) => Err(Error::Usage(
+            "diff needs -f FILE (compare a manifest with the live object) or --stage STAGE \
+             (what promoting past STAGE changes)"
+                .into(),
+        )),
+    }
+}
+
+async fn diff_file(ctx: &Ctx, name: Option<&str>, path: &Path) -> Result<u8> {
+    let file = output::read_promotion(path)?;
+    let in_file = file
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    if let Some(n) = name.filter(|n| *n != in_file) {
+        return Err(Error::Usage(format!(
+            "NAME {n:?} does not match the ClusterPromotion {in_file:?} in {}",
+            path.display()
+        )));
+    }
+    let kube = ctx.kube().await?;
+    let live = match kube.get_promotion(&in_file).await {
+        Ok(v) => Some(v),
+        Err(Error::NotFound(_)) => None,
+        Err(e) => return Err(e),
+    };
+    let (requested, merged) = match &live {
+        Some(live) => {
+            let body = apply_body(live, &file);
+            let mut requested = live.clone();
+            json_patch::merge(&mut requested, &body);
+            (requested, kube.merge_patch_dry_run(&in_file, &body).await?)
+        }
+        None => (file.clone(), kube.create_dry_run(&file).await?),
+    };
+    let live_yaml = match &live {
+        Some(l) => output::to_yaml(&display_form(l))?,
+        None => String::new(),
+    };
+    let merged_yaml = output::to_yaml(&display_form(&merged))?;
+    let code = show(ctx, &in_file, &live_yaml, &merged_yaml)?;
+    if code == exit::DIFFERENCES {
+        let lines = match &live {
+            Some(live) => consequences(live, &requested, &merged),
+            None => vec![format!(
+                "{in_file} does not exist yet: creating it starts the pipeline at its first stage"
+            )],
+        };
+        print_consequences(&ctx.err, &lines);
+    }
+    Ok(code)
+}
+
+/// The merge patch that makes the live object's spec exactly FILE's spec (removed fields are
+/// nulled, lists are replaced) and adds FILE's labels and annotations, which is what
+/// `kubectl apply` of FILE amounts to for this resource.
+pub fn apply_body(live: &Value, file: &Value) -> Value {
+    let mut body = Map::new();
+    let mut meta = Map::new();
+    for key in ["labels", "annotations"] {
+        if let Some(m) = file
+            .pointer(&format!("/metadata/{key}"))
+            .filter(|m| m.is_object())
+        {
+            meta.insert(key.into(), m.clone());
+        }
+    }
+    if !meta.is_empty() {
+        body.insert("metadata".into(), Value::Object(meta));
+    }
+    let empty = Value::Object(Map::new());
+    let live_spec = live.get("spec").unwrap_or(&empty);
+    let file_spec = file.get("spec").unwrap_or(&empty);
+    body.insert("spec".into(), merge_patch_between(live_spec, file_spec));
+    Value::Object(body)
+}
+
+/// RFC 7386 patch turning `from` into `to`.
+pub fn merge_patch_between(from: &Value, to: &Value) -> Value {
+    match (from, to) {
+        (Value::Object(a), Value::Object(b)) => {
+            let mut out = Map::new();
+            for (k, va) in a {
+                match b.get(k) {
+                    None => {
+                        out.insert(k.clone(), Value::Null);
+                    }
+                    Some(vb) if vb != va => {
+                        out.insert(k.clone(), merge_patch_between(va, vb));
+                    }
+                    Some(_) => {}
+                }
+            }
+            for (k, vb) in b {
+                if !a.contains_key(k) {
+                    out.insert(k.clone(), vb.clone());
+                }
+            }
+            Value::Object(out)
+        }
+        _ => to.clone(),
+    }
+}
+
+/// What a person compares: no managedFields, no resourceVersion churn.
+fn display_form(object: &Value) -> Value {
+    let mut o = output::without_managed_fields(object);
+    if let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("resourceVersion");
+    }
+    o
+}
+
+/// Print the diff (built-in or external) and return 0 or 1.
+fn show(ctx: &Ctx, name: &str, old: &str, new: &str) -> Result<u8> {
+    if let Some(cmd) = std::env::var(EXTERNAL_DIFF_ENV)
+        .ok()
+        .filter(|c| !c.trim().is_empty())
+    {
+        return external(&cmd, name, old, new);
+    }
+    let file = file_name(name);
+    let text = render::diff::unified(
+        old,
+        new,
+        &format!("LIVE/{file}"),
+        &format!("MERGED/{file}"),
+        &ctx.out,
+    );
+    if text.is_empty() {
+        return Ok(exit::OK);
+    }
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|_| out.flush())
+        .map_err(|e| Error::Io(format!("writing output: {e}")))?;
+    Ok(exit::DIFFERENCES)
+}
+
+/// kubectl's file name for an object in the LIVE/MERGED directories.
+fn file_name(name: &str) -> String {
+    format!("{GROUP}.{VERSION}.{KIND}..{name}")
+}
+
+/// Run `KUBECTL_EXTERNAL_DIFF` as kubectl does: the variable is split on spaces into a program
+/// and its arguments, and the two directories are appended.
+fn external(cmd: &str, name: &str, old: &str, new: &str) -> Result<u8> {
+    let io = |e: std::io::Error| Error::Io(format!("{EXTERNAL_DIFF_ENV}: {e}"));
+    let live = tempfile::Builder::new()
+        .prefix("LIVE-")
+        .tempdir()
+        .map_err(io)?;
+    let merged = tempfile::Builder::new()
+        .prefix("MERGED-")
+        .tempdir()
+        .map_err(io)?;
+    let file = file_name(name);
+    if !old.is_empty() {
+        std::fs::write(live.path().join(&file), old).map_err(io)?;
+    }
+    std::fs::write(merged.path().join(&file), new).map_err(io)?;
+    let mut parts = cmd.split_whitespace();
+    let program = parts.next().unwrap_or("diff");
+    let status = std::process::Command::new(program)
+        .args(parts)
+        .arg(live.path())
+        .arg(merged.path())
+        .status()
+        .map_err(|e| {
+            Error::Io(format!(
+                "{EXTERNAL_DIFF_ENV}={cmd:?}: cannot run {program}: {e}"
+            ))
+        })?;
+    match status.code() {
+        Some(0) => Ok(exit::OK),
+        Some(1) => Ok(exit::DIFFERENCES),
+        Some(c) => Err(Error::Io(format!(
+            "{EXTERNAL_DIFF_ENV}={cmd:?} failed (exit status {c})"
+        ))),
+        None => Err(Error::Io(format!(
+            "{EXTERNAL_DIFF_ENV}={cmd:?} was killed by a signal"
+        ))),
+    }
+}
+
+fn print_consequences(style: &Style, lines: &[String]) {
+    if lines.is_empty() {
+        return;
+    }
+    eprintln!();
+    eprintln!("{}", style.paint("What applying this does:", Tone::Strong));
+    for l in lines {
+        eprintln!("  • {l}");
+    }
+}
+
+fn stage_names(p: &ClusterPromotion) -> Vec<String> {
+    p.spec.stages.iter().map(|s| s.name.clone()).collect()
+}
+
+/// Plain-words consequences of replacing `live` by the request (before admission) `requested`,
+/// stored as `merged`.
+pub fn consequences(live: &Value, requested: &Value, merged: &Value) -> Vec<String> {
+    let (Ok(old), Ok(new)) = (view::typed(live), view::typed(merged)) else {
+        return vec!["cannot interpret the objects as ClusterPromotions".into()];
+    };
+    let mut out = Vec::new();
+    let first = new
+        .spec
+        .stages
+        .first()
+        .map(|s| s.name.clone())
+        .unwrap_or_default();
+    let empty = Value::Null;
+    let profile_changes = semantic_diff(
+        live.pointer("/spec/profileSpec").unwrap_or(&empty),
+        merged.pointer("/spec/profileSpec").unwrap_or(&empty),
+    );
+    let old_names = stage_names(&old);
+    let new_names = stage_names(&new);
+    let selectors_changed = old.spec.stages.len() != new.spec.stages.len()
+        || old
+            .spec
+            .stages
+            .iter()
+            .zip(&new.spec.stages)
+            .any(|(a, b)| a.name != b.name || a.cluster_selector != b.cluster_selector);
+    if !profile_changes.is_empty() {
+        out.push(format!(
+            "the pipeline restarts from the first stage ({first}): spec.profileSpec changes ({}); \
+             later stages keep the current spec until they are promoted again",
+            summarize(&profile_changes)
+        ));
+    } else if selectors_changed {
+        out.push(format!(
+            "the pipeline restarts from the first stage ({first}): stage names, order or \
+             selectors change"
+        ));
+    } else {
+        out.push(
+            "the pipeline does not restart (only triggers or other fields change)".to_string(),
+        );
+    }
+    let added: Vec<&String> = new_names
+        .iter()
+        .filter(|n| !old_names.contains(n))
+        .collect();
+    let removed: Vec<&String> = old_names
+        .iter()
+        .filter(|n| !new_names.contains(n))
+        .collect();
+    if !added.is_empty() {
+        out.push(format!("stages added: {}", join(&added)));
+    }
+    if !removed.is_empty() {
+        let profiles: Vec<String> = removed
+            .iter()
+            .map(|s| stage_profile_name(old.name(), s))
+            .collect();
+        out.push(format!(
+            "stages removed: {} (Sveltos deletes their ClusterProfiles {}, and with them what \
+             they deployed)",
+            join(&removed),
+            profiles.join(", ")
+        ));
+    }
+    let user = UserInfo {
+        username: Some("you".into()),
+        ..UserInfo::default()
+    };
+    let plan = plan_mutation(Some(live), requested, &user, chrono::Utc::now());
+    for reset in &plan.reset_approvals {
+        let why = match &reset.cause {
+            ResetCause::Consumed { next_stage } => {
+                format!("it was already used to promote to {next_stage}")
+            }
+            ResetCause::NewRollout => "the new rollout needs a new approval".to_string(),
+        };
+        out.push(format!(
+            "the admission webhook resets the approval of stage {}: {why}",
+            reset.stage
+        ));
+    }
+    for stage in &plan.recorded_approvals {
+        out.push(format!(
+            "this approves stage {stage} (recorded as yours by the admission webhook); keep \
+             `approved` out of manifests in git and use `kubectl promotion approve`"
+        ));
+    }
+    out
+}
+
+fn join(items: &[&String]) -> String {
+    items
+        .iter()
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn summarize(changes: &[Change]) -> String {
+    let shown: Vec<String> = changes.iter().take(3).map(change_line).collect();
+    let more = changes.len().saturating_sub(3);
+    if more > 0 {
+        format!("{}, and {more} more", shown.join("; "))
+    } else {
+        shown.join("; ")
+    }
+}
+
+fn scalar(v: &Value) -> String {
+    match v {
+        Value::String(s) if !s.contains('\n') => s.clone(),
+        Value::String(_) => "(multi-line text)".into(),
+        Value::Object(_) | Value::Array(_) => "{…}".into(),
+        other => other.to_string(),
+    }
+}
+
+pub fn change_line(c: &Change) -> String {
+    match c.kind {
+        ChangeKind::Changed => format!(
+            "{}: {} → {}",
+            c.path,
+            c.from.as_ref().map(scalar).unwrap_or_default(),
+            c.to.as_ref().map(scalar).unwrap_or_default()
+        ),
+        ChangeKind::Added => format!("{} added", c.path),
+        ChangeKind::Removed => format!("{} removed", c.path),
+    }
+}
+
+async fn diff_stage(ctx: &Ctx, name: &str, stage: &str) -> Result<u8> {
+    let kube = ctx.kube().await?;
+    let object = kube.get_promotion(name).await?;
+    let p = view::typed(&object)?;
+    let Some(index) = p.stage_index(stage) else {
+        return Err(Error::Usage(format!(
+            "{name:?} has no stage {stage:?} (stages: {})",
+            stage_names(&p).join(", ")
+        )));
+    };
+    let Some(next) = p.spec.stages.get(index + 1) else {
+        return Err(Error::Usage(format!(
+            "{stage:?} is the last stage of {name:?}: nothing is promoted past it"
+        )));
+    };
+    let here = &p.spec.stages[index];
+    let profiles = kube.list_stage_profiles(name).await?;
+    let (from, to, notes) = stage_specs(&p, &object, &profiles, here, next);
+    // Keys sorted: the two profiles were written at different times, and member order is not
+    // a difference.
+    let old = output::to_yaml(&output::sorted(&from))?;
+    let new = output::to_yaml(&output::sorted(&to))?;
+    let changes = semantic_diff(&from, &to);
+    let next_profile = stage_profile_name(name, &next.name);
+    let mut err = std::io::stderr().lock();
+    for n in notes {
+        let _ = writeln!(err, "{}", ctx.err.paint(&n, Tone::Dim));
+    }
+    if changes.is_empty() {
+        let _ = writeln!(
+            err,
+            "promoting {stage} → {} changes nothing: {} already has the spec {stage} runs",
+            next.name, next.name
+        );
+        return Ok(exit::OK);
+    }
+    let _ = writeln!(
+        err,
+        "{}",
+        ctx.err.paint(
+            &format!(
+                "Promoting {stage} → {} changes {} (ClusterProfile {next_profile}):",
+                next.name, next.name
+            ),
+            Tone::Strong
+        )
+    );
+    for c in &changes {
+        let (mark, tone) = match c.kind {
+            ChangeKind::Added => ("+", Tone::Good),
+            ChangeKind::Removed => ("-", Tone::Bad),
+            ChangeKind::Changed => ("~", Tone::Waiting),
+        };
+        let _ = writeln!(err, "  {} {}", ctx.err.paint(mark, tone), change_line(c));
+    }
+    let _ = writeln!(err);
+    drop(err);
+    let label = |s: &str| format!("{}/spec (stage {s})", stage_profile_name(name, s));
+    if let Some(cmd) = std::env::var(EXTERNAL_DIFF_ENV)
+        .ok()
+        .filter(|c| !c.trim().is_empty())
+    {
+        return external(&cmd, &next_profile, &old, &new);
+    }
+    let text = render::diff::unified(&old, &new, &label(&next.name), &label(stage), &ctx.out);
+    print!("{text}");
+    Ok(exit::DIFFERENCES)
+}
+
+/// The comparable specs (next stage now → what it receives), plus notes on where they came from.
+fn stage_specs(
+    p: &ClusterPromotion,
+    object: &Value,
+    profiles: &[Value],
+    here: &promotion_shared::model::Stage,
+    next: &promotion_shared::model::Stage,
+) -> (Value, Value, Vec<String>) {
+    let find = |stage: &str| {
+        let n = stage_profile_name(p.name(), stage);
+        profiles
+            .iter()
+            .find(|v| v.pointer("/metadata/name").and_then(Value::as_str) == Some(n.as_str()))
+            .and_then(|v| v.get("spec"))
+            .cloned()
+    };
+    let profile_spec = p.spec.profile_spec.as_ref();
+    let mut notes = Vec::new();
+    let to = match find(&here.name) {
+        Some(spec) => comparable_profile_spec(&spec, &appended_check_names(here, profile_spec)),
+        None => {
+            notes.push(format!(
+                "stage {} has no ClusterProfile yet: comparing with spec.profileSpec, which it \
+                 will receive",
+                here.name
+            ));
+            comparable_profile_spec(
+                object
+                    .pointer("/spec/profileSpec")
+                    .unwrap_or(&Value::Object(Map::new())),
+                &BTreeSet::new(),
+            )
+        }
+    };
+    let from = match find(&next.name) {
+        Some(spec) => comparable_profile_spec(&spec, &appended_check_names(next, profile_spec)),
+        None => {
+            notes.push(format!(
+                "stage {} has no ClusterProfile yet: everything is new to it",
+                next.name
+            ));
+            Value::Object(Map::new())
+        }
+    };
+    (from, to, notes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn merge_patch_replaces_spec_exactly() {
+        let live = json!({"spec": {"profileSpec": {"tier": 100, "syncMode": "Continuous"},
+                                   "stages": [{"name": "a"}, {"name": "b"}],
+                                   "preserveClusterProfilesOnDelete": true}});
+        let file = json!({"metadata": {"labels": {"team": "x"}},
+                          "spec": {"profileSpec": {"syncMode": "OneTime"},
+                                   "stages": [{"name": "a"}]}});
+        let body = apply_body(&live, &file);
+        let mut result = live.clone();
+        json_patch::merge(&mut result, &body);
+        assert_eq!(result["spec"], file["spec"]);
+        assert_eq!(result["metadata"]["labels"]["team"], "x");
+    }
+
+    fn promo(profile: Value, stages: Value, approved_staging: Option<bool>) -> Value {
+        let mut manual = json!({});
+        if let Some(a) = approved_staging {
+            manual["approved"] = json!(a);
+        }
+        let mut v = json!({
+            "apiVersion": "config.projectsveltos.io/v1beta1", "kind": "ClusterPromotion",
+            "metadata": {"name": "p"},
+            "spec": {"profileSpec": profile, "stages": stages},
+            "status": {"stages": [{"name": "dev"}, {"name": "staging"}]}
+        });
+        if let Some(st) = v["spec"]["stages"]
+            .as_array_mut()
+            .and_then(|s| s.get_mut(1))
+        {
+            st["trigger"] = json!({"manual": manual});
+        }
+        v
+    }
+
+    fn three() -> Value {
+        json!([
+            {"name": "dev", "clusterSelector": {"matchLabels": {"env": "dev"}}},
+            {"name": "staging", "clusterSelector": {"matchLabels": {"env": "staging"}}},
+            {"name": "prod", "clusterSelector": {"matchLabels": {"env": "prod"}}}
+        ])
+    }
+
+    #[test]
+    fn profile_change_restarts_and_resets_pending_approvals() {
+        let live = promo(
+            json!({"helmCharts": [{"releaseNamespace": "k", "releaseName": "r",
+                                               "chartVersion": "1"}]}),
+            three(),
+            Some(true),
+        );
+        let new = promo(
+            json!({"helmCharts": [{"releaseNamespace": "k", "releaseName": "r",
+                                              "chartVersion": "2"}]}),
+            three(),
+            Some(true),
+        );
+        let lines = consequences(&live, &new, &new);
+        assert!(
+            lines[0].starts_with("the pipeline restarts from the first stage (dev): spec.profileSpec changes (helmCharts[k/r].chartVersion: 1 → 2)"),
+            "{lines:?}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("resets the approval of stage staging")),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn stages_added_and_removed() {
+        let live = promo(json!({}), three(), None);
+        let mut stages = three();
+        stages.as_array_mut().unwrap().remove(2);
+        stages
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "qa", "clusterSelector": {}}));
+        let new = promo(json!({}), stages, None);
+        let lines = consequences(&live, &new, &new);
+        assert!(
+            lines[0].contains("stage names, order or selectors change"),
+            "{lines:?}"
+        );
+        assert!(lines.contains(&"stages added: qa".to_string()), "{lines:?}");
+        assert!(lines.iter().any(
+            |l| l.starts_with("stages removed: prod (Sveltos deletes their ClusterProfiles p-prod")
+        ));
+    }
+
+    #[test]
+    fn trigger_only_changes_do_not_restart() {
+        let live = promo(json!({}), three(), Some(false));
+        let new = promo(json!({}), three(), Some(true));
+        let lines = consequences(&live, &new, &new);
+        assert!(lines[0].contains("does not restart"), "{lines:?}");
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("this approves stage staging")),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn file_names_follow_kubectl() {
+        assert_eq!(
+            file_name("p"),
+            "config.projectsveltos.io.v1beta1.ClusterPromotion..p"
+        );
+    }
+}

@@ -1,0 +1,42 @@
+//! `version`: crate version, git commit (when the build knew it) and target triple.
+
+use serde::Serialize;
+
+use crate::cli::{ModelFormat, VersionArgs};
+use crate::error::{exit, Result};
+use crate::output;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Info {
+    pub version: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub git_commit: Option<&'static str>,
+    pub target: &'static str,
+}
+
+pub fn info() -> Info {
+    let commit = env!("KUBECTL_PROMOTION_GIT_COMMIT");
+    Info {
+        version: env!("CARGO_PKG_VERSION"),
+        git_commit: (!commit.is_empty()).then_some(commit),
+        target: env!("KUBECTL_PROMOTION_TARGET"),
+    }
+}
+
+pub fn run(args: &VersionArgs) -> Result<u8> {
+    let i = info();
+    let text = match args.output {
+        Some(ModelFormat::Json) => output::to_json(&i)?,
+        Some(ModelFormat::Yaml) => output::to_yaml(&i)?,
+        None if args.short => format!("v{}\n", i.version),
+        None => format!(
+            "kubectl-promotion v{} (commit {}, {})\n",
+            i.version,
+            i.git_commit.unwrap_or("unknown"),
+            i.target
+        ),
+    };
+    print!("{text}");
+    Ok(exit::OK)
+}

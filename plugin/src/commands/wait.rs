@@ -1,0 +1,301 @@
+//! `wait NAME --for=complete|approval|stage=S --timeout D`.
+//!
+//! Exit 0 when the condition holds, 2 when the pipeline fails first, 3 on timeout, 1 on any other
+//! error, so a CI script can tell "rollout broke" from "took too long" from "tool broke".
+
+use promotion_shared::pipeline::{Phase, StageState};
+use tokio::time::Instant;
+
+use super::{note, Ctx};
+use crate::cli::{WaitArgs, WaitFor};
+use crate::error::{exit, Error, Result};
+use crate::follow::Follower;
+use crate::kube_client::Kube;
+use crate::view::{self, Description, Snapshot};
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Reached(String),
+    Failed(String),
+    /// Not yet; says what the pipeline is doing.
+    Pending(String),
+    /// Cannot happen in this rollout (e.g. waiting for an approval of a complete pipeline).
+    Impossible(String),
+}
+
+/// Judge the condition against the computed pipeline.
+pub fn evaluate(cond: &WaitFor, d: &Description) -> Verdict {
+    let doing = doing(d);
+    if let WaitFor::Stage(s) = cond {
+        match d.stages.iter().find(|st| &st.view.name == s) {
+            None => {
+                let names: Vec<&str> = d.stages.iter().map(|s| s.view.name.as_str()).collect();
+                return Verdict::Impossible(format!(
+                    "{:?} has no stage {s:?} (stages: {})",
+                    d.name,
+                    names.join(", ")
+                ));
+            }
+            Some(st) if st.view.state != StageState::NotStarted => {
+                return Verdict::Reached(format!("stage {s} reached: {}", st.view.state.label()))
+            }
+            Some(_) => {}
+        }
+    }
+    if d.phase == Phase::Failed {
+        return Verdict::Failed(doing);
+    }
+    match cond {
+        WaitFor::Complete if d.phase == Phase::Complete => {
+            Verdict::Reached(format!("{} complete", d.name))
+        }
+        WaitFor::Approval => match &d.awaiting_approval {
+            Some(stage) => {
+                let unblocks = d
+                    .stages
+                    .iter()
+                    .find(|s| &s.view.name == stage)
+                    .and_then(|s| s.approve_unblocks.clone())
+                    .unwrap_or_else(|| stage.clone());
+                Verdict::Reached(format!(
+                    "stage {stage} awaits approval (unblocks {unblocks}): kubectl promotion \
+                     approve {} --stage {stage}",
+                    d.name
+                ))
+            }
+            None if d.phase == Phase::Complete => Verdict::Impossible(format!(
+                "{} is complete: no stage will await approval in this rollout",
+                d.name
+            )),
+            None => Verdict::Pending(doing),
+        },
+        WaitFor::Stage(s) if d.phase == Phase::Complete => {
+            Verdict::Impossible(format!("{} is complete without reaching {s}", d.name))
+        }
+        _ => Verdict::Pending(doing),
+    }
+}
+
+/// "at staging: soaking until T" / the empty-status note.
+fn doing(d: &Description) -> String {
+    if let Some(n) = &d.note {
+        return format!("status empty: {n}");
+    }
+    match d
+        .stages
+        .iter()
+        .rev()
+        .find(|s| s.view.state != StageState::NotStarted)
+    {
+        Some(s) => match &s.view.state {
+            StageState::Failed { message } => format!("stage {} failed: {message}", s.view.name),
+            state => format!("at stage {}: {}", s.view.name, state.label()),
+        },
+        None => "not started".into(),
+    }
+}
+
+pub async fn run(ctx: &Ctx, args: &WaitArgs) -> Result<u8> {
+    let kube = ctx.kube().await?;
+    wait_for(ctx, &kube, &args.name, &args.condition, args.timeout).await
+}
+
+/// Wait for `cond`; returns the exit code (0, 2 or 3) or an error (exit 1).
+pub async fn wait_for(
+    ctx: &Ctx,
+    kube: &Kube,
+    name: &str,
+    cond: &WaitFor,
+    timeout: std::time::Duration,
+) -> Result<u8> {
+    if timeout.is_zero() {
+        // kubectl wait --timeout=0: check once.
+        let object = kube.get_promotion(name).await?;
+        let promotion = view::typed(&object)?;
+        let summaries = kube
+            .list_summaries(&view::profile_names(&promotion))
+            .await
+            .map_err(|e| e.to_string());
+        let snap = Snapshot {
+            object,
+            profiles: Ok(Vec::new()),
+            summaries,
+            events: Err(String::new()),
+        };
+        let d = Description::build(&snap)?;
+        return conclude(ctx, cond, evaluate(cond, &d), timeout);
+    }
+    let deadline = Instant::now() + timeout;
+    let mut follower = Follower::start(kube, name).await?;
+    let mut last = String::new();
+    loop {
+        let Some(state) = follower.next_until(Some(deadline)).await? else {
+            return conclude(ctx, cond, Verdict::Pending(last), timeout);
+        };
+        let d = Description::build(&state.snapshot(Ok(Vec::new()), Err(String::new())))?;
+        match evaluate(cond, &d) {
+            Verdict::Pending(doing) => {
+                if doing != last {
+                    note(ctx, &format!("waiting for {cond}: {doing}"));
+                    last = doing;
+                }
+            }
+            verdict => return conclude(ctx, cond, verdict, timeout),
+        }
+    }
+}
+
+fn conclude(
+    ctx: &Ctx,
+    cond: &WaitFor,
+    verdict: Verdict,
+    timeout: std::time::Duration,
+) -> Result<u8> {
+    match verdict {
+        Verdict::Reached(msg) => {
+            println!("{msg}");
+            Ok(exit::OK)
+        }
+        Verdict::Failed(msg) => {
+            eprintln!(
+                "{} pipeline failed before {cond}: {msg}",
+                ctx.err.paint("error:", crate::render::Tone::Bad)
+            );
+            Ok(exit::PIPELINE_FAILED)
+        }
+        Verdict::Pending(doing) => {
+            let doing = if doing.is_empty() {
+                String::new()
+            } else {
+                format!(" (still {doing})")
+            };
+            eprintln!(
+                "{} timed out after {} waiting for {cond}{doing}",
+                ctx.err.paint("error:", crate::render::Tone::Bad),
+                humantime(timeout)
+            );
+            Ok(exit::TIMEOUT)
+        }
+        Verdict::Impossible(msg) => Err(Error::Refused(msg)),
+    }
+}
+
+fn humantime(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    if d.subsec_millis() != 0 && s < 10 {
+        format!("{}ms", d.as_millis())
+    } else if s.is_multiple_of(3600) && s > 0 {
+        format!("{}h", s / 3600)
+    } else if s.is_multiple_of(60) && s > 0 {
+        format!("{}m", s / 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn d(status: Value, summaries: Vec<Value>) -> Description {
+        Description::build(&Snapshot {
+            object: json!({
+                "metadata": {"name": "p"},
+                "spec": {"stages": [
+                    {"name": "dev", "trigger": {"auto": {}}},
+                    {"name": "staging", "trigger": {"manual": {}}},
+                    {"name": "prod"}
+                ]},
+                "status": status
+            }),
+            profiles: Ok(vec![]),
+            summaries: Ok(summaries),
+            events: Err(String::new()),
+        })
+        .unwrap()
+    }
+
+    fn awaiting() -> Description {
+        d(
+            json!({"stages": [
+                {"name": "dev", "lastSuccessfulAppliedTime": "t"},
+                {"name": "staging", "lastSuccessfulAppliedTime": "t",
+                 "currentStatusDescription": "Paused: Awaiting Manual Approval (2026-02-16T07:38:02Z)"}]}),
+            vec![],
+        )
+    }
+
+    #[test]
+    fn approval_condition() {
+        match evaluate(&WaitFor::Approval, &awaiting()) {
+            Verdict::Reached(m) => assert!(m.contains("unblocks staging → prod")),
+            v => panic!("{v:?}"),
+        }
+        assert!(matches!(
+            evaluate(&WaitFor::Complete, &awaiting()),
+            Verdict::Pending(m) if m == "at stage staging: awaiting approval"
+        ));
+    }
+
+    #[test]
+    fn stage_condition() {
+        assert!(matches!(
+            evaluate(&WaitFor::Stage("staging".into()), &awaiting()),
+            Verdict::Reached(_)
+        ));
+        assert!(matches!(
+            evaluate(&WaitFor::Stage("prod".into()), &awaiting()),
+            Verdict::Pending(_)
+        ));
+        assert!(matches!(
+            evaluate(&WaitFor::Stage("qa".into()), &awaiting()),
+            Verdict::Impossible(m) if m.contains("stages: dev, staging, prod")
+        ));
+    }
+
+    #[test]
+    fn failure_comes_from_cluster_summaries() {
+        let failed = d(
+            json!({"stages": [{"name": "dev"}]}),
+            vec![json!({
+                "metadata": {"name": "s", "namespace": "n",
+                             "labels": {"projectsveltos.io/cluster-profile-name": "p-dev"}},
+                "spec": {"clusterNamespace": "n", "clusterName": "c1"},
+                "status": {"featureSummaries": [{"featureID": "Helm", "status": "Failed",
+                                                 "failureMessage": "boom"}]}
+            })],
+        );
+        match evaluate(&WaitFor::Complete, &failed) {
+            Verdict::Failed(m) => assert!(m.contains("boom"), "{m}"),
+            v => panic!("{v:?}"),
+        }
+    }
+
+    #[test]
+    fn complete_pipeline() {
+        let done = d(
+            json!({"stages": [
+                {"name": "dev", "lastSuccessfulAppliedTime": "t"},
+                {"name": "staging", "lastSuccessfulAppliedTime": "t"},
+                {"name": "prod", "lastSuccessfulAppliedTime": "t",
+                 "currentStatusDescription": "All matching clusters are successfully deployed. (2026-02-16T07:38:02Z)"}]}),
+            vec![],
+        );
+        assert!(matches!(
+            evaluate(&WaitFor::Complete, &done),
+            Verdict::Reached(_)
+        ));
+        assert!(matches!(
+            evaluate(&WaitFor::Approval, &done),
+            Verdict::Impossible(_)
+        ));
+    }
+
+    #[test]
+    fn durations_print_like_flags() {
+        assert_eq!(humantime(std::time::Duration::from_secs(300)), "5m");
+        assert_eq!(humantime(std::time::Duration::from_millis(1500)), "1500ms");
+        assert_eq!(humantime(std::time::Duration::from_secs(45)), "45s");
+    }
+}

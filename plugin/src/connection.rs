@@ -1,0 +1,277 @@
+//! kubectl-compatible connection flags and how they become a `kube::Config`.
+//!
+//! kubectl passes no flags or environment to plugins (since 1.12), so every flag of kubectl's
+//! `genericclioptions` set that matters for a cluster-scoped resource is implemented here, with
+//! kubectl's precedence: `--kubeconfig` (one file) over `KUBECONFIG` (several files, merged, first
+//! one wins) over `~/.kube/config`, then the in-cluster service account; `--context`,
+//! `--cluster` and `--user` pick entries; the remaining flags override what was loaded.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
+
+use crate::duration;
+use crate::error::{Error, Result};
+
+const HEADING: &str = "Connection (as in kubectl)";
+
+#[derive(Args, Clone, Debug, Default)]
+pub struct ConnectionFlags {
+    /// Path to the kubeconfig file to use (instead of KUBECONFIG or ~/.kube/config)
+    #[arg(long, global = true, value_name = "PATH", help_heading = HEADING)]
+    pub kubeconfig: Option<PathBuf>,
+    /// The name of the kubeconfig context to use
+    #[arg(long, global = true, value_name = "NAME", help_heading = HEADING)]
+    pub context: Option<String>,
+    /// The name of the kubeconfig cluster to use
+    #[arg(long, global = true, value_name = "NAME", help_heading = HEADING)]
+    pub cluster: Option<String>,
+    /// The name of the kubeconfig user to use
+    #[arg(long, global = true, value_name = "NAME", help_heading = HEADING)]
+    pub user: Option<String>,
+    /// Username to impersonate for the operation
+    #[arg(long = "as", global = true, value_name = "USER", help_heading = HEADING)]
+    pub as_user: Option<String>,
+    /// Group to impersonate (repeat for several groups)
+    #[arg(long = "as-group", global = true, value_name = "GROUP", help_heading = HEADING)]
+    pub as_group: Vec<String>,
+    /// UID to impersonate
+    #[arg(long = "as-uid", global = true, value_name = "UID", help_heading = HEADING)]
+    pub as_uid: Option<String>,
+    /// Bearer token for authentication to the API server
+    #[arg(long, global = true, value_name = "TOKEN", help_heading = HEADING)]
+    pub token: Option<String>,
+    /// The address and port of the Kubernetes API server
+    #[arg(short = 's', long, global = true, value_name = "URL", help_heading = HEADING)]
+    pub server: Option<String>,
+    /// Time to wait for one server request (e.g. 30s, 1m); 0 waits forever
+    #[arg(long, global = true, value_name = "DURATION", value_parser = duration::parse_flag,
+          help_heading = HEADING)]
+    pub request_timeout: Option<Duration>,
+    /// Do not verify the server's certificate (insecure)
+    #[arg(long, global = true, help_heading = HEADING)]
+    pub insecure_skip_tls_verify: bool,
+    /// Path to a CA bundle to verify the server's certificate with
+    #[arg(long, global = true, value_name = "PATH", help_heading = HEADING)]
+    pub certificate_authority: Option<PathBuf>,
+    /// Path to a client certificate file for TLS
+    #[arg(long, global = true, value_name = "PATH", help_heading = HEADING)]
+    pub client_certificate: Option<PathBuf>,
+    /// Path to a client key file for TLS
+    #[arg(long, global = true, value_name = "PATH", help_heading = HEADING)]
+    pub client_key: Option<PathBuf>,
+    /// Server name to use for certificate validation
+    #[arg(long, global = true, value_name = "NAME", help_heading = HEADING)]
+    pub tls_server_name: Option<String>,
+    /// Accepted for kubectl compatibility and ignored: ClusterPromotion is cluster-scoped
+    #[arg(short = 'n', long, global = true, value_name = "NAMESPACE", help_heading = HEADING)]
+    pub namespace: Option<String>,
+    /// Accepted for kubectl compatibility and ignored: ClusterPromotion is cluster-scoped
+    #[arg(short = 'A', long, global = true, help_heading = HEADING)]
+    pub all_namespaces: bool,
+}
+
+/// The resolved connection, with what error messages need to name.
+pub struct Connection {
+    pub config: kube::Config,
+    /// The API server URL, as shown in messages.
+    pub server: String,
+}
+
+impl ConnectionFlags {
+    /// Resolve the flags into a client configuration (kubeconfig files are read here; exec
+    /// credential plugins run later, on the first request).
+    pub async fn resolve(&self) -> Result<Connection> {
+        let mut config = match self.load_kubeconfig()? {
+            Some((kubeconfig, source)) => self.with_kubeconfig(kubeconfig, &source).await?,
+            None => self.without_kubeconfig()?,
+        };
+        self.apply_overrides(&mut config)?;
+        let server = config.cluster_url.to_string();
+        let server = server.trim_end_matches('/').to_string();
+        Ok(Connection { config, server })
+    }
+
+    /// The kubeconfig to use and where it came from (for messages); `None` when there is none.
+    pub fn load_kubeconfig(&self) -> Result<Option<(Kubeconfig, String)>> {
+        if let Some(path) = &self.kubeconfig {
+            let kc = Kubeconfig::read_from(path).map_err(|e| {
+                Error::Kubeconfig(format!("--kubeconfig {}: {}", path.display(), reason(&e)))
+            })?;
+            return Ok(Some((kc, path.display().to_string())));
+        }
+        match Kubeconfig::from_env() {
+            Ok(Some(kc)) => {
+                let source = std::env::var("KUBECONFIG").unwrap_or_default();
+                return Ok(Some((kc, format!("KUBECONFIG={source}"))));
+            }
+            Ok(None) => {}
+            Err(e) => {
+                return Err(Error::Kubeconfig(format!("KUBECONFIG: {}", reason(&e))));
+            }
+        }
+        let Some(home) = std::env::home_dir() else {
+            return Ok(None);
+        };
+        let path = home.join(".kube").join("config");
+        if !path.exists() {
+            return Ok(None);
+        }
+        let kc = Kubeconfig::read_from(&path)
+            .map_err(|e| Error::Kubeconfig(format!("{}: {}", path.display(), reason(&e))))?;
+        Ok(Some((kc, path.display().to_string())))
+    }
+
+    async fn with_kubeconfig(&self, kc: Kubeconfig, source: &str) -> Result<kube::Config> {
+        let no_context = kc.current_context.is_none() && self.context.is_none();
+        if no_context && self.server.is_some() {
+            // kubectl accepts `--server` (+ `--token`) with a kubeconfig that selects nothing.
+            return self.without_kubeconfig();
+        }
+        if let Some(ctx) = &self.context {
+            if !kc.contexts.iter().any(|c| &c.name == ctx) {
+                let known: Vec<&str> = kc.contexts.iter().map(|c| c.name.as_str()).collect();
+                return Err(Error::Kubeconfig(format!(
+                    "context {ctx:?} not found in {source} (contexts: {})",
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                )));
+            }
+        }
+        let options = KubeConfigOptions {
+            context: self.context.clone(),
+            cluster: self.cluster.clone(),
+            user: self.user.clone(),
+        };
+        match kube::Config::from_custom_kubeconfig(kc, &options).await {
+            Ok(c) => Ok(c),
+            Err(KubeconfigError::MissingClusterUrl) if self.server.is_some() => {
+                self.without_kubeconfig()
+            }
+            Err(e) => Err(Error::Kubeconfig(format!("{source}: {}", reason(&e)))),
+        }
+    }
+
+    fn without_kubeconfig(&self) -> Result<kube::Config> {
+        if let Some(server) = &self.server {
+            let uri = parse_server(server)?;
+            return Ok(kube::Config::new(uri));
+        }
+        kube::Config::incluster().map_err(|_| {
+            Error::Kubeconfig(
+                "no kubeconfig found (looked at --kubeconfig, KUBECONFIG and ~/.kube/config) and \
+                 not running in a cluster: pass --kubeconfig or --server"
+                    .into(),
+            )
+        })
+    }
+
+    fn apply_overrides(&self, config: &mut kube::Config) -> Result<()> {
+        if let Some(server) = &self.server {
+            config.cluster_url = parse_server(server)?;
+        }
+        if let Some(token) = &self.token {
+            let auth = &mut config.auth_info;
+            auth.token = Some(token.clone().into());
+            // An explicit token wins over every credential source of the kubeconfig user.
+            auth.token_file = None;
+            auth.exec = None;
+            auth.auth_provider = None;
+            auth.username = None;
+            auth.password = None;
+        }
+        if let Some(user) = &self.as_user {
+            config.auth_info.impersonate = Some(user.clone());
+        }
+        if !self.as_group.is_empty() {
+            config.auth_info.impersonate_groups = Some(self.as_group.clone());
+        }
+        if let Some(uid) = &self.as_uid {
+            config.auth_info.impersonate_uid = Some(uid.clone());
+        }
+        if self.insecure_skip_tls_verify {
+            config.accept_invalid_certs = true;
+        }
+        if let Some(ca) = &self.certificate_authority {
+            if !ca.is_file() {
+                return Err(Error::file(
+                    ca.display(),
+                    "--certificate-authority: no such file",
+                ));
+            }
+            config.root_cert_file = Some(ca.clone());
+        }
+        if let Some(cert) = &self.client_certificate {
+            config.auth_info.client_certificate = Some(cert.display().to_string());
+            config.auth_info.client_certificate_data = None;
+        }
+        if let Some(key) = &self.client_key {
+            config.auth_info.client_key = Some(key.display().to_string());
+            config.auth_info.client_key_data = None;
+        }
+        if let Some(name) = &self.tls_server_name {
+            config.tls_server_name = Some(name.clone());
+        }
+        if let Some(timeout) = self.request_timeout.filter(|t| !t.is_zero()) {
+            config.connect_timeout = Some(timeout);
+            config.read_timeout = Some(timeout);
+            config.write_timeout = Some(timeout);
+            config.reset_reader_on_write = true;
+        }
+        Ok(())
+    }
+}
+
+fn parse_server(server: &str) -> Result<http::Uri> {
+    // kubectl accepts `host:port` without a scheme and assumes https.
+    let with_scheme = if server.contains("://") {
+        server.to_string()
+    } else {
+        format!("https://{server}")
+    };
+    with_scheme
+        .parse::<http::Uri>()
+        .map_err(|e| Error::Usage(format!("--server {server:?}: not a URL ({e})")))
+}
+
+/// A kube error's message without its Debug noise, innermost cause last.
+fn reason(err: &dyn std::error::Error) -> String {
+    let mut out = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        let msg = s.to_string();
+        if !out.contains(&msg) {
+            out.push_str(": ");
+            out.push_str(&msg);
+        }
+        source = s.source();
+    }
+    out
+}
+
+/// Names of the contexts in the kubeconfig these flags select (for shell completion).
+pub fn context_names(flags: &ConnectionFlags) -> Vec<String> {
+    match flags.load_kubeconfig() {
+        Ok(Some((kc, _))) => kc.contexts.into_iter().map(|c| c.name).collect(),
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_without_scheme_is_https() {
+        assert_eq!(
+            parse_server("127.0.0.1:6443").unwrap().to_string(),
+            "https://127.0.0.1:6443/"
+        );
+        assert!(parse_server("http://[::1").is_err());
+    }
+}

@@ -1,0 +1,123 @@
+//! The one error type of the plugin, and every exit code it uses.
+//!
+//! Each failure is one line on stderr (`error: …`). The wording names what was being done, the
+//! object, and what to try, so that it reads on its own in a CI log.
+
+use std::fmt;
+
+/// Exit codes. `diff` and `wait` follow `kubectl diff` / `kubectl wait`-style conventions, so a
+/// script can tell "differences" or "failed" apart from "the tool broke".
+pub mod exit {
+    pub const OK: u8 = 0;
+    /// Any error (and usage errors, as kubectl does).
+    pub const FAILURE: u8 = 1;
+    /// `diff`: the objects differ.
+    pub const DIFFERENCES: u8 = 1;
+    /// `diff`: kubectl-diff reserves everything above 1 for errors.
+    pub const DIFF_ERROR: u8 = 2;
+    /// `wait` (and `describe --watch`, `approve --wait`): the pipeline failed before the condition.
+    pub const PIPELINE_FAILED: u8 = 2;
+    /// `wait`: the timeout elapsed first.
+    pub const TIMEOUT: u8 = 3;
+}
+
+/// What was being attempted when the API server answered, for messages like
+/// `cannot patch clusterpromotions.config.projectsveltos.io "x"`.
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub verb: &'static str,
+    pub resource: &'static str,
+    pub name: Option<String>,
+}
+
+impl Request {
+    pub fn new(verb: &'static str, resource: &'static str) -> Self {
+        Request {
+            verb,
+            resource,
+            name: None,
+        }
+    }
+
+    pub fn named(verb: &'static str, resource: &'static str, name: &str) -> Self {
+        Request {
+            verb,
+            resource,
+            name: Some(name.to_string()),
+        }
+    }
+}
+
+impl fmt::Display for Request {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.verb, self.resource)?;
+        if let Some(n) = &self.name {
+            write!(f, " {n:?}")?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Bad flags or arguments that clap cannot catch (mutually dependent values).
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Kubeconfig(String),
+    #[error("unable to connect to the server at {server}: {reason}")]
+    Unreachable { server: String, reason: String },
+    #[error(
+        "unauthorized (401): the server at {server} rejected the credentials (check --token, \
+         the user in your kubeconfig, or log in again)"
+    )]
+    Unauthorized { server: String },
+    #[error("forbidden (403): you cannot {request}{}", detail(.message))]
+    Forbidden { request: Request, message: String },
+    #[error(
+        "the server does not serve clusterpromotions.config.projectsveltos.io/v1beta1: is Sveltos \
+         installed? (no ClusterPromotion CRD on {server})"
+    )]
+    CrdMissing { server: String },
+    #[error("clusterpromotion.config.projectsveltos.io {0:?} not found")]
+    NotFound(String),
+    /// The server refused the request for another reason (422, 409 after retries, 5xx).
+    #[error("cannot {request}: {message}")]
+    Api { request: Request, message: String },
+    /// A command that decided not to act (approve refusals); the message says why and what to do.
+    #[error("{0}")]
+    Refused(String),
+    #[error("{path}: {reason}")]
+    File { path: String, reason: String },
+    #[error("{0}")]
+    Io(String),
+}
+
+fn detail(message: &str) -> String {
+    if message.is_empty() {
+        String::new()
+    } else {
+        format!(" (server said: {message})")
+    }
+}
+
+impl Error {
+    pub fn file(path: impl fmt::Display, reason: impl fmt::Display) -> Self {
+        Error::File {
+            path: path.to_string(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Print one error line; `error:` in red when stderr is a colour terminal.
+pub fn report(err: &Error, color: bool) {
+    use owo_colors::OwoColorize;
+    if color {
+        eprintln!("{} {err}", "error:".red().bold());
+    } else {
+        eprintln!("error: {err}");
+    }
+}

@@ -1,0 +1,360 @@
+//! The API calls the plugin makes, as raw JSON (so that what is shown, diffed and patched is
+//! exactly what the server stored), with every failure mapped to one clear [`Error`].
+
+use kube::api::{ApiResource, ListParams, Patch, PatchParams, PostParams};
+use kube::core::Request as KubeRequest;
+use serde_json::Value;
+
+use promotion_shared::model::{
+    API_VERSION, CLUSTER_PROFILE_NAME_LABEL, GROUP, KIND, PLURAL, PROMOTION_NAME_LABEL, VERSION,
+};
+use promotion_shared::patch::FIELD_MANAGER;
+
+use crate::connection::ConnectionFlags;
+use crate::error::{Error, Request, Result};
+
+pub const PROMOTIONS: &str = "clusterpromotions.config.projectsveltos.io";
+pub const PROFILES: &str = "clusterprofiles.config.projectsveltos.io";
+pub const SUMMARIES: &str = "clustersummaries.config.projectsveltos.io";
+pub const EVENTS: &str = "events.events.k8s.io";
+
+const PROMOTIONS_PATH: &str = "/apis/config.projectsveltos.io/v1beta1/clusterpromotions";
+const PROFILES_PATH: &str = "/apis/config.projectsveltos.io/v1beta1/clusterprofiles";
+const SUMMARIES_PATH: &str = "/apis/config.projectsveltos.io/v1beta1/clustersummaries";
+const EVENTS_PATH: &str = "/apis/events.k8s.io/v1/events";
+
+/// ClusterSummary, for the watcher in `wait`/`describe -w`.
+pub fn summary_resource() -> ApiResource {
+    ApiResource {
+        group: GROUP.into(),
+        version: VERSION.into(),
+        api_version: API_VERSION.into(),
+        kind: "ClusterSummary".into(),
+        plural: "clustersummaries".into(),
+    }
+}
+
+#[derive(Clone)]
+pub struct Kube {
+    client: kube::Client,
+    server: String,
+}
+
+impl Kube {
+    pub async fn connect(flags: &ConnectionFlags) -> Result<Kube> {
+        let conn = flags.resolve().await?;
+        let server = conn.server.clone();
+        let client = kube::Client::try_from(conn.config).map_err(|e| match e {
+            kube::Error::Auth(a) => credentials_error(&server, &a),
+            other => Error::Kubeconfig(format!(
+                "cannot build a client for {server}: {}",
+                chain(&other)
+            )),
+        })?;
+        Ok(Kube { client, server })
+    }
+
+    pub fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
+    /// Map a client error for `req` to the plugin's error.
+    pub fn error(&self, err: kube::Error, req: &Request) -> Error {
+        match err {
+            kube::Error::Api(status) => match status.code {
+                401 => Error::Unauthorized {
+                    server: self.server.clone(),
+                },
+                403 => Error::Forbidden {
+                    request: req.clone(),
+                    message: status.message.clone(),
+                },
+                404 if req.resource == PROMOTIONS && req.name.is_none() => Error::CrdMissing {
+                    server: self.server.clone(),
+                },
+                404 if req.resource == PROMOTIONS => match req.name.clone() {
+                    Some(name) => Error::NotFound(name),
+                    None => Error::CrdMissing {
+                        server: self.server.clone(),
+                    },
+                },
+                code => Error::Api {
+                    request: req.clone(),
+                    message: if status.message.is_empty() {
+                        format!("HTTP {code} {}", status.reason)
+                    } else {
+                        format!("{} ({code})", status.message)
+                    },
+                },
+            },
+            kube::Error::Auth(e) => credentials_error(&self.server, &e),
+            kube::Error::HyperError(e) => Error::Unreachable {
+                server: self.server.clone(),
+                reason: chain(&e),
+            },
+            kube::Error::Service(e) => Error::Unreachable {
+                server: self.server.clone(),
+                reason: chain(e.as_ref()),
+            },
+            other => Error::Api {
+                request: req.clone(),
+                message: chain(&other),
+            },
+        }
+    }
+
+    async fn send(&self, req: http::Request<Vec<u8>>, what: &Request) -> Result<Value> {
+        self.client
+            .request::<Value>(req)
+            .await
+            .map_err(|e| self.error(e, what))
+    }
+
+    fn build(
+        &self,
+        req: std::result::Result<http::Request<Vec<u8>>, kube::core::request::Error>,
+        what: &Request,
+    ) -> Result<http::Request<Vec<u8>>> {
+        req.map_err(|e| Error::Api {
+            request: what.clone(),
+            message: e.to_string(),
+        })
+    }
+
+    /// A 404 on a named ClusterPromotion is either the object or the whole CRD missing; the
+    /// group's discovery document tells them apart.
+    async fn classify_not_found(&self, name: &str) -> Error {
+        let path = format!("/apis/{GROUP}/{VERSION}");
+        let req = http::Request::get(path).body(Vec::new());
+        let Ok(req) = req else {
+            return Error::NotFound(name.to_string());
+        };
+        match self.client.request::<Value>(req).await {
+            Ok(list) => {
+                let served = list
+                    .get("resources")
+                    .and_then(Value::as_array)
+                    .is_some_and(|r| r.iter().any(|r| r["name"] == PLURAL));
+                if served {
+                    Error::NotFound(name.to_string())
+                } else {
+                    Error::CrdMissing {
+                        server: self.server.clone(),
+                    }
+                }
+            }
+            Err(kube::Error::Api(s)) if s.code == 404 => Error::CrdMissing {
+                server: self.server.clone(),
+            },
+            Err(_) => Error::NotFound(name.to_string()),
+        }
+    }
+
+    pub async fn get_promotion(&self, name: &str) -> Result<Value> {
+        let what = Request::named("get", PROMOTIONS, name);
+        let req = self.build(
+            KubeRequest::new(PROMOTIONS_PATH).get(name, &Default::default()),
+            &what,
+        )?;
+        match self.send(req, &what).await {
+            Err(Error::NotFound(n)) => Err(self.classify_not_found(&n).await),
+            other => other,
+        }
+    }
+
+    pub async fn list_promotions(&self, selector: Option<&str>) -> Result<Vec<Value>> {
+        let what = Request::new("list", PROMOTIONS);
+        let mut lp = ListParams::default();
+        if let Some(s) = selector {
+            lp = lp.labels(s);
+        }
+        let req = self.build(KubeRequest::new(PROMOTIONS_PATH).list(&lp), &what)?;
+        Ok(items(self.send(req, &what).await?))
+    }
+
+    /// The ClusterProfiles Sveltos generated for a promotion (stage and preverification ones).
+    pub async fn list_stage_profiles(&self, promotion: &str) -> Result<Vec<Value>> {
+        let what = Request::new("list", PROFILES);
+        let lp = ListParams::default().labels(&format!("{PROMOTION_NAME_LABEL}={promotion}"));
+        let req = self.build(KubeRequest::new(PROFILES_PATH).list(&lp), &what)?;
+        Ok(items(self.send(req, &what).await?))
+    }
+
+    /// ClusterSummaries (all namespaces) of the given ClusterProfiles, in one request.
+    pub async fn list_summaries(&self, profiles: &[String]) -> Result<Vec<Value>> {
+        if profiles.is_empty() {
+            return Ok(Vec::new());
+        }
+        let what = Request::new("list", SUMMARIES);
+        let lp = ListParams::default().labels(&summaries_selector(profiles));
+        let req = self.build(KubeRequest::new(SUMMARIES_PATH).list(&lp), &what)?;
+        Ok(items(self.send(req, &what).await?))
+    }
+
+    /// Events about the promotion (client-go records those of cluster-scoped objects in
+    /// `default`, so all namespaces are listed), newest last.
+    pub async fn list_events(&self, name: &str, uid: Option<&str>) -> Result<Vec<Value>> {
+        let what = Request::new("list", EVENTS);
+        let lp =
+            ListParams::default().fields(&format!("regarding.kind={KIND},regarding.name={name}"));
+        let req = self.build(KubeRequest::new(EVENTS_PATH).list(&lp), &what)?;
+        let mut events: Vec<Value> = items(self.send(req, &what).await?)
+            .into_iter()
+            .filter(|e| regards(e, name, uid))
+            .collect();
+        events.sort_by_key(|e| crate::view::event_time(e).unwrap_or_default());
+        Ok(events)
+    }
+
+    /// A JSON Patch on a ClusterPromotion; `dry_run` asks the server to validate (admission
+    /// included) without storing. The raw client error is returned so that the caller can tell
+    /// a conflict (409) or a failed `test` (422) from other failures; map it with [`Kube::error`].
+    pub async fn json_patch(
+        &self,
+        name: &str,
+        patch: &json_patch::Patch,
+        dry_run: bool,
+    ) -> std::result::Result<Value, kube::Error> {
+        let pp = PatchParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            dry_run,
+            ..PatchParams::default()
+        };
+        let req = KubeRequest::new(PROMOTIONS_PATH)
+            .patch(name, &pp, &Patch::<()>::Json(patch.clone()))
+            .map_err(kube::Error::BuildRequest)?;
+        self.client.request::<Value>(req).await
+    }
+
+    /// A JSON merge patch, server-side dry run only (for `diff -f`).
+    pub async fn merge_patch_dry_run(&self, name: &str, body: &Value) -> Result<Value> {
+        let what = Request::named("patch", PROMOTIONS, name);
+        let pp = PatchParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            dry_run: true,
+            ..PatchParams::default()
+        };
+        let req = self.build(
+            KubeRequest::new(PROMOTIONS_PATH).patch(name, &pp, &Patch::Merge(body)),
+            &what,
+        )?;
+        self.send(req, &what).await
+    }
+
+    /// A create, server-side dry run only (for `diff -f` of an object that does not exist).
+    pub async fn create_dry_run(&self, body: &Value) -> Result<Value> {
+        let name = body
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let what = Request::named("create", PROMOTIONS, name);
+        let pp = PostParams {
+            dry_run: true,
+            field_manager: Some(FIELD_MANAGER.into()),
+        };
+        let data = serde_json::to_vec(body).map_err(|e| Error::Io(e.to_string()))?;
+        let req = self.build(KubeRequest::new(PROMOTIONS_PATH).create(&pp, data), &what)?;
+        self.send(req, &what).await
+    }
+}
+
+/// A failed credential source (exec plugin, token file), without the Debug dump kube includes.
+fn credentials_error(server: &str, err: &kube::client::AuthError) -> Error {
+    let reason = match err {
+        kube::client::AuthError::AuthExecRun { out, .. } => {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            match stderr.lines().rev().find(|l| !l.trim().is_empty()) {
+                Some(l) => format!(
+                    "the exec credential plugin failed ({}): {}",
+                    out.status,
+                    l.trim()
+                ),
+                None => format!("the exec credential plugin failed ({})", out.status),
+            }
+        }
+        other => chain(other),
+    };
+    Error::Kubeconfig(format!("cannot get credentials for {server}: {reason}"))
+}
+
+/// `projectsveltos.io/cluster-profile-name in (a,b,…)`.
+pub fn summaries_selector(profiles: &[String]) -> String {
+    format!("{CLUSTER_PROFILE_NAME_LABEL} in ({})", profiles.join(","))
+}
+
+fn items(list: Value) -> Vec<Value> {
+    match list {
+        Value::Object(mut m) => match m.remove("items") {
+            Some(Value::Array(items)) => items,
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
+}
+
+/// Whether an event (events.k8s.io `regarding` or core `involvedObject`) is about this promotion.
+fn regards(event: &Value, name: &str, uid: Option<&str>) -> bool {
+    let target = event
+        .get("regarding")
+        .or_else(|| event.get("involvedObject"));
+    let Some(t) = target else { return false };
+    let same_uid = match (uid, t.get("uid").and_then(Value::as_str)) {
+        (Some(a), Some(b)) if !b.is_empty() => a == b,
+        _ => true,
+    };
+    t.get("kind").and_then(Value::as_str) == Some(KIND)
+        && t.get("name").and_then(Value::as_str) == Some(name)
+        && same_uid
+}
+
+/// An error's message followed by its causes, without repeats.
+pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = vec![err.to_string()];
+    let mut source = err.source();
+    while let Some(s) = source {
+        let msg = s.to_string();
+        if !parts.iter().any(|p| p.contains(&msg)) {
+            parts.push(msg);
+        }
+        source = s.source();
+    }
+    // The innermost causes say what actually happened ("connection refused"); outer layers
+    // ("client error (Connect)") add little.
+    let useful: Vec<&String> = parts
+        .iter()
+        .filter(|p| !p.starts_with("client error") && !p.starts_with("error trying to connect"))
+        .collect();
+    if useful.is_empty() {
+        parts.join(": ")
+    } else {
+        useful
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join(": ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn selector_lists_every_profile() {
+        assert_eq!(
+            summaries_selector(&["p-dev".into(), "p-prod".into()]),
+            "projectsveltos.io/cluster-profile-name in (p-dev,p-prod)"
+        );
+    }
+
+    #[test]
+    fn events_are_matched_on_kind_name_and_uid() {
+        let ev = json!({"regarding": {"kind": "ClusterPromotion", "name": "p", "uid": "u1"}});
+        assert!(regards(&ev, "p", Some("u1")));
+        assert!(!regards(&ev, "p", Some("u2")));
+        assert!(!regards(&ev, "q", None));
+        let core = json!({"involvedObject": {"kind": "ClusterPromotion", "name": "p"}});
+        assert!(regards(&core, "p", Some("u1")));
+    }
+}

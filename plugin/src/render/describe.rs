@@ -1,0 +1,576 @@
+//! The human `describe` view: a header, the pipeline on one line, one block per stage, then
+//! approvals, the last spec change, Events and anything that could not be read.
+
+use std::fmt::Write as _;
+
+use chrono::{DateTime, Utc};
+use promotion_shared::observe::ClusterState;
+use promotion_shared::pipeline::{Phase, StageState, TriggerKind};
+
+use super::{table, Style, Tone};
+use crate::duration;
+use crate::view::{Description, StageDetail};
+
+/// How many clusters a stage lists before summarising (unless `--all-clusters`).
+pub const CLUSTER_LIST_LIMIT: usize = 10;
+
+pub struct Options {
+    pub all_clusters: bool,
+    pub now: DateTime<Utc>,
+}
+
+const LABEL_WIDTH: usize = 15;
+
+fn field(out: &mut String, indent: usize, label: &str, value: &str) {
+    let label = format!("{label}:");
+    let _ = writeln!(
+        out,
+        "{:indent$}{label:<width$} {value}",
+        "",
+        indent = indent,
+        width = LABEL_WIDTH
+    );
+}
+
+fn when(t: Option<&str>, now: DateTime<Utc>) -> Option<String> {
+    let t = t?;
+    let parsed = DateTime::parse_from_rfc3339(t).ok()?;
+    let delta = now.signed_duration_since(parsed);
+    Some(if delta.num_seconds() >= 0 {
+        format!("{t} ({} ago)", duration::human(delta))
+    } else {
+        format!("{t} (in {})", duration::human(-delta))
+    })
+}
+
+pub fn render(d: &Description, style: &Style, opts: &Options) -> String {
+    let mut out = String::new();
+    field(&mut out, 0, "Name", &style.paint(&d.name, Tone::Strong));
+    field(&mut out, 0, "Phase", &style.phase(&d.phase));
+    if let Some(stage) = &d.current_stage {
+        field(&mut out, 0, "Current stage", stage);
+    }
+    if let Some(t) = when(d.last_promotion_time.as_deref(), opts.now) {
+        field(&mut out, 0, "Last promotion", &t);
+    }
+    if let Some(note) = &d.note {
+        field(
+            &mut out,
+            0,
+            "Status",
+            &style.paint(&format!("empty: {note}"), Tone::Waiting),
+        );
+    }
+    if let Some(next) = next_step(d) {
+        field(&mut out, 0, "Next step", &style.paint(&next, Tone::Waiting));
+    }
+    deploys(&mut out, d);
+    field(&mut out, 0, "Pipeline", &pipeline_line(d, style));
+    out.push('\n');
+
+    let _ = writeln!(out, "Stages:");
+    for stage in &d.stages {
+        stage_block(&mut out, d, stage, style, opts);
+    }
+
+    approvals(&mut out, d, style);
+    events(&mut out, d, opts.now);
+    if !d.warnings.is_empty() {
+        let _ = writeln!(out, "\nWarnings:");
+        for w in &d.warnings {
+            let _ = writeln!(out, "  {}", style.paint(w, Tone::Waiting));
+        }
+    }
+    out
+}
+
+fn next_step(d: &Description) -> Option<String> {
+    match d.phase {
+        Phase::AwaitingApproval => {
+            let stage = d.awaiting_approval.as_ref()?;
+            let detail = d.stages.iter().find(|s| &s.view.name == stage)?;
+            Some(format!(
+                "kubectl promotion approve {} --stage {stage}   (unblocks {})",
+                d.name,
+                detail.approve_unblocks.as_deref().unwrap_or(stage)
+            ))
+        }
+        Phase::Failed => Some(format!(
+            "fix the failing clusters (see below); `kubectl promotion wait {} --for=complete` \
+             follows the retry",
+            d.name
+        )),
+        _ => None,
+    }
+}
+
+fn deploys(out: &mut String, d: &Description) {
+    let mut items: Vec<String> = Vec::new();
+    items.extend(d.deploys.helm_charts.iter().map(|c| format!("helm {c}")));
+    items.extend(
+        d.deploys
+            .policy_refs
+            .iter()
+            .map(|r| format!("policyRef {r}")),
+    );
+    items.extend(
+        d.deploys
+            .kustomization_refs
+            .iter()
+            .map(|r| format!("kustomizationRef {r}")),
+    );
+    if let Some(m) = &d.deploys.sync_mode {
+        items.push(format!("syncMode {m}"));
+    }
+    if items.is_empty() {
+        items.push("nothing (spec.profileSpec is empty)".into());
+    }
+    for (i, item) in items.iter().enumerate() {
+        if i == 0 {
+            field(out, 0, "Deploys", item);
+        } else {
+            let _ = writeln!(out, "{:w$} {item}", "", w = LABEL_WIDTH);
+        }
+    }
+}
+
+/// `dev ✔ → staging ॥ → production ○` (decorated) or
+/// `dev [promoted] → staging [awaiting approval] → production [not started]` (plain).
+pub fn pipeline_line(d: &Description, style: &Style) -> String {
+    let parts: Vec<String> = d
+        .stages
+        .iter()
+        .map(|s| {
+            if style.color {
+                format!("{}{}", style.symbol(&s.view.state), s.view.name)
+            } else {
+                format!("{} [{}]", s.view.name, s.view.state.label())
+            }
+        })
+        .collect();
+    if d.stages.is_empty() {
+        return "no stages".into();
+    }
+    parts.join(" → ")
+}
+
+fn stage_block(
+    out: &mut String,
+    d: &Description,
+    stage: &StageDetail,
+    style: &Style,
+    opts: &Options,
+) {
+    let v = &stage.view;
+    let _ = writeln!(
+        out,
+        "  {}. {}{}  {}",
+        v.index + 1,
+        style.symbol(&v.state),
+        style.paint(&v.name, Tone::Strong),
+        style.state(&v.state)
+    );
+    let ind = 5;
+    let selector = if v.selector.is_empty() {
+        "(empty: matches no cluster)".to_string()
+    } else {
+        v.selector.clone()
+    };
+    field(out, ind, "Selector", &selector);
+    let trigger = if v.next_stage.is_none() && v.trigger.kind == TriggerKind::None {
+        "none (last stage)".to_string()
+    } else {
+        v.trigger.summary()
+    };
+    field(out, ind, "Trigger", &trigger);
+    if let (Some(rec), true) = (
+        &stage.approval_record,
+        v.trigger.kind == TriggerKind::Manual,
+    ) {
+        use promotion_shared::pipeline::Approval;
+        let mut text = format!("{} at {}", rec.user, rec.time);
+        if let Some(r) = &rec.reason {
+            text.push_str(&format!(": {r:?}"));
+        }
+        text.push_str(match v.approval {
+            Approval::Pending => " (pending: Sveltos promotes on its next pass)",
+            Approval::Consumed => " (used)",
+            Approval::NotApproved | Approval::NotRequired => " (no longer in effect)",
+        });
+        field(out, ind, "Last approval", &text);
+    }
+    clusters(out, d, stage, style, opts);
+    for (label, t) in [
+        ("Reconciled", v.last_update_reconciled_time.as_deref()),
+        ("Provisioned", v.last_successful_applied_time.as_deref()),
+        ("Checked", v.last_status_check_time.as_deref()),
+    ] {
+        if let Some(t) = when(t, opts.now) {
+            field(out, ind, label, &t);
+        }
+    }
+    if let Some(desc) = &v.current_status_description {
+        field(out, ind, "Status", desc);
+    }
+    if let Some(msg) = &v.failure_message {
+        let failed = matches!(v.state, StageState::Failed { .. });
+        let tone = if failed { Tone::Bad } else { Tone::Waiting };
+        field(out, ind, "Message", &style.paint(msg, tone));
+    }
+    if let StageState::Failed { message } = &v.state {
+        if v.failure_message.as_deref() != Some(message.as_str()) {
+            field(out, ind, "Failure", &style.paint(message, Tone::Bad));
+        }
+    }
+    if let Some(t) = &stage.approve_unblocks {
+        field(
+            out,
+            ind,
+            "Approve",
+            &format!(
+                "kubectl promotion approve {} --stage {}   (unblocks {t})",
+                d.name, v.name
+            ),
+        );
+    }
+    out.push('\n');
+}
+
+fn clusters(out: &mut String, d: &Description, stage: &StageDetail, style: &Style, opts: &Options) {
+    let ind = 5;
+    let v = &stage.view;
+    let Some(list) = v.clusters.as_deref() else {
+        let text = if !d.online {
+            "not read (offline)".to_string()
+        } else {
+            match &stage.cluster_profile {
+                None => "none yet (no ClusterProfile for this stage)".to_string(),
+                Some(p) => format!("unknown (ClusterSummaries of {p} not readable)"),
+            }
+        };
+        field(out, ind, "Clusters", &style.paint(&text, Tone::Dim));
+        return;
+    };
+    let counts = stage.cluster_counts.clone().unwrap_or_default();
+    let profile = stage.cluster_profile.as_deref().unwrap_or("");
+    let mut summary = if counts.total == 0 {
+        "no matching clusters".to_string()
+    } else {
+        let mut parts = vec![format!("{} provisioned", counts.provisioned)];
+        if counts.pending > 0 {
+            parts.push(format!("{} in progress", counts.pending));
+        }
+        if counts.failed > 0 {
+            parts.push(style.paint(&format!("{} failed", counts.failed), Tone::Bad));
+        }
+        format!("{}: {}", plural(counts.total, "cluster"), parts.join(", "))
+    };
+    if let Some(m) = stage.matching_clusters.filter(|m| *m != counts.total) {
+        summary.push_str(&format!(" ({m} matching per the ClusterProfile)"));
+    }
+    if !profile.is_empty() {
+        summary.push_str(&style.paint(&format!("   [ClusterProfile {profile}]"), Tone::Dim));
+    }
+    if stage.clusters_from_previous_rollout {
+        summary.push_str(" (from an earlier rollout)");
+    }
+    field(out, ind, "Clusters", &summary);
+
+    // Failed first, then in progress, then provisioned: the ones that need a look come first.
+    let mut ordered: Vec<&ClusterState> = list.iter().collect();
+    ordered.sort_by_key(|c| {
+        if c.failure().is_some() {
+            0
+        } else if !c.is_provisioned() {
+            1
+        } else {
+            2
+        }
+    });
+    let limit = if opts.all_clusters || list.len() <= CLUSTER_LIST_LIMIT {
+        list.len()
+    } else {
+        ordered
+            .iter()
+            .take_while(|c| !c.is_provisioned())
+            .count()
+            .min(CLUSTER_LIST_LIMIT)
+    };
+    let rows: Vec<Vec<String>> = ordered[..limit]
+        .iter()
+        .map(|c| cluster_row(c, style))
+        .collect();
+    for line in table::render(&["", "", ""], &rows, true).lines() {
+        let _ = writeln!(out, "{:w$}{line}", "", w = ind + 2);
+    }
+    let hidden = list.len() - limit;
+    if hidden > 0 {
+        let _ = writeln!(
+            out,
+            "{:w$}{}",
+            "",
+            style.paint(
+                &format!("… and {hidden} more (--all-clusters lists every cluster)"),
+                Tone::Dim
+            ),
+            w = ind + 2
+        );
+    }
+}
+
+fn cluster_row(c: &ClusterState, style: &Style) -> Vec<String> {
+    let (mark, tone) = if c.failure().is_some() {
+        ("✖", Tone::Bad)
+    } else if c.is_provisioned() {
+        ("✔", Tone::Good)
+    } else {
+        ("◌", Tone::Active)
+    };
+    let name = format!("{}/{}", c.namespace, c.name);
+    let name = if style.color {
+        format!("{} {name}", style.paint(mark, tone))
+    } else {
+        name
+    };
+    let features = if c.features.is_empty() {
+        "no feature reported yet".to_string()
+    } else {
+        c.features
+            .iter()
+            .map(|f| {
+                let tone = match f.status.as_str() {
+                    "Provisioned" => Tone::Good,
+                    "Failed" | "FailedNonRetriable" => Tone::Bad,
+                    _ => Tone::Active,
+                };
+                format!("{} {}", f.feature_id, style.paint(&f.status, tone))
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let message = c
+        .features
+        .iter()
+        .find_map(|f| f.failure_message.clone())
+        .or_else(|| c.failure_message.clone())
+        .unwrap_or_default();
+    vec![name, features, style.paint(&message, Tone::Bad)]
+}
+
+fn approvals(out: &mut String, d: &Description, style: &Style) {
+    let before = out.len();
+    if !d.approvals.is_empty() {
+        let _ = writeln!(out, "Approvals:");
+        let rows: Vec<Vec<String>> = d
+            .approvals
+            .iter()
+            .map(|a| {
+                vec![
+                    a.stage.clone(),
+                    a.record.user.clone(),
+                    a.record.time.clone(),
+                    a.record.reason.clone().unwrap_or_else(|| "-".into()),
+                ]
+            })
+            .collect();
+        for line in table::render(&["STAGE", "BY", "AT", "REASON"], &rows, false).lines() {
+            let _ = writeln!(out, "  {line}");
+        }
+    } else if d
+        .stages
+        .iter()
+        .any(|s| s.view.trigger.kind == TriggerKind::Manual)
+    {
+        field(
+            out,
+            0,
+            "Approvals",
+            &style.paint(
+                "none recorded (the admission webhook records who approved)",
+                Tone::Dim,
+            ),
+        );
+    }
+    if let Some(c) = &d.last_spec_change {
+        field(
+            out,
+            0,
+            "Spec changed",
+            &format!("by {} at {} (started the current rollout)", c.user, c.time),
+        );
+    }
+    if out.len() > before {
+        out.push('\n');
+    }
+}
+
+fn events(out: &mut String, d: &Description, now: DateTime<Utc>) {
+    let Some(events) = &d.events else {
+        return;
+    };
+    if events.is_empty() {
+        field(out, 0, "Events", "<none>");
+        return;
+    }
+    let _ = writeln!(out, "Events:");
+    let rows: Vec<Vec<String>> = events
+        .iter()
+        .map(|e| {
+            let age = duration::age(e.time.as_deref(), now);
+            let age = if e.count > 1 {
+                format!("{age} (x{})", e.count)
+            } else {
+                age
+            };
+            vec![
+                e.kind.clone(),
+                e.reason.clone(),
+                age,
+                e.source.clone().unwrap_or_else(|| "-".into()),
+                e.message.clone(),
+            ]
+        })
+        .collect();
+    for line in table::render(&["TYPE", "REASON", "AGE", "FROM", "MESSAGE"], &rows, false).lines() {
+        let _ = writeln!(out, "  {line}");
+    }
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::Snapshot;
+    use serde_json::json;
+
+    fn now() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-02-16T08:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc)
+    }
+
+    fn description(status: serde_json::Value, summaries: Vec<serde_json::Value>) -> Description {
+        let object = json!({
+            "metadata": {"name": "p"},
+            "spec": {"profileSpec": {"helmCharts": [{"chartName": "c", "chartVersion": "1",
+                        "releaseName": "r", "releaseNamespace": "n"}]},
+                     "stages": [
+                {"name": "dev", "clusterSelector": {"matchLabels": {"env": "dev"}},
+                 "trigger": {"auto": {"delay": "2m"}}},
+                {"name": "staging", "clusterSelector": {"matchLabels": {"env": "staging"}},
+                 "trigger": {"manual": {}}},
+                {"name": "prod", "clusterSelector": {"matchLabels": {"env": "prod"}}}
+            ]},
+            "status": status,
+        });
+        Description::build(&Snapshot {
+            object,
+            profiles: Ok(vec![json!({"metadata": {"name": "p-dev"}})]),
+            summaries: Ok(summaries),
+            events: Ok(vec![]),
+        })
+        .unwrap()
+    }
+
+    fn summary(cluster: &str, status: &str, msg: Option<&str>) -> serde_json::Value {
+        json!({
+            "metadata": {"name": format!("p-dev-sveltos-{cluster}"), "namespace": "dev",
+                         "labels": {"projectsveltos.io/cluster-profile-name": "p-dev"}},
+            "spec": {"clusterNamespace": "dev", "clusterName": cluster, "clusterType": "Sveltos"},
+            "status": {"featureSummaries": [
+                {"featureID": "Helm", "status": status, "failureMessage": msg}]}
+        })
+    }
+
+    fn opts() -> Options {
+        Options {
+            all_clusters: false,
+            now: now(),
+        }
+    }
+
+    #[test]
+    fn plain_view_reads_at_a_glance() {
+        let d = description(
+            json!({"currentStageName": "staging", "stages": [
+                {"name": "dev", "lastSuccessfulAppliedTime": "2026-02-16T07:27:41Z"},
+                {"name": "staging", "lastSuccessfulAppliedTime": "2026-02-16T07:34:02Z",
+                 "currentStatusDescription": "Paused: Awaiting Manual Approval (2026-02-16T07:38:02Z)"}
+            ]}),
+            vec![summary("dev01", "Provisioned", None)],
+        );
+        let text = render(&d, &Style::plain(), &opts());
+        assert!(!text.contains('\u{1b}'));
+        assert!(text.contains(
+            "Pipeline:       dev [promoted] → staging [awaiting approval] → prod [not started]"
+        ));
+        assert!(text.contains("  2. staging  awaiting approval"));
+        assert!(text
+            .contains("kubectl promotion approve p --stage staging   (unblocks staging → prod)"));
+        assert!(text.contains("Clusters:       1 cluster: 1 provisioned"));
+        assert!(text.contains("dev/dev01   Helm Provisioned"));
+        assert!(text.contains("Provisioned:    2026-02-16T07:27:41Z (32m ago)"));
+        assert!(text.contains("Trigger:        none (last stage)"));
+        assert!(text.contains("Deploys:        helm c 1 as n/r"));
+        assert!(text.contains("Events:         <none>"));
+    }
+
+    #[test]
+    fn failed_clusters_come_first_and_many_are_summarised() {
+        let mut summaries: Vec<_> = (0..30)
+            .map(|i| summary(&format!("ok{i:02}"), "Provisioned", None))
+            .collect();
+        summaries.push(summary("bad", "Failed", Some("replicas: invalid type")));
+        let d = description(json!({"stages": [{"name": "dev"}]}), summaries);
+        let text = render(&d, &Style::plain(), &opts());
+        assert!(text.contains("  1. dev  failed"));
+        assert!(text.contains("31 clusters: 30 provisioned, 1 failed"));
+        let bad = text.find("dev/bad").unwrap();
+        assert!(text[bad..]
+            .lines()
+            .next()
+            .unwrap()
+            .contains("replicas: invalid type"));
+        assert!(text.contains("… and 30 more (--all-clusters lists every cluster)"));
+        assert!(!text.contains("dev/ok00"));
+        let all = render(
+            &d,
+            &Style::plain(),
+            &Options {
+                all_clusters: true,
+                now: now(),
+            },
+        );
+        assert!(all.contains("dev/ok29"));
+        assert!(text.contains("Phase:          failed"));
+    }
+
+    #[test]
+    fn empty_status_is_explained() {
+        let d = description(json!({}), vec![]);
+        let text = render(&d, &Style::plain(), &opts());
+        assert!(text.contains("Status:         empty: not reconciled yet"));
+        assert!(text.contains("Phase:          not started"));
+    }
+
+    #[test]
+    fn coloured_view_uses_symbols() {
+        let d = description(
+            json!({"stages": [{"name": "dev", "lastSuccessfulAppliedTime": "2026-02-16T07:27:41Z",
+                              "currentStatusDescription": "Successfully provisioned (2026-02-16T07:29:41Z)"},
+                             {"name": "staging"}]}),
+            vec![],
+        );
+        let text = render(&d, &Style { color: true }, &opts());
+        assert!(text.contains('\u{1b}'));
+        assert!(text.contains('✔'));
+        assert!(text.contains('○'));
+    }
+}

@@ -1,0 +1,362 @@
+//! `kubectl promotion approve` against the stand-in: the default stage, every refusal, the
+//! guarded JSON Patch (never another stage, nothing else touched), conflict retries under a
+//! concurrent writer, dry runs, the reason annotation and `--wait`.
+
+mod plugin_common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use plugin_common::*;
+use promotion_e2e::apiserver::{Attributes, Decision};
+use serde_json::{json, Value};
+
+const GATE: &str = "kyverno-rollout-man";
+
+/// Manual gate example with four stages so that `qa` is a gate the pipeline has not reached,
+/// and `automaticReset: false` somewhere else to prove it is left alone.
+fn four_stage_gate() -> Value {
+    let mut p = example("kyverno-manual-gate.yaml");
+    let stages = p["spec"]["stages"].as_array_mut().unwrap();
+    stages.insert(
+        2,
+        json!({"name": "qa", "clusterSelector": {"matchLabels": {"env": "qa"}},
+               "trigger": {"manual": {"automaticReset": false, "delay": "1m"}}}),
+    );
+    p
+}
+
+fn approved(p: &Value, stage: &str) -> Option<Value> {
+    p["spec"]["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == stage)
+        .and_then(|s| s.pointer("/trigger/manual/approved").cloned())
+}
+
+/// Everything but `approved` of the named stage and the server-managed metadata.
+fn without(p: &Value, stage: &str) -> Value {
+    let mut v = p.clone();
+    for s in v["spec"]["stages"].as_array_mut().unwrap() {
+        if s["name"] == stage {
+            s["trigger"]["manual"]
+                .as_object_mut()
+                .unwrap()
+                .remove("approved");
+        }
+    }
+    for k in [
+        "resourceVersion",
+        "generation",
+        "managedFields",
+        "annotations",
+    ] {
+        v["metadata"].as_object_mut().unwrap().remove(k);
+    }
+    v
+}
+
+#[test]
+fn approves_the_stage_awaiting_approval_and_nothing_else() {
+    let env = Env::start(vec![four_stage_gate()]);
+    let before = env.promotion(GATE);
+    let out = env.run(&["approve", GATE]).expect(0);
+    assert_eq!(
+        out.stdout,
+        "clusterpromotion.config.projectsveltos.io/kyverno-rollout-man approved (stage staging → qa)\n"
+    );
+    let after = env.promotion(GATE);
+    assert_eq!(approved(&after, "staging"), Some(json!(true)));
+    assert_eq!(approved(&after, "qa"), None);
+    // Every other field, automaticReset included, is exactly as it was.
+    assert_eq!(without(&after, "staging"), without(&before, "staging"));
+    assert_eq!(
+        after["spec"]["stages"][2]["trigger"]["manual"],
+        json!({"automaticReset": false, "delay": "1m"})
+    );
+    // One JSON Patch, guarded by tests on the stage name and its manual trigger.
+    let patches = env.requests("PATCH", "/clusterpromotions/kyverno-rollout-man");
+    assert_eq!(patches.len(), 1);
+    assert_eq!(patches[0].content_type, "application/json-patch+json");
+    let ops: Value = serde_json::from_str(&patches[0].body).unwrap();
+    assert_eq!(
+        ops,
+        json!([
+            {"op": "test", "path": "/spec/stages/1/name", "value": "staging"},
+            {"op": "test", "path": "/spec/stages/1/trigger/manual",
+             "value": {"approved": false, "automaticReset": true}},
+            {"op": "add", "path": "/spec/stages/1/trigger/manual/approved", "value": true}
+        ])
+    );
+    assert!(patches[0].query.contains("fieldManager=kubectl-promotion"));
+}
+
+#[test]
+fn refusals_name_what_can_be_approved_and_write_nothing() {
+    let env = Env::start(vec![
+        four_stage_gate(),
+        example("kyverno-rollout-auto.yaml"),
+    ]);
+    let cases: [(&[&str], &str); 5] = [
+        (&["approve", GATE, "--stage", "uat"], "has no stage \"uat\" (stages: dev, staging, qa, production); stages that can be approved: staging, qa"),
+        (&["approve", GATE, "--stage", "dev"], "stage \"dev\" has an auto trigger: it promotes to \"staging\" by itself (auto: delay 2m)"),
+        (&["approve", GATE, "--stage", "production"], "stage \"production\" is the last stage of \"kyverno-rollout-man\": there is no next stage to promote to"),
+        (&["approve", GATE, "--stage", "qa"], "the pipeline has not reached stage \"qa\" yet (it is awaiting approval at stage staging (awaiting approval)); pass --pre-approve"),
+        (&["approve", "kyverno-rollout-auto"], "no stage of \"kyverno-rollout-auto\" is awaiting approval: it is progressing at stage production (soaking until 2026-02-16T06:36:24Z). Pass --stage to choose one (this promotion has no stage with a manual trigger, so nothing can be approved)"),
+    ];
+    for (args, message) in cases {
+        let out = env.run(args).expect(1);
+        assert!(out.stderr.starts_with("error: "), "{}", out.stderr);
+        assert!(out.stderr.contains(message), "{args:?}: {}", out.stderr);
+        assert_eq!(out.stderr.lines().count(), 1, "one line: {}", out.stderr);
+        assert_eq!(out.stdout, "");
+    }
+    assert!(env.requests("PATCH", "").is_empty());
+}
+
+#[test]
+fn already_approved_changes_nothing() {
+    let mut p = four_stage_gate();
+    p["spec"]["stages"][1]["trigger"]["manual"]["approved"] = json!(true);
+    let env = Env::start(vec![p]);
+    let out = env
+        .run(&["approve", GATE, "--stage", "staging", "--reason", "again"])
+        .expect(0);
+    assert!(
+        out.stdout.contains("unchanged: stage staging is already approved; Sveltos promotes staging → qa on its next pass"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stderr.contains("the reason was not recorded"));
+    // Without --stage too: the approved-and-pending stage is "the one waiting".
+    env.run(&["approve", GATE]).expect(0);
+    assert!(env.requests("PATCH", "").is_empty());
+}
+
+#[test]
+fn pre_approve_allows_a_stage_not_reached_yet() {
+    let env = Env::start(vec![four_stage_gate()]);
+    let out = env
+        .run(&["approve", GATE, "--stage", "qa", "--pre-approve"])
+        .expect(0);
+    assert_eq!(
+        out.stdout,
+        "clusterpromotion.config.projectsveltos.io/kyverno-rollout-man approved (stage qa → production), pre-approved ahead of the pipeline\n"
+    );
+    let after = env.promotion(GATE);
+    assert_eq!(
+        after["spec"]["stages"][2]["trigger"]["manual"],
+        json!({"approved": true, "automaticReset": false, "delay": "1m"})
+    );
+    assert_eq!(approved(&after, "staging"), Some(json!(false)));
+}
+
+#[test]
+fn reason_travels_in_the_same_patch() {
+    let env = Env::start(vec![four_stage_gate()]);
+    env.run(&["approve", GATE, "--reason", "CAB-1234 signed off"])
+        .expect(0);
+    let patches = env.requests("PATCH", "/clusterpromotions/");
+    assert_eq!(patches.len(), 1);
+    let ops: Value = serde_json::from_str(&patches[0].body).unwrap();
+    let ops = ops.as_array().unwrap();
+    assert_eq!(ops.len(), 5);
+    // No annotations yet: the map is created, guarded by the resourceVersion read.
+    assert_eq!(ops[3]["op"], "test");
+    assert_eq!(ops[3]["path"], "/metadata/resourceVersion");
+    assert_eq!(
+        ops[4],
+        json!({"op": "add", "path": "/metadata/annotations",
+               "value": {"kubectl-promotion.dev/approval-reason": "CAB-1234 signed off"}})
+    );
+    let after = env.promotion(GATE);
+    assert_eq!(
+        after["metadata"]["annotations"]["kubectl-promotion.dev/approval-reason"],
+        "CAB-1234 signed off"
+    );
+    assert_eq!(approved(&after, "staging"), Some(json!(true)));
+}
+
+#[test]
+fn dry_runs_do_not_store_anything() {
+    let env = Env::start(vec![four_stage_gate()]);
+    let server = env
+        .run(&["approve", GATE, "--dry-run=server", "-o", "json"])
+        .expect(0);
+    let shown: Value = serde_json::from_str(&server.stdout).unwrap();
+    assert_eq!(approved(&shown, "staging"), Some(json!(true)));
+    let patches = env.requests("PATCH", "/clusterpromotions/");
+    assert_eq!(patches.len(), 1);
+    assert!(
+        patches[0].query.contains("dryRun=All"),
+        "{}",
+        patches[0].query
+    );
+    assert_eq!(
+        approved(&env.promotion(GATE), "staging"),
+        Some(json!(false))
+    );
+
+    let text = env.run(&["approve", GATE, "--dry-run=server"]).expect(0);
+    assert!(text
+        .stdout
+        .ends_with("approved (stage staging → qa) (server dry run)\n"));
+
+    env.server.clear_requests();
+    let client = env.run(&["approve", GATE, "--dry-run=client"]).expect(0);
+    assert!(client.stdout.ends_with("(dry run)\n"));
+    assert!(
+        client.stderr.contains("\"path\": \"/spec/stages/1/name\""),
+        "{}",
+        client.stderr
+    );
+    assert!(env.requests("PATCH", "").is_empty());
+    assert_eq!(
+        approved(&env.promotion(GATE), "staging"),
+        Some(json!(false))
+    );
+}
+
+/// Run `change` on the stored promotion whenever a PATCH of it arrives, before the server
+/// applies it (the authorizer runs first), as many times as `times`.
+fn interfere(
+    env: &Env,
+    times: usize,
+    change: impl Fn(&mut Value) + Send + Sync + 'static,
+) -> Arc<AtomicUsize> {
+    let store = env.server.store();
+    let count = Arc::new(AtomicUsize::new(0));
+    let seen = count.clone();
+    env.server.set_authorizer(move |a: &Attributes| {
+        if a.verb == "patch"
+            && a.resource == "clusterpromotions"
+            && seen.fetch_add(1, Ordering::SeqCst) < times
+        {
+            if let Some(mut p) = store.get("clusterpromotions", None, GATE) {
+                change(&mut p);
+                p["metadata"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("resourceVersion");
+                store.put(p).expect("concurrent write");
+            }
+        }
+        Decision::Allow
+    });
+    count
+}
+
+#[test]
+fn reordered_stages_make_the_patch_fail_and_the_retry_finds_the_stage() {
+    let env = Env::start(vec![four_stage_gate()]);
+    // A concurrent writer moves qa in front of staging, so index 1 is no longer staging.
+    let patches = interfere(&env, 1, |p| {
+        let stages = p["spec"]["stages"].as_array_mut().unwrap();
+        stages.swap(1, 2);
+    });
+    let out = env.run(&["approve", GATE, "--stage", "staging"]).expect(0);
+    assert!(
+        out.stderr.contains("changed while approving"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("attempt 2/5"), "{}", out.stderr);
+    assert_eq!(patches.load(Ordering::SeqCst), 2);
+    let after = env.promotion(GATE);
+    assert_eq!(after["spec"]["stages"][2]["name"], "staging");
+    assert_eq!(approved(&after, "staging"), Some(json!(true)));
+    // qa, now at index 1, was never approved.
+    assert_eq!(approved(&after, "qa"), None);
+}
+
+#[test]
+fn a_concurrent_approval_turns_the_retry_into_a_no_op() {
+    let env = Env::start(vec![four_stage_gate()]);
+    interfere(&env, 1, |p| {
+        p["spec"]["stages"][1]["trigger"]["manual"]["approved"] = json!(true);
+    });
+    let out = env.run(&["approve", GATE]).expect(0);
+    assert!(
+        out.stdout
+            .contains("unchanged: stage staging is already approved"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn an_object_that_keeps_changing_is_given_up_on() {
+    let env = Env::start(vec![four_stage_gate()]);
+    let n = AtomicUsize::new(0);
+    interfere(&env, usize::MAX, move |p| {
+        let i = n.fetch_add(1, Ordering::SeqCst);
+        p["spec"]["stages"][1]["trigger"]["manual"]["delay"] = json!(format!("{}s", i + 1));
+    });
+    let out = env.run(&["approve", GATE]).expect(1);
+    assert!(
+        out.stderr.contains("gave up after 5 attempts"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        approved(&env.promotion(GATE), "staging"),
+        Some(json!(false))
+    );
+}
+
+#[test]
+fn wait_follows_the_promotion_to_the_next_stage() {
+    let env = Env::start(vec![four_stage_gate()]);
+    let store = env.server.store();
+    // Play the controller: once approved, start qa.
+    let controller = std::thread::spawn(move || {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while std::time::Instant::now() < deadline {
+            if let Some(mut p) = store.get("clusterpromotions", None, GATE) {
+                if p["spec"]["stages"][1]["trigger"]["manual"]["approved"] == json!(true) {
+                    std::thread::sleep(Duration::from_millis(300));
+                    p["spec"]["stages"][1]["trigger"]["manual"]
+                        .as_object_mut()
+                        .unwrap()
+                        .remove("approved");
+                    p["status"]["stages"].as_array_mut().unwrap().push(json!({
+                        "name": "qa", "lastUpdateReconciledTime": "2026-02-16T08:00:00Z"}));
+                    p["status"]["currentStageName"] = json!("qa");
+                    p["metadata"]
+                        .as_object_mut()
+                        .unwrap()
+                        .remove("resourceVersion");
+                    store.put(p).unwrap();
+                    return true;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    });
+    let out = env
+        .run(&["approve", GATE, "--wait", "--timeout", "60s"])
+        .expect(0);
+    assert!(controller.join().unwrap());
+    assert!(
+        out.stdout.contains("approved (stage staging → qa)"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("stage qa reached"), "{}", out.stdout);
+
+    // Nothing moves this time: exit 3 after the timeout.
+    let env = Env::start(vec![four_stage_gate()]);
+    let out = env
+        .run(&["approve", GATE, "--wait", "--timeout", "2s"])
+        .expect(3);
+    assert!(
+        out.stderr
+            .contains("timed out after 2s waiting for stage=qa"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(approved(&env.promotion(GATE), "staging"), Some(json!(true)));
+}

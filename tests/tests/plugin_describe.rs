@@ -1,0 +1,458 @@
+//! `kubectl promotion describe` and `list` against the stand-in API server loaded with the
+//! example manifests, their ClusterProfiles, ClusterSummaries and Events (states per
+//! examples/STATES.md).
+
+mod plugin_common;
+
+use plugin_common::*;
+use serde_json::{json, Value};
+
+fn stage_line<'a>(text: &'a str, stage: &str) -> &'a str {
+    text.lines()
+        .find(|l| {
+            let t = l.trim_start();
+            t.split_once(". ").is_some_and(|(n, rest)| {
+                n.chars().all(|c| c.is_ascii_digit()) && rest.starts_with(&format!("{stage} "))
+            })
+        })
+        .unwrap_or_else(|| panic!("no block for stage {stage} in:\n{text}"))
+}
+
+#[test]
+fn auto_rollout_soaks_at_the_last_stage() {
+    let env = Env::start(example_world("kyverno-rollout-auto.yaml"));
+    let out = env.run(&["describe", "kyverno-rollout-auto"]).expect(0);
+    let t = &out.stdout;
+    assert!(t.contains("Phase:          progressing"), "{t}");
+    assert!(stage_line(t, "dev").ends_with("promoted"));
+    assert!(stage_line(t, "staging").ends_with("promoted"));
+    assert!(
+        stage_line(t, "production").ends_with("soaking until 2026-02-16T06:36:24Z"),
+        "{t}"
+    );
+    assert!(t.contains(
+        "Pipeline:       dev [promoted] → staging [promoted] → production [soaking until 2026-02-16T06:36:24Z]"
+    ));
+    assert!(t.contains("2 clusters: 2 provisioned"), "{t}");
+    assert!(t.contains("prod/prod02"), "{t}");
+    assert!(t.contains("Helm Provisioned"), "{t}");
+    assert!(
+        t.contains("[ClusterProfile kyverno-rollout-auto-production]"),
+        "{t}"
+    );
+    assert!(t.contains("Status:         Delayed: Waiting for Time Window: 2026-02-16T06:36:24Z"));
+    assert!(t.contains("Stage production provisioned"), "events: {t}");
+    // A pipe gets no colour and no symbols.
+    assert!(!t.contains('\u{1b}') && !t.contains('✔'));
+}
+
+#[test]
+fn manual_gate_awaits_approval_and_says_how_to_approve() {
+    let mut objects = example_world("kyverno-manual-gate.yaml");
+    objects[0]["metadata"]["annotations"] = json!({
+        "audit.kubectl-promotion.dev/approvals":
+            "{\"staging\":{\"user\":\"alice\",\"groups\":[\"release-managers\"],\"time\":\"2026-02-15T10:00:00Z\",\"reason\":\"CAB-1234\"}}",
+        "audit.kubectl-promotion.dev/spec-change": "{\"user\":\"bob\",\"time\":\"2026-02-16T07:25:00Z\"}"
+    });
+    let env = Env::start(objects);
+    let t = env
+        .run(&["describe", "kyverno-rollout-man"])
+        .expect(0)
+        .stdout;
+    assert!(t.contains("Phase:          awaiting approval"), "{t}");
+    assert!(stage_line(&t, "dev").ends_with("promoted"));
+    assert!(stage_line(&t, "staging").ends_with("awaiting approval"));
+    assert!(stage_line(&t, "production").ends_with("not started"));
+    assert!(t.contains(
+        "Next step:      kubectl promotion approve kyverno-rollout-man --stage staging   (unblocks staging → production)"
+    ), "{t}");
+    assert!(t.contains("Trigger:        manual: approved: false"), "{t}");
+    assert!(
+        t.contains("Clusters:       none yet (no ClusterProfile for this stage)"),
+        "{t}"
+    );
+    // Audit annotations: who approved (earlier rollout) and who changed the spec.
+    assert!(
+        t.contains("staging   alice   2026-02-15T10:00:00Z   CAB-1234"),
+        "{t}"
+    );
+    assert!(
+        t.contains("Spec changed:   by bob at 2026-02-16T07:25:00Z"),
+        "{t}"
+    );
+    assert!(t.contains("Provisioning stage staging"), "{t}");
+}
+
+#[test]
+fn failed_dev_is_failed_once_the_cluster_summaries_are_read() {
+    let env = Env::start(example_world("kyverno-failed-dev.yaml"));
+    let out = env.run(&["describe", "kyverno-rollout-auto"]).expect(0);
+    let t = &out.stdout;
+    assert!(t.contains("Phase:          failed"), "{t}");
+    assert!(stage_line(t, "dev").ends_with("failed"), "{t}");
+    assert!(stage_line(t, "staging").ends_with("not started"));
+    assert!(t.contains("1 cluster: 0 provisioned, 1 failed"), "{t}");
+    assert!(t.contains("dev/dev01"), "{t}");
+    assert!(
+        t.contains("invalid type: expected integer, got boolean"),
+        "{t}"
+    );
+    assert!(t.contains(
+        "Message:        ClusterSummary kyverno-rollout-auto-dev-sveltos-dev01 is not yet provisioned."
+    ));
+
+    // The same promotion alone (offline) only knows it is provisioning.
+    let offline = env
+        .run(&[
+            "describe",
+            "-f",
+            example_path("kyverno-failed-dev.yaml").to_str().unwrap(),
+        ])
+        .expect(0);
+    assert!(stage_line(&offline.stdout, "dev").ends_with("provisioning"));
+    assert!(offline
+        .stdout
+        .contains("Clusters:       not read (offline)"));
+
+    let json: Value = serde_json::from_str(
+        &env.run(&["describe", "kyverno-rollout-auto", "-o", "json"])
+            .expect(0)
+            .stdout,
+    )
+    .expect("describe -o json is JSON");
+    assert_eq!(json["kind"], "PromotionDescription");
+    assert_eq!(json["phase"], "failed");
+    assert_eq!(json["stages"][0]["state"], "failed");
+    assert!(json["stages"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("cluster dev/dev01: Helm Failed"));
+    assert_eq!(json["stages"][0]["clusterCounts"]["failed"], 1);
+    assert_eq!(
+        json["stages"][0]["clusters"][0]["features"][0]["status"],
+        "Failed"
+    );
+}
+
+#[test]
+fn empty_status_is_explained_in_plain_words() {
+    let env = Env::start(example_world("payment-four-stages.yaml"));
+    let t = env
+        .run(&["describe", "core-payment-processor-ci"])
+        .expect(0)
+        .stdout;
+    assert!(t.contains("Phase:          not started"), "{t}");
+    assert!(
+        t.contains("Status:         empty: not reconciled yet"),
+        "{t}"
+    );
+    for stage in ["development", "uat", "staging", "production"] {
+        assert!(stage_line(&t, stage).ends_with("not started"));
+    }
+    assert!(t.contains("Events:         <none>"));
+
+    // With Sveltos's finalizer but still no status: a build without the reconciler.
+    let mut p = example("payment-four-stages.yaml");
+    p["metadata"]["finalizers"] = json!(["config.projectsveltos.io/clusterpromotion"]);
+    env.put(p);
+    let t = env
+        .run(&["describe", "core-payment-processor-ci"])
+        .expect(0)
+        .stdout;
+    assert!(
+        t.contains("this Sveltos build has no ClusterPromotion reconciler"),
+        "{t}"
+    );
+}
+
+#[test]
+fn describe_offline_needs_no_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(plugin_bin())
+        .args(["describe", "-f"])
+        .arg(example_path("kyverno-manual-gate.yaml"))
+        .env_clear()
+        .env("HOME", dir.path())
+        .env("KUBECONFIG", dir.path().join("missing"))
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(t.contains("Phase:          awaiting approval"));
+    assert!(t.contains("unblocks staging → production"));
+
+    let yaml = std::process::Command::new(plugin_bin())
+        .args(["describe", "-o", "yaml", "-f"])
+        .arg(example_path("kyverno-rollout-auto.yaml"))
+        .env_clear()
+        .output()
+        .unwrap();
+    let v: Value = serde_yaml_ng::from_slice(&yaml.stdout).expect("describe -o yaml is YAML");
+    assert_eq!(v["phase"], "progressing");
+    assert_eq!(v["stages"][2]["state"], "soaking");
+    assert_eq!(v["stages"][2]["until"], "2026-02-16T06:36:24Z");
+    assert_eq!(v["online"], false);
+}
+
+#[test]
+fn list_shows_every_promotion() {
+    let mut objects = example_world("kyverno-manual-gate.yaml");
+    objects.extend(
+        example_world("kyverno-failed-dev.yaml")
+            .into_iter()
+            .filter(|o| {
+                // The cluster namespaces and SveltosClusters are shared.
+                o["kind"] != "SveltosCluster"
+            }),
+    );
+    let mut payment = example("payment-four-stages.yaml");
+    payment["metadata"]["labels"] = json!({"team": "payments"});
+    objects.push(payment);
+    let env = Env::start(objects);
+
+    let out = env.run(&["list"]).expect(0);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(
+        lines[0].split_whitespace().collect::<Vec<_>>(),
+        [
+            "NAME",
+            "STAGES",
+            "CURRENT",
+            "STATE",
+            "AWAITING-APPROVAL",
+            "AGE"
+        ]
+    );
+    assert_eq!(lines.len(), 4, "{}", out.stdout);
+    let row = |name: &str| {
+        lines
+            .iter()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no row {name}"))
+            .to_string()
+    };
+    assert!(
+        row("core-payment-processor-ci").contains("0/4      -         not started"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        row("kyverno-rollout-auto").contains("1/3      dev       failed"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        row("kyverno-rollout-man")
+            .contains("2/3      staging   awaiting approval   staging → production"),
+        "{}",
+        out.stdout
+    );
+
+    let names = env
+        .run(&["get", "-o", "name", "-l", "team=payments"])
+        .expect(0);
+    assert_eq!(
+        names.stdout,
+        "clusterpromotion.config.projectsveltos.io/core-payment-processor-ci\n"
+    );
+
+    let headless = env.run(&["list", "--no-headers"]).expect(0);
+    assert_eq!(headless.stdout.lines().count(), 3);
+    assert!(headless.stdout.starts_with("core-payment-processor-ci"));
+
+    let wide = env.run(&["list", "-o", "wide"]).expect(0);
+    assert!(wide
+        .stdout
+        .lines()
+        .next()
+        .unwrap()
+        .ends_with("LAST-PROMOTION   MESSAGE"));
+    assert!(
+        wide.stdout.contains("Paused: Awaiting Manual Approval"),
+        "{}",
+        wide.stdout
+    );
+
+    let json: Value =
+        serde_json::from_str(&env.run(&["list", "-o", "json"]).expect(0).stdout).unwrap();
+    assert_eq!(json["kind"], "PromotionList");
+    let items = json["items"].as_array().unwrap();
+    assert_eq!(items.len(), 3);
+    assert_eq!(items[2]["awaitingApproval"], "staging");
+    assert_eq!(items[1]["phase"], "failed");
+
+    let yaml: Value =
+        serde_yaml_ng::from_str(&env.run(&["list", "-o", "yaml"]).expect(0).stdout).unwrap();
+    assert_eq!(yaml["items"][0]["name"], "core-payment-processor-ci");
+
+    let none = env.run(&["list", "-l", "team=nobody"]).expect(0);
+    assert_eq!(none.stdout, "");
+    assert!(none.stderr.contains("No resources found"));
+}
+
+#[test]
+fn many_clusters_are_summarised_unless_asked() {
+    let p = example("kyverno-manual-gate.yaml");
+    let mut objects = vec![
+        p.clone(),
+        profile(&p, "dev", &[]),
+        profile(&p, "staging", &[]),
+    ];
+    for i in 0..25 {
+        objects.push(summary(
+            &p,
+            "dev",
+            ("dev", &format!("dev{i:02}")),
+            &[("Helm", "Provisioned", None)],
+        ));
+    }
+    objects.push(summary(
+        &p,
+        "dev",
+        ("dev", "slow"),
+        &[
+            ("Helm", "Provisioning", None),
+            ("Resources", "Provisioned", None),
+        ],
+    ));
+    let env = Env::start(objects);
+    let t = env
+        .run(&["describe", "kyverno-rollout-man"])
+        .expect(0)
+        .stdout;
+    assert!(
+        t.contains("26 clusters: 25 provisioned, 1 in progress"),
+        "{t}"
+    );
+    assert!(
+        t.contains("dev/slow   Helm Provisioning, Resources Provisioned"),
+        "{t}"
+    );
+    assert!(
+        t.contains("… and 25 more (--all-clusters lists every cluster)"),
+        "{t}"
+    );
+    assert!(!t.contains("dev/dev07"));
+    let all = env
+        .run(&["describe", "kyverno-rollout-man", "--all-clusters"])
+        .expect(0)
+        .stdout;
+    assert!(all.contains("dev/dev07"));
+}
+
+#[test]
+fn colour_follows_the_flags_and_the_environment() {
+    let env = Env::start(example_world("kyverno-manual-gate.yaml"));
+    let forced = env
+        .run(&["describe", "kyverno-rollout-man", "--color=always"])
+        .expect(0);
+    assert!(forced.stdout.contains('\u{1b}'));
+    assert!(forced.stdout.contains("॥"));
+    for args in [vec!["--color=always", "--no-color"], vec!["--color=never"]] {
+        let mut a = vec!["describe", "kyverno-rollout-man"];
+        a.extend(args);
+        assert!(!env.run(&a).expect(0).stdout.contains('\u{1b}'));
+    }
+    // A pipe is not a terminal: NO_COLOR / TERM=dumb are moot there, and auto gives plain text.
+    let auto = env.run_env(
+        &["describe", "kyverno-rollout-man"],
+        &[("TERM", "xterm-256color")],
+    );
+    assert!(!auto.stdout.contains('\u{1b}'));
+}
+
+/// The plugin on a pseudo-terminal (util-linux `script`), as a person would run it.
+fn tty_command(env: &Env, args: &str, extra_env: &[(&str, &str)]) -> std::process::Command {
+    let mut c = std::process::Command::new("script");
+    c.args([
+        "-q",
+        "-e",
+        "-c",
+        &format!("{} {args}", plugin_bin().display()),
+        "/dev/null",
+    ])
+    .env_clear()
+    .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+    .env("HOME", env.path("home"))
+    .env("KUBECONFIG", &env.kubeconfig)
+    .env("TERM", "xterm-256color")
+    .stdin(std::process::Stdio::null())
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped());
+    for (k, v) in extra_env {
+        c.env(k, v);
+    }
+    c
+}
+
+fn on_tty(env: &Env, args: &str, extra_env: &[(&str, &str)]) -> String {
+    let out = tty_command(env, args, extra_env)
+        .output()
+        .expect("script(1) runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_terminal_gets_colour_and_symbols_unless_told_otherwise() {
+    let env = Env::start(example_world("kyverno-manual-gate.yaml"));
+    let tty = on_tty(&env, "describe kyverno-rollout-man", &[]);
+    assert!(tty.contains("\u{1b}[33mawaiting approval"), "{tty}");
+    assert!(
+        tty.contains("✔") && tty.contains("॥") && tty.contains("○"),
+        "{tty}"
+    );
+    for (k, v) in [("NO_COLOR", "1"), ("TERM", "dumb")] {
+        let plain = on_tty(&env, "describe kyverno-rollout-man", &[(k, v)]);
+        assert!(!plain.contains('\u{1b}'), "{k}={v}: {plain}");
+        assert!(
+            plain.contains("dev [promoted] → staging [awaiting approval]"),
+            "{plain}"
+        );
+    }
+    assert!(!on_tty(&env, "describe kyverno-rollout-man --no-color", &[]).contains('\u{1b}'));
+    // Tables too: list colours the STATE column on a terminal.
+    assert!(on_tty(&env, "list", &[]).contains("\u{1b}[33mawaiting approval"));
+}
+
+#[test]
+fn watch_on_a_terminal_redraws_in_place() {
+    let env = Env::start(example_world("kyverno-rollout-auto.yaml"));
+    let child = tty_command(&env, "describe kyverno-rollout-auto -w", &[])
+        .spawn()
+        .expect("script(1) runs");
+    eventually(
+        std::time::Duration::from_secs(30),
+        "the plugin to watch",
+        || {
+            env.server
+                .requests()
+                .iter()
+                .any(|r| r.path.contains("/clustersummaries") && r.query.contains("watch=true"))
+        },
+    );
+    let mut p = env.promotion("kyverno-rollout-auto");
+    p["status"]["stages"][2]["currentStatusDescription"] =
+        json!("Successfully provisioned (2026-02-16T06:36:24Z)");
+    p["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("resourceVersion");
+    env.put(p);
+    let out = child.wait_with_output().expect("script(1) ends");
+    assert_eq!(out.status.code(), Some(0));
+    let out = String::from_utf8_lossy(&out.stdout);
+    // Cursor home + clear screen before each full view: the first one and the final one.
+    assert!(out.matches("\u{1b}[H\u{1b}[2J").count() >= 2, "{out}");
+    assert!(out.contains("complete"), "{out}");
+}
