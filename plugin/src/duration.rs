@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-/// Parse a Go duration. A bare number is seconds, as `--request-timeout=30` is in kubectl.
+/// Parse a Go duration (the engine's parser, so flags and manifests agree). A bare number is
+/// seconds, as `--request-timeout=30` is in kubectl.
 pub fn parse(text: &str) -> Result<Duration, String> {
     let s = text.trim();
     if s.is_empty() {
@@ -12,39 +13,8 @@ pub fn parse(text: &str) -> Result<Duration, String> {
     if let Ok(secs) = s.parse::<u64>() {
         return Ok(Duration::from_secs(secs));
     }
-    let mut total = 0f64;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(|| format!("{text:?}: missing unit (use s, m or h, e.g. 30s)"))?;
-        if num_len == 0 {
-            return Err(format!("{text:?}: expected a number before the unit"));
-        }
-        let value: f64 = rest[..num_len]
-            .parse()
-            .map_err(|_| format!("{text:?}: bad number {:?}", &rest[..num_len]))?;
-        rest = &rest[num_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let factor = match &rest[..unit_len] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            other => {
-                return Err(format!(
-                    "{text:?}: unknown unit {other:?} (use ms, s, m or h)"
-                ))
-            }
-        };
-        total += value * factor;
-        rest = &rest[unit_len..];
-    }
-    Ok(Duration::from_secs_f64(total))
+    promotion_shared::validation::parse_std_duration(s)
+        .map_err(|e| format!("{e} (e.g. 30s, 5m, 1h30m)"))
 }
 
 /// clap value parser for duration flags.

@@ -16,7 +16,7 @@ mod stages;
 
 pub use finding::{Finding, Severity};
 pub use path::{lookup, segments, FieldPath, Segment};
-pub use schedule::{parse_cron_standard, parse_go_duration};
+pub use schedule::{parse_cron_standard, parse_go_duration, parse_std_duration};
 
 use serde_json::{Map, Value};
 

@@ -81,6 +81,13 @@ pub fn parse_go_duration(s: &str) -> Result<i128, String> {
     Ok(if negative { -total } else { total })
 }
 
+/// A non-negative Go duration as a [`std::time::Duration`], for command-line flags.
+pub fn parse_std_duration(s: &str) -> Result<std::time::Duration, String> {
+    let ns = parse_go_duration(s.trim())?;
+    let ns = u64::try_from(ns).map_err(|_| format!("duration {s:?} must not be negative"))?;
+    Ok(std::time::Duration::from_nanos(ns))
+}
+
 struct Bounds {
     name: &'static str,
     min: u32,
