@@ -2,6 +2,7 @@
 
 use serde_json::{Map, Value};
 
+use super::cache::{self, Language};
 use super::{
     cel, check_duration, expect_array, expect_object, expect_str, lua, FieldPath, Finding,
 };
@@ -192,7 +193,7 @@ fn check_health(
     if let Some(v) = check.get("script") {
         let script_path = path.key("script");
         if let Some(script) = expect_str(v, &script_path, out) {
-            lua::check_script(script, &script_path, out);
+            cache::judged(Language::Lua, script, &script_path, out, lua::check_script);
         }
     }
     if let Some(v) = check.get("evaluateCEL") {
@@ -210,7 +211,7 @@ fn check_health(
                 Some(v) => {
                     let p = rule_path.key("rule");
                     if let Some(text) = expect_str(v, &p, out) {
-                        cel::check_rule(text, &p, out);
+                        cache::judged(Language::Cel, text, &p, out, cel::check_rule);
                     }
                 }
                 None => out.push(Finding::error(

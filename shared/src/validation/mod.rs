@@ -4,6 +4,7 @@
 //! finding with a path rather than a deserialization error that hides everything after it.
 //! Rule families live in their own modules; this one walks the object and dispatches.
 
+mod cache;
 mod cel;
 mod finding;
 mod health;
