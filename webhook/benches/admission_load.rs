@@ -1,0 +1,441 @@
+//! Load benchmark (not a test): admission latency and throughput of the real `promotion-webhook`
+//! binary over TLS keep-alive on loopback, against a floor server measured in the same run, plus
+//! memory.
+//!
+//! - Request: POST /validate with a CREATE AdmissionReview of examples/cert-manager-lua-checks
+//!   (health checks with Lua scripts, one warning in the answer).
+//! - Floor: bare axum-server + rustls (same certificate, same TLS settings, its own process, same
+//!   runtime) that reads the body and answers a fixed `allowed: true`.
+//! - Clients: 1 and 16 HTTP/1.1 keep-alive connections, each sending requests back to back;
+//!   client, webhook and floor share this machine's cores, so only ratios are meaningful.
+//! - Memory: VmRSS of the webhook process idle (after start) and the peak sampled under load.
+//!
+//! Run: `cargo bench -p promotion-webhook --bench admission_load` (about a minute).
+//! `ADMISSION_LOAD_SECONDS` changes the measuring time per run (default 4).
+
+#[path = "../tests/support/client.rs"]
+mod client;
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use client::{connect, tls_config};
+use serde_json::{json, Value};
+
+/// The allocator the webhook binary uses, so in-process numbers and the floor match it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const WEBHOOK: &str = env!("CARGO_BIN_EXE_promotion-webhook");
+const FLOOR_ENV: &str = "ADMISSION_LOAD_FLOOR_SERVER";
+const FLOOR_ANSWER: &str = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"fixed","allowed":true}}"#;
+
+fn main() {
+    // The floor server is this same executable, started as a child with FLOOR_ENV set.
+    if let Ok(files) = std::env::var(FLOOR_ENV) {
+        floor_server(&files);
+        return;
+    }
+    if std::env::args().any(|a| a == "--list") {
+        // `cargo bench -- --list` probing: nothing to list.
+        return;
+    }
+    // `cargo bench` passes --bench; `cargo test --benches` does not: then only check that the
+    // machinery works, briefly.
+    let measuring = std::env::args().any(|a| a == "--bench");
+    let millis: u64 = match std::env::var("ADMISSION_LOAD_SECONDS") {
+        Ok(s) => s.parse::<u64>().map(|s| s * 1000).unwrap_or(4000),
+        Err(_) if measuring => 4000,
+        Err(_) => 200,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    if std::env::var_os("ADMISSION_LOAD_IN_PROCESS_ONLY").is_some() {
+        // For profilers: only the in-process part, nothing else running.
+        let (body, object) = request_body();
+        let (total, decode, engine) = in_process_on_validation_stack(&body, &object);
+        println!(
+            "in-process /validate: {total:.1} µs (decoding {decode:.1} µs, engine {engine:.1} µs)"
+        );
+        return;
+    }
+    runtime.block_on(bench(Duration::from_millis(millis)));
+}
+
+/// The floor: reads the whole body, answers a constant.
+fn floor_server(files: &str) {
+    use axum::routing::post;
+    let (cert, key) = files.split_once('\n').expect("cert\\nkey");
+    let tls = promotion_webhook::config::TlsFiles {
+        cert: PathBuf::from(cert),
+        key: PathBuf::from(key),
+        reload_interval: Duration::from_secs(3600),
+    };
+    let loaded = promotion_webhook::tls::load(&tls).expect("floor certificate");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async move {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.set_nonblocking(true).expect("nonblocking");
+        println!("listening {}", listener.local_addr().expect("addr"));
+        let app = axum::Router::new().route(
+            "/validate",
+            post(|_body: axum::body::Bytes| async {
+                (
+                    [(axum::http::header::CONTENT_TYPE, "application/json")],
+                    FLOOR_ANSWER,
+                )
+            }),
+        );
+        let config = axum_server::tls_rustls::RustlsConfig::from_config(loaded.config);
+        axum_server::from_tcp_rustls(listener, config)
+            .expect("server")
+            .serve(app.into_make_service())
+            .await
+            .expect("serve");
+    });
+}
+
+struct Target {
+    name: &'static str,
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_webhook(dir: &Path) -> Target {
+    let mut child = Command::new(WEBHOOK)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
+            "--log-format",
+            "json",
+            "--shutdown-delay",
+            "0s",
+        ])
+        .arg("--tls-cert-file")
+        .arg(dir.join("tls.crt"))
+        .arg("--tls-key-file")
+        .arg(dir.join("tls.key"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start promotion-webhook");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    // Keep draining the log for the whole run: one line per admission.
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Ok(value) = serde_json::from_str::<Value>(&line) {
+                if value["message"] == "listening" {
+                    let _ = tx.send(value["https"].as_str().unwrap_or_default().to_string());
+                }
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("webhook listening")
+        .parse()
+        .expect("address");
+    Target {
+        name: "webhook",
+        child,
+        addr,
+    }
+}
+
+fn start_floor(dir: &Path) -> Target {
+    let files = format!(
+        "{}\n{}",
+        dir.join("tls.crt").display(),
+        dir.join("tls.key").display()
+    );
+    let mut child = Command::new(std::env::current_exe().expect("own path"))
+        .env(FLOOR_ENV, files)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start floor server");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("floor address");
+    let addr = line
+        .trim()
+        .strip_prefix("listening ")
+        .expect("listening line")
+        .parse()
+        .expect("address");
+    Target {
+        name: "floor",
+        child,
+        addr,
+    }
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+struct RunResult {
+    requests: usize,
+    errors: usize,
+    seconds: f64,
+    latencies_us: Vec<u64>,
+    peak_rss_kib: u64,
+}
+
+impl RunResult {
+    fn throughput(&self) -> f64 {
+        self.requests as f64 / self.seconds
+    }
+
+    fn percentile(&self, p: f64) -> f64 {
+        if self.latencies_us.is_empty() {
+            return f64::NAN;
+        }
+        let index = ((self.latencies_us.len() - 1) as f64 * p).round() as usize;
+        self.latencies_us[index] as f64
+    }
+}
+
+async fn run(
+    target: &Target,
+    ca: &[u8],
+    body: &[u8],
+    connections: usize,
+    duration: Duration,
+) -> RunResult {
+    let config = tls_config(ca, &[b"http/1.1"], None);
+    let stop = Arc::new(AtomicBool::new(false));
+    let errors = Arc::new(AtomicU64::new(0));
+    let mut conns = Vec::new();
+    for _ in 0..connections {
+        let (conn, _) = connect(target.addr, config.clone(), "localhost")
+            .await
+            .expect("connect");
+        conns.push(conn);
+    }
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for mut conn in conns {
+        let (stop, errors, body) = (stop.clone(), errors.clone(), body.to_vec());
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::with_capacity(100_000);
+            while !stop.load(Ordering::Relaxed) {
+                let sent = Instant::now();
+                match conn.post("/validate", body.clone()).await {
+                    Ok(response) if response.status == 200 => {
+                        latencies.push(sent.elapsed().as_micros() as u64)
+                    }
+                    _ => {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            latencies
+        }));
+    }
+    let pid = target.child.id();
+    let mut peak = 0;
+    while started.elapsed() < duration {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        peak = peak.max(rss_kib(pid));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut latencies_us = Vec::new();
+    for task in tasks {
+        latencies_us.extend(task.await.expect("client task"));
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    latencies_us.sort_unstable();
+    RunResult {
+        requests: latencies_us.len(),
+        errors: errors.load(Ordering::Relaxed) as usize,
+        seconds,
+        latencies_us,
+        peak_rss_kib: peak,
+    }
+}
+
+/// Mean µs per call of `f`, after a warm-up.
+fn time_micros(rounds: u32, mut f: impl FnMut()) -> f64 {
+    for _ in 0..rounds / 10 {
+        f();
+    }
+    let started = Instant::now();
+    for _ in 0..rounds {
+        f();
+    }
+    started.elapsed().as_secs_f64() * 1e6 / f64::from(rounds)
+}
+
+/// In-process cost of one review: in total, decoding alone, the validation engine alone.
+fn in_process(body: &[u8], object: &Value) -> (f64, f64, f64) {
+    let evaluator = promotion_webhook::evaluation::Evaluator::default();
+    let now = chrono::Utc::now();
+    let endpoint = promotion_webhook::metrics::Endpoint::Validate;
+    let total = time_micros(2_000, || {
+        std::hint::black_box(evaluator.review(endpoint, body, now).expect("decodes"));
+    });
+    let decode = time_micros(2_000, || {
+        std::hint::black_box(promotion_webhook::api::wire::decode(body).expect("decodes"));
+    });
+    let engine = time_micros(2_000, || {
+        std::hint::black_box(promotion_shared::validation::validate(object));
+    });
+    (total, decode, engine)
+}
+
+/// The benchmarked request: a CREATE AdmissionReview of cert-manager-lua-checks.
+fn request_body() -> (Vec<u8>, Value) {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let object: Value = serde_yaml::from_str(
+        &std::fs::read_to_string(examples.join("cert-manager-lua-checks.yaml")).expect("example"),
+    )
+    .expect("YAML");
+    let body = serde_json::to_vec(&json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "bench",
+            "kind": {"group": "config.projectsveltos.io", "version": "v1beta1", "kind": "ClusterPromotion"},
+            "resource": {"group": "config.projectsveltos.io", "version": "v1beta1", "resource": "clusterpromotions"},
+            "name": "cert-manager-rollout-auto",
+            "operation": "CREATE",
+            "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+            "object": object,
+            "dryRun": false
+        }
+    }))
+    .expect("body");
+
+    (body, object)
+}
+
+fn in_process_on_validation_stack(body: &[u8], object: &Value) -> (f64, f64, f64) {
+    // On a thread with the stack the server's workers get, as the engine expects.
+    let (body, object) = (body.to_vec(), object.clone());
+    std::thread::Builder::new()
+        .stack_size(promotion_shared::validation::VALIDATION_STACK_BYTES)
+        .spawn(move || in_process(&body, &object))
+        .expect("thread")
+        .join()
+        .expect("in-process measurement")
+}
+
+async fn bench(duration: Duration) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(WEBHOOK)
+        .args(["certs", "--dns", "localhost", "--ip", "127.0.0.1", "--out"])
+        .arg(dir.path())
+        .output()
+        .expect("certs");
+    assert!(out.status.success(), "certs failed");
+    let ca = std::fs::read(dir.path().join("ca.crt")).expect("ca.crt");
+
+    let (body, object) = request_body();
+
+    let webhook = start_webhook(dir.path());
+    let floor = start_floor(dir.path());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let idle_webhook = rss_kib(webhook.child.id());
+    let idle_floor = rss_kib(floor.child.id());
+
+    println!(
+        "admission_load: body {} bytes, {:.1}s per run, {} cores",
+        body.len(),
+        duration.as_secs_f64(),
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    let (total, decode, engine) = in_process_on_validation_stack(&body, &object);
+    println!(
+        "in-process /validate: {total:.1} µs/request (decoding {decode:.1} µs, validation engine {engine:.1} µs)"
+    );
+    // Warm both up (TLS session setup, allocator, lazy statics).
+    for target in [&floor, &webhook] {
+        run(target, &ca, &body, 4, Duration::from_millis(500)).await;
+    }
+    println!(
+        "{:<8} {:>5} {:>10} {:>10} {:>10} {:>8} {:>10}",
+        "target", "conns", "req/s", "p50 µs", "p99 µs", "errors", "peak RSS"
+    );
+    let mut ratios = Vec::new();
+    let mut load_rss = 0;
+    for connections in [1, 16] {
+        let f = run(&floor, &ca, &body, connections, duration).await;
+        let w = run(&webhook, &ca, &body, connections, duration).await;
+        for (name, r) in [(floor.name, &f), (webhook.name, &w)] {
+            println!(
+                "{:<8} {:>5} {:>10.0} {:>10.0} {:>10.0} {:>8} {:>7.1} MiB",
+                name,
+                connections,
+                r.throughput(),
+                r.percentile(0.50),
+                r.percentile(0.99),
+                r.errors,
+                r.peak_rss_kib as f64 / 1024.0
+            );
+        }
+        load_rss = load_rss.max(w.peak_rss_kib);
+        ratios.push((
+            connections,
+            w.throughput() / f.throughput(),
+            w.percentile(0.99) / f.percentile(0.99),
+            w.percentile(0.50) / f.percentile(0.50),
+        ));
+    }
+    println!();
+    println!(
+        "RSS idle: webhook {:.1} MiB (floor {:.1} MiB); webhook under load (peak): {:.1} MiB",
+        idle_webhook as f64 / 1024.0,
+        idle_floor as f64 / 1024.0,
+        load_rss as f64 / 1024.0
+    );
+    for (connections, throughput, p99, p50) in ratios {
+        println!(
+            "ratio webhook/floor, {connections:>2} conn: throughput {throughput:.2}x (target >= 0.70), p99 {p99:.2}x (target <= 1.50), p50 {p50:.2}x"
+        );
+    }
+    println!(
+        "idle RSS {:.1} MiB (target < 20 MiB)",
+        idle_webhook as f64 / 1024.0
+    );
+}

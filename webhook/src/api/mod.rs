@@ -1,0 +1,210 @@
+//! HTTP layer: the admission router (HTTPS) and the probes router (plain HTTP).
+
+pub mod body;
+pub mod error;
+pub mod probes;
+pub mod wire;
+
+use std::any::Any;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, Method, Response, Uri, Version};
+use axum::middleware::{self, Next};
+use axum::response::IntoResponse;
+use axum::routing::post;
+use axum::Router;
+use chrono::Utc;
+use tower_http::catch_panic::{CatchPanicLayer, ResponseForPanic};
+
+use crate::config::Limits;
+use crate::evaluation::Evaluator;
+use crate::metrics::{Endpoint, Metrics, Verdict};
+use error::ApiError;
+
+/// Everything the handlers share.
+#[derive(Clone)]
+pub struct AppState {
+    pub evaluator: Arc<Evaluator>,
+    pub metrics: Arc<Metrics>,
+    pub limits: Limits,
+    draining: Arc<AtomicBool>,
+}
+
+impl AppState {
+    pub fn new(evaluator: Evaluator, metrics: Arc<Metrics>, limits: Limits) -> Self {
+        AppState {
+            evaluator: Arc::new(evaluator),
+            metrics,
+            limits,
+            draining: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// From now on /readyz fails and HTTP/1 connections are closed after each response.
+    pub fn start_draining(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+}
+
+/// POST /validate and POST /mutate, with every protective layer.
+pub fn admission_router(state: AppState) -> Router {
+    let routes = Router::new()
+        .route("/validate", post(validate))
+        .route("/mutate", post(mutate))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state.clone());
+    protect(routes, state)
+}
+
+/// The layers every admission route gets, public so tests can put a route of their own behind
+/// exactly the same stack.
+pub fn protect(routes: Router, state: AppState) -> Router {
+    routes
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            close_while_draining,
+        ))
+        // Outermost, so that a panic anywhere below becomes a 500 and the connection lives on.
+        .layer(CatchPanicLayer::custom(PanicResponse {
+            metrics: state.metrics.clone(),
+        }))
+}
+
+async fn validate(State(state): State<AppState>, request: Request) -> Response<Body> {
+    admit(state, Endpoint::Validate, request).await
+}
+
+async fn mutate(State(state): State<AppState>, request: Request) -> Response<Body> {
+    admit(state, Endpoint::Mutate, request).await
+}
+
+async fn admit(state: AppState, endpoint: Endpoint, request: Request) -> Response<Body> {
+    let started = Instant::now();
+    let _in_flight = state.metrics.in_flight();
+    let limits = state.limits;
+    let declared_length = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let work = async {
+        let body =
+            body::read_limited(request.into_body(), declared_length, limits.max_body_bytes).await?;
+        state
+            .evaluator
+            .review(endpoint, &body, Utc::now())
+            .map_err(|e| ApiError::BadRequest(e.0))
+    };
+    let outcome = tokio::time::timeout(limits.request_timeout, work)
+        .await
+        .unwrap_or(Err(ApiError::Timeout(limits.request_timeout)));
+    let elapsed = started.elapsed();
+    match outcome {
+        Ok(review) => {
+            let summary = &review.summary;
+            state
+                .metrics
+                .record(endpoint, summary.operation, summary.verdict(), elapsed);
+            tracing::info!(
+                endpoint = endpoint.as_str(),
+                uid = %summary.uid,
+                operation = summary.operation,
+                name = %summary.name,
+                user = %summary.user,
+                allowed = summary.allowed,
+                code = summary.code,
+                patched = summary.patched,
+                dry_run = summary.dry_run,
+                warnings = summary.warnings,
+                duration_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
+                "admission"
+            );
+            let mut response = Response::new(Body::from(review.body));
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            response
+        }
+        Err(error) => {
+            state
+                .metrics
+                .record(endpoint, "unknown", Verdict::Error, elapsed);
+            state.metrics.record_http_error(error.status().as_u16());
+            tracing::warn!(
+                endpoint = endpoint.as_str(),
+                status = error.status().as_u16(),
+                error = %error,
+                duration_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
+                "admission request failed"
+            );
+            error.into_response()
+        }
+    }
+}
+
+async fn not_found(State(state): State<AppState>, uri: Uri) -> Response<Body> {
+    state.metrics.record_http_error(404);
+    ApiError::NotFound(uri.path().to_string()).into_response()
+}
+
+async fn method_not_allowed(
+    State(state): State<AppState>,
+    method: Method,
+    uri: Uri,
+) -> Response<Body> {
+    state.metrics.record_http_error(405);
+    ApiError::MethodNotAllowed {
+        method: method.to_string(),
+        path: uri.path().to_string(),
+    }
+    .into_response()
+}
+
+/// While draining, tell HTTP/1 clients not to reuse the connection: they reconnect, and once
+/// endpoints have moved on they reconnect elsewhere instead of sending into a closing socket.
+/// (HTTP/2 gets a GOAWAY from the graceful shutdown instead.)
+async fn close_while_draining(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response<Body> {
+    let http1 = matches!(request.version(), Version::HTTP_10 | Version::HTTP_11);
+    let mut response = next.run(request).await;
+    if http1 && state.is_draining() {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
+
+#[derive(Clone)]
+struct PanicResponse {
+    metrics: Arc<Metrics>,
+}
+
+impl ResponseForPanic for PanicResponse {
+    type ResponseBody = Body;
+
+    fn response_for_panic(&mut self, panic: Box<dyn Any + Send + 'static>) -> Response<Body> {
+        let detail = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic payload".to_string());
+        self.metrics.record_panic();
+        tracing::error!(panic = %detail, "request handler panicked");
+        ApiError::Internal("the request handler failed; the server is still running".into())
+            .into_response()
+    }
+}

@@ -1,0 +1,187 @@
+//! Command line. Every flag can also come from the environment as `PROMOTION_WEBHOOK_<FLAG>`
+//! (upper case, dashes as underscores); repeatable flags take a comma-separated list there.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "promotion-webhook",
+    version,
+    about = "Validating and mutating admission webhook for Sveltos ClusterPromotion"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve POST /validate and POST /mutate over HTTPS, and /metrics, /healthz, /readyz over
+    /// plain HTTP.
+    Serve(ServeArgs),
+    /// Write a development CA (ca.crt, ca.key) and a serving certificate (tls.crt, tls.key).
+    Certs(CertsArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// HTTPS address for the admission endpoints.
+    #[arg(long, env = "PROMOTION_WEBHOOK_LISTEN", default_value = "0.0.0.0:8443")]
+    pub listen: SocketAddr,
+
+    /// PEM certificate chain (serving certificate first). Reloaded when it changes on disk.
+    #[arg(long, env = "PROMOTION_WEBHOOK_TLS_CERT_FILE")]
+    pub tls_cert_file: PathBuf,
+
+    /// PEM private key of the serving certificate (PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, env = "PROMOTION_WEBHOOK_TLS_KEY_FILE")]
+    pub tls_key_file: PathBuf,
+
+    /// Plain-HTTP address for /metrics, /healthz and /readyz.
+    #[arg(
+        long,
+        env = "PROMOTION_WEBHOOK_METRICS_LISTEN",
+        default_value = "0.0.0.0:8080"
+    )]
+    pub metrics_listen: SocketAddr,
+
+    #[arg(long, env = "PROMOTION_WEBHOOK_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    /// Log filter in `tracing` syntax, e.g. `info` or `info,promotion_webhook=debug`.
+    #[arg(long, env = "PROMOTION_WEBHOOK_LOG_LEVEL", default_value = "info")]
+    pub log_level: String,
+
+    /// Only members of this group may turn a stage's `approved` on (repeatable; any listed
+    /// group suffices). Unset: no restriction.
+    #[arg(
+        long = "approver-group",
+        env = "PROMOTION_WEBHOOK_APPROVER_GROUP",
+        value_name = "GROUP",
+        value_delimiter = ','
+    )]
+    pub approver_groups: Vec<String>,
+
+    /// The user who last changed spec.profileSpec may not approve that rollout (four eyes).
+    #[arg(long, env = "PROMOTION_WEBHOOK_FORBID_SELF_APPROVAL")]
+    pub forbid_self_approval: bool,
+
+    /// How often the certificate and key files are checked for changes.
+    #[arg(long, env = "PROMOTION_WEBHOOK_CERT_RELOAD_INTERVAL", default_value = "5s", value_parser = parse_duration)]
+    pub cert_reload_interval: Duration,
+
+    /// Time allowed for reading a request body and answering it; longer gets 408.
+    #[arg(long, env = "PROMOTION_WEBHOOK_REQUEST_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+
+    /// Time allowed for a TLS handshake and for a client to send the request headers.
+    #[arg(long, env = "PROMOTION_WEBHOOK_HEADER_READ_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
+    pub header_read_timeout: Duration,
+
+    /// After SIGTERM: how long to keep serving (with /readyz failing, and HTTP/1 connections
+    /// closed after each response) so that endpoints stop routing here before the listener
+    /// closes.
+    #[arg(long, env = "PROMOTION_WEBHOOK_SHUTDOWN_DELAY", default_value = "5s", value_parser = parse_duration)]
+    pub shutdown_delay: Duration,
+
+    /// After the shutdown delay: how long in-flight requests may take to finish.
+    #[arg(long, env = "PROMOTION_WEBHOOK_SHUTDOWN_GRACE_PERIOD", default_value = "20s", value_parser = parse_duration)]
+    pub shutdown_grace_period: Duration,
+
+    /// Largest accepted request body in bytes (the API server's own limit is 3 MiB); larger
+    /// gets 413.
+    #[arg(long, env = "PROMOTION_WEBHOOK_MAX_BODY_BYTES", default_value_t = 3 * 1024 * 1024)]
+    pub max_body_bytes: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct CertsArgs {
+    /// DNS name for the serving certificate (repeatable), e.g. `promotion-webhook.sveltos.svc`.
+    #[arg(
+        long = "dns",
+        env = "PROMOTION_WEBHOOK_DNS",
+        value_name = "NAME",
+        value_delimiter = ','
+    )]
+    pub dns: Vec<String>,
+
+    /// IP address for the serving certificate (repeatable).
+    #[arg(
+        long = "ip",
+        env = "PROMOTION_WEBHOOK_IP",
+        value_name = "IP",
+        value_delimiter = ','
+    )]
+    pub ip: Vec<IpAddr>,
+
+    /// Directory to write ca.crt, ca.key, tls.crt and tls.key into (created if missing).
+    #[arg(long, env = "PROMOTION_WEBHOOK_OUT", value_name = "DIR")]
+    pub out: PathBuf,
+
+    /// Sign with this existing CA certificate instead of creating a CA (needs --ca-key).
+    #[arg(long, env = "PROMOTION_WEBHOOK_CA_CERT", requires = "ca_key")]
+    pub ca_cert: Option<PathBuf>,
+
+    /// Private key of --ca-cert.
+    #[arg(long, env = "PROMOTION_WEBHOOK_CA_KEY", requires = "ca_cert")]
+    pub ca_key: Option<PathBuf>,
+
+    /// Validity of the serving certificate in days (a new CA gets ten times as long).
+    #[arg(long, env = "PROMOTION_WEBHOOK_VALID_DAYS", default_value_t = 365, value_parser = clap::value_parser!(u32).range(1..=3650))]
+    pub valid_days: u32,
+}
+
+/// `500ms`, `5s`, `2m`, `1h`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let invalid = || {
+        format!("invalid duration {text:?}: expected a whole number followed by ms, s, m or h (e.g. 500ms, 5s, 1m)")
+    };
+    let value: u64 = digits.parse().map_err(|_| invalid())?;
+    let millis = match unit {
+        "ms" => Some(value),
+        "s" => value.checked_mul(1_000),
+        "m" => value.checked_mul(60_000),
+        "h" => value.checked_mul(3_600_000),
+        _ => None,
+    }
+    .ok_or_else(invalid)?;
+    Ok(Duration::from_millis(millis))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        for bad in ["", "5", "s", "1.5s", "-1s", "5d", "99999999999999999999h"] {
+            let err = parse_duration(bad).unwrap_err();
+            assert!(err.contains("invalid duration"), "{bad}: {err}");
+        }
+    }
+}

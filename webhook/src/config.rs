@@ -1,0 +1,157 @@
+//! The checked configuration of `serve`, built from the command line.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use promotion_shared::admission::GovernancePolicy;
+
+use crate::cli::{LogFormat, ServeArgs};
+
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    pub listen: SocketAddr,
+    pub metrics_listen: SocketAddr,
+    pub tls: TlsFiles,
+    pub log: LogConfig,
+    pub policy: GovernancePolicy,
+    pub limits: Limits,
+    pub shutdown: Shutdown,
+}
+
+#[derive(Clone, Debug)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub reload_interval: Duration,
+}
+
+#[derive(Clone, Debug)]
+pub struct LogConfig {
+    pub format: LogFormat,
+    pub filter: String,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub max_body_bytes: usize,
+    pub request_timeout: Duration,
+    pub header_read_timeout: Duration,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Shutdown {
+    pub delay: Duration,
+    pub grace_period: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("invalid configuration: {0}")]
+pub struct ConfigError(String);
+
+impl TryFrom<ServeArgs> for ServeConfig {
+    type Error = ConfigError;
+
+    fn try_from(args: ServeArgs) -> Result<Self, ConfigError> {
+        let approver_groups: Vec<String> = args
+            .approver_groups
+            .iter()
+            .map(|g| g.trim().to_string())
+            .filter(|g| !g.is_empty())
+            .collect();
+        if approver_groups.len() != args.approver_groups.len() {
+            return Err(ConfigError(
+                "--approver-group must not be empty (PROMOTION_WEBHOOK_APPROVER_GROUP takes a comma-separated list)".into(),
+            ));
+        }
+        for (flag, value) in [
+            ("--cert-reload-interval", args.cert_reload_interval),
+            ("--request-timeout", args.request_timeout),
+            ("--header-read-timeout", args.header_read_timeout),
+        ] {
+            if value.is_zero() {
+                return Err(ConfigError(format!("{flag} must be longer than zero")));
+            }
+        }
+        if args.max_body_bytes < 1024 {
+            return Err(ConfigError(format!(
+                "--max-body-bytes {} is too small for any AdmissionReview (minimum 1024)",
+                args.max_body_bytes
+            )));
+        }
+        Ok(ServeConfig {
+            listen: args.listen,
+            metrics_listen: args.metrics_listen,
+            tls: TlsFiles {
+                cert: args.tls_cert_file,
+                key: args.tls_key_file,
+                reload_interval: args.cert_reload_interval,
+            },
+            log: LogConfig {
+                format: args.log_format,
+                filter: args.log_level,
+            },
+            policy: GovernancePolicy {
+                approver_groups,
+                forbid_self_approval: args.forbid_self_approval,
+            },
+            limits: Limits {
+                max_body_bytes: args.max_body_bytes,
+                request_timeout: args.request_timeout,
+                header_read_timeout: args.header_read_timeout,
+            },
+            shutdown: Shutdown {
+                delay: args.shutdown_delay,
+                grace_period: args.shutdown_grace_period,
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn parse(args: &[&str]) -> Result<ServeConfig, ConfigError> {
+        let mut argv = vec![
+            "promotion-webhook",
+            "serve",
+            "--tls-cert-file",
+            "c",
+            "--tls-key-file",
+            "k",
+        ];
+        argv.extend_from_slice(args);
+        match Cli::try_parse_from(argv).expect("parses").command {
+            Command::Serve(args) => ServeConfig::try_from(args),
+            Command::Certs(_) => unreachable!("serve was given"),
+        }
+    }
+
+    #[test]
+    fn governance_flags() {
+        let config = parse(&[
+            "--approver-group",
+            "a",
+            "--approver-group",
+            "b,c",
+            "--forbid-self-approval",
+        ])
+        .unwrap();
+        assert_eq!(config.policy.approver_groups, ["a", "b", "c"]);
+        assert!(config.policy.forbid_self_approval);
+        assert!(!parse(&[]).unwrap().policy.is_enforcing());
+    }
+
+    #[test]
+    fn rejects_nonsense() {
+        let err = parse(&["--approver-group", ""]).unwrap_err();
+        assert!(err.to_string().contains("--approver-group"));
+        let err = parse(&["--request-timeout", "0s"]).unwrap_err();
+        assert!(err.to_string().contains("--request-timeout"));
+        let err = parse(&["--max-body-bytes", "10"]).unwrap_err();
+        assert!(err.to_string().contains("--max-body-bytes"));
+    }
+}

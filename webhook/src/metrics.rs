@@ -1,0 +1,337 @@
+//! Prometheus metrics, rendered in the text exposition format (0.0.4). The label sets are small
+//! and fixed, so a few atomics and one mutex-guarded map are all that is needed.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Which admission endpoint a request went to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Endpoint {
+    Validate,
+    Mutate,
+}
+
+impl Endpoint {
+    pub const ALL: [Endpoint; 2] = [Endpoint::Validate, Endpoint::Mutate];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Endpoint::Validate => "validate",
+            Endpoint::Mutate => "mutate",
+        }
+    }
+}
+
+/// How a request ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Verdict {
+    Allowed,
+    /// Allowed with a JSON Patch.
+    Patched,
+    Denied,
+    /// No AdmissionReview answer: an HTTP error (bad body, too large, timeout).
+    Error,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Allowed => "allowed",
+            Verdict::Patched => "patched",
+            Verdict::Denied => "denied",
+            Verdict::Error => "error",
+        }
+    }
+}
+
+/// Upper bounds in seconds. Fine at the low end, where this webhook lives (tens of µs), and
+/// matching the API server's own webhook buckets (5 ms … 10 s) above.
+const BUCKETS: [f64; 14] = [
+    0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.1, 0.5, 1.0, 2.5,
+    10.0,
+];
+
+#[derive(Default)]
+struct Histogram {
+    buckets: [AtomicU64; BUCKETS.len()],
+    count: AtomicU64,
+    sum_nanos: AtomicU64,
+}
+
+impl Histogram {
+    fn observe(&self, elapsed: Duration) {
+        let seconds = elapsed.as_secs_f64();
+        // Cumulative buckets are computed at render time; store per-bucket counts.
+        if let Some(i) = BUCKETS.iter().position(|&b| seconds <= b) {
+            self.buckets[i].fetch_add(1, Ordering::Relaxed);
+        }
+        self.count.fetch_add(1, Ordering::Relaxed);
+        let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+}
+
+#[derive(Default)]
+pub struct Metrics {
+    requests: Mutex<BTreeMap<(Endpoint, &'static str, Verdict), u64>>,
+    http_errors: Mutex<BTreeMap<u16, u64>>,
+    latency: [Histogram; 2],
+    in_flight: AtomicI64,
+    panics: AtomicU64,
+    reloads_ok: AtomicU64,
+    reloads_failed: AtomicU64,
+    cert_not_after: AtomicI64,
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        Metrics::default()
+    }
+
+    pub fn record(
+        &self,
+        endpoint: Endpoint,
+        operation: &'static str,
+        verdict: Verdict,
+        elapsed: Duration,
+    ) {
+        if let Ok(mut requests) = self.requests.lock() {
+            *requests.entry((endpoint, operation, verdict)).or_default() += 1;
+        }
+        self.latency[endpoint as usize].observe(elapsed);
+    }
+
+    pub fn record_http_error(&self, code: u16) {
+        if let Ok(mut errors) = self.http_errors.lock() {
+            *errors.entry(code).or_default() += 1;
+        }
+    }
+
+    pub fn record_panic(&self) {
+        self.panics.fetch_add(1, Ordering::Relaxed);
+        self.record_http_error(500);
+    }
+
+    pub fn record_reload(&self, success: bool) {
+        let counter = if success {
+            &self.reloads_ok
+        } else {
+            &self.reloads_failed
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn set_cert_not_after(&self, unix_seconds: i64) {
+        self.cert_not_after.store(unix_seconds, Ordering::Relaxed);
+    }
+
+    pub fn in_flight(&self) -> InFlight<'_> {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight(&self.in_flight)
+    }
+
+    pub fn render(&self) -> String {
+        let mut out = String::with_capacity(4096);
+        self.render_requests(&mut out);
+        self.render_latency(&mut out);
+        family(
+            &mut out,
+            "promotion_webhook_in_flight_requests",
+            "gauge",
+            "Admission requests being handled.",
+        );
+        sample(
+            &mut out,
+            "promotion_webhook_in_flight_requests",
+            "",
+            self.in_flight.load(Ordering::Relaxed),
+        );
+        family(
+            &mut out,
+            "promotion_webhook_panics_total",
+            "counter",
+            "Handler panics caught and answered with 500.",
+        );
+        sample(
+            &mut out,
+            "promotion_webhook_panics_total",
+            "",
+            self.panics.load(Ordering::Relaxed),
+        );
+        family(
+            &mut out,
+            "promotion_webhook_http_errors_total",
+            "counter",
+            "Requests answered with an HTTP error instead of an AdmissionReview, by status code.",
+        );
+        if let Ok(errors) = self.http_errors.lock() {
+            for (code, count) in errors.iter() {
+                sample(
+                    &mut out,
+                    "promotion_webhook_http_errors_total",
+                    &format!("code=\"{code}\""),
+                    count,
+                );
+            }
+        }
+        family(
+            &mut out,
+            "promotion_webhook_certificate_reloads_total",
+            "counter",
+            "Serving certificate reloads after a change on disk, by result.",
+        );
+        for (result, counter) in [
+            ("success", &self.reloads_ok),
+            ("failure", &self.reloads_failed),
+        ] {
+            sample(
+                &mut out,
+                "promotion_webhook_certificate_reloads_total",
+                &format!("result=\"{result}\""),
+                counter.load(Ordering::Relaxed),
+            );
+        }
+        family(
+            &mut out,
+            "promotion_webhook_certificate_not_after_timestamp_seconds",
+            "gauge",
+            "Expiry of the serving certificate in use (Unix time).",
+        );
+        sample(
+            &mut out,
+            "promotion_webhook_certificate_not_after_timestamp_seconds",
+            "",
+            self.cert_not_after.load(Ordering::Relaxed),
+        );
+        out
+    }
+
+    fn render_requests(&self, out: &mut String) {
+        family(
+            out,
+            "promotion_webhook_admission_requests_total",
+            "counter",
+            "Admission requests by endpoint, operation and verdict.",
+        );
+        if let Ok(requests) = self.requests.lock() {
+            for ((endpoint, operation, verdict), count) in requests.iter() {
+                let labels = format!(
+                    "endpoint=\"{}\",operation=\"{}\",verdict=\"{}\"",
+                    endpoint.as_str(),
+                    operation,
+                    verdict.as_str()
+                );
+                sample(
+                    out,
+                    "promotion_webhook_admission_requests_total",
+                    &labels,
+                    count,
+                );
+            }
+        }
+    }
+
+    fn render_latency(&self, out: &mut String) {
+        let name = "promotion_webhook_admission_duration_seconds";
+        family(
+            out,
+            name,
+            "histogram",
+            "Time from receiving the request headers to the answer, by endpoint.",
+        );
+        for endpoint in Endpoint::ALL {
+            let histogram = &self.latency[endpoint as usize];
+            let label = endpoint.as_str();
+            let mut cumulative = 0;
+            for (bound, bucket) in BUCKETS.iter().zip(&histogram.buckets) {
+                cumulative += bucket.load(Ordering::Relaxed);
+                let _ = writeln!(
+                    out,
+                    "{name}_bucket{{endpoint=\"{label}\",le=\"{bound}\"}} {cumulative}"
+                );
+            }
+            let count = histogram.count.load(Ordering::Relaxed);
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{endpoint=\"{label}\",le=\"+Inf\"}} {count}"
+            );
+            let sum = histogram.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9;
+            let _ = writeln!(out, "{name}_sum{{endpoint=\"{label}\"}} {sum}");
+            let _ = writeln!(out, "{name}_count{{endpoint=\"{label}\"}} {count}");
+        }
+    }
+}
+
+/// Decrements the in-flight gauge when the request is done, however it ends (panics included).
+pub struct InFlight<'a>(&'a AtomicI64);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+fn sample(out: &mut String, name: &str, labels: &str, value: impl std::fmt::Display) {
+    if labels.is_empty() {
+        let _ = writeln!(out, "{name} {value}");
+    } else {
+        let _ = writeln!(out, "{name}{{{labels}}} {value}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_counters_and_cumulative_histogram() {
+        let metrics = Metrics::new();
+        metrics.record(
+            Endpoint::Validate,
+            "CREATE",
+            Verdict::Denied,
+            Duration::from_micros(30),
+        );
+        metrics.record(
+            Endpoint::Validate,
+            "CREATE",
+            Verdict::Denied,
+            Duration::from_millis(3),
+        );
+        metrics.record_panic();
+        metrics.record_reload(true);
+        {
+            let _guard = metrics.in_flight();
+            assert!(metrics
+                .render()
+                .contains("promotion_webhook_in_flight_requests 1\n"));
+        }
+        let text = metrics.render();
+        assert!(text.contains(
+            "promotion_webhook_admission_requests_total{endpoint=\"validate\",operation=\"CREATE\",verdict=\"denied\"} 2\n"
+        ));
+        assert!(text.contains(
+            "promotion_webhook_admission_duration_seconds_bucket{endpoint=\"validate\",le=\"0.00005\"} 1\n"
+        ));
+        assert!(text.contains(
+            "promotion_webhook_admission_duration_seconds_bucket{endpoint=\"validate\",le=\"0.005\"} 2\n"
+        ));
+        assert!(text.contains(
+            "promotion_webhook_admission_duration_seconds_count{endpoint=\"mutate\"} 0\n"
+        ));
+        assert!(text.contains("promotion_webhook_panics_total 1\n"));
+        assert!(text.contains("promotion_webhook_http_errors_total{code=\"500\"} 1\n"));
+        assert!(
+            text.contains("promotion_webhook_certificate_reloads_total{result=\"success\"} 1\n")
+        );
+        assert!(text.contains("promotion_webhook_in_flight_requests 0\n"));
+    }
+}
