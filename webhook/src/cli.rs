@@ -141,26 +141,11 @@ pub struct CertsArgs {
     pub valid_days: u32,
 }
 
-/// `500ms`, `5s`, `2m`, `1h`.
+/// Go duration syntax (`500ms`, `5s`, `1m30s`), parsed by the same code that checks `delay` in
+/// manifests, so flags and manifests accept the same spellings.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (digits, unit) = text.split_at(split);
-    let invalid = || {
-        format!("invalid duration {text:?}: expected a whole number followed by ms, s, m or h (e.g. 500ms, 5s, 1m)")
-    };
-    let value: u64 = digits.parse().map_err(|_| invalid())?;
-    let millis = match unit {
-        "ms" => Some(value),
-        "s" => value.checked_mul(1_000),
-        "m" => value.checked_mul(60_000),
-        "h" => value.checked_mul(3_600_000),
-        _ => None,
-    }
-    .ok_or_else(invalid)?;
-    Ok(Duration::from_millis(millis))
+    promotion_shared::validation::parse_std_duration(text)
+        .map_err(|e| format!("invalid duration {text:?}: {e}"))
 }
 
 #[cfg(test)]
@@ -179,7 +164,9 @@ mod tests {
         assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
-        for bad in ["", "5", "s", "1.5s", "-1s", "5d", "99999999999999999999h"] {
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        for bad in ["", "5", "s", "-1s", "5d", "99999999999999999999h"] {
             let err = parse_duration(bad).unwrap_err();
             assert!(err.contains("invalid duration"), "{bad}: {err}");
         }
