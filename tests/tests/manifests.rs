@@ -15,12 +15,8 @@ use base64::Engine as _;
 use serde::Deserialize as _;
 use serde_json::{json, Value};
 
-// The server's routes (issue 3). When the webhook crate exports them as constants, read them
-// from there so the paths live in one place.
-const VALIDATE_PATH: &str = "/validate";
-const MUTATE_PATH: &str = "/mutate";
-const READINESS_PATH: &str = "/readyz";
-const LIVENESS_PATH: &str = "/healthz";
+// The server's routes, from the server itself, so the manifests cannot drift from them.
+use promotion_webhook::api::{LIVENESS_PATH, MUTATE_PATH, READINESS_PATH, VALIDATE_PATH};
 
 /// The TLS Secret both overlays provide and the Deployment mounts.
 const TLS_SECRET: &str = "promotion-webhook-tls";

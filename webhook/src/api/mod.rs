@@ -54,11 +54,19 @@ impl AppState {
     }
 }
 
+/// Routes of the HTTPS admission listener (the webhook configurations' `clientConfig` paths).
+pub const VALIDATE_PATH: &str = "/validate";
+pub const MUTATE_PATH: &str = "/mutate";
+/// Routes of the plain-HTTP listener (the Deployment's probes and the Prometheus scrape).
+pub const METRICS_PATH: &str = "/metrics";
+pub const LIVENESS_PATH: &str = "/healthz";
+pub const READINESS_PATH: &str = "/readyz";
+
 /// POST /validate and POST /mutate, with every protective layer.
 pub fn admission_router(state: AppState) -> Router {
     let routes = Router::new()
-        .route("/validate", post(validate))
-        .route("/mutate", post(mutate))
+        .route(VALIDATE_PATH, post(validate))
+        .route(MUTATE_PATH, post(mutate))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state.clone());

@@ -7,13 +7,13 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
 
-use super::AppState;
+use super::{AppState, LIVENESS_PATH, METRICS_PATH, READINESS_PATH};
 
 pub fn probes_router(state: AppState) -> Router {
     Router::new()
-        .route("/metrics", get(metrics))
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
+        .route(METRICS_PATH, get(metrics))
+        .route(LIVENESS_PATH, get(healthz))
+        .route(READINESS_PATH, get(readyz))
         .with_state(state)
 }
 
