@@ -34,6 +34,12 @@ pub enum BinError {
     },
 }
 
+/// The workspace root (this crate lives in `<root>/tests`).
+pub fn workspace_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest).to_path_buf()
+}
+
 /// `target/<profile>/` of the running test: the executable lives in `target/<profile>/deps/`
 /// (integration tests) or `target/<profile>/` (binaries, examples).
 pub fn target_dir() -> Result<PathBuf, BinError> {
@@ -112,6 +118,23 @@ impl Output {
     pub fn success(&self) -> bool {
         self.code == 0
     }
+
+    /// This output, after asserting that the exit code is `code` (the panic shows both streams).
+    #[track_caller]
+    pub fn expect(self, code: i32) -> Output {
+        assert_eq!(self.code, code, "wanted exit {code}, got {self}");
+        self
+    }
+}
+
+impl From<std::process::Output> for Output {
+    fn from(out: std::process::Output) -> Self {
+        Output {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
 }
 
 impl std::fmt::Display for Output {
@@ -127,20 +150,63 @@ impl std::fmt::Display for Output {
 /// Run a prepared command to completion, capturing output.
 pub fn run(cmd: &mut Command) -> Result<Output, BinError> {
     let command = format!("{cmd:?}");
-    let out = cmd
-        .stdin(Stdio::null())
+    cmd.stdin(Stdio::null())
         .output()
-        .map_err(|source| BinError::Spawn { command, source })?;
-    Ok(Output {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    })
+        .map(Output::from)
+        .map_err(|source| BinError::Spawn { command, source })
+}
+
+/// A kubeconfig with one cluster, one token user and one context, all named `name`: for
+/// kubeconfigs the stand-in does not write itself (another server address, no CA, several files
+/// to merge).
+#[derive(Clone, Debug)]
+pub struct Kubeconfig<'a> {
+    pub name: &'a str,
+    pub server: &'a str,
+    pub token: &'a str,
+    /// `certificate-authority-data`; `None` leaves the server unverifiable.
+    pub ca_pem: Option<&'a str>,
+}
+
+impl<'a> Kubeconfig<'a> {
+    /// Cluster, user and context all named `name`; no CA.
+    pub fn new(name: &'a str, server: &'a str, token: &'a str) -> Self {
+        Kubeconfig {
+            name,
+            server,
+            token,
+            ca_pem: None,
+        }
+    }
+
+    pub fn with_ca(mut self, ca_pem: &'a str) -> Self {
+        self.ca_pem = Some(ca_pem);
+        self
+    }
+
+    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+        use base64::Engine;
+        let name = self.name;
+        let ca = self
+            .ca_pem
+            .map(|pem| {
+                let data = base64::engine::general_purpose::STANDARD.encode(pem);
+                format!("    certificate-authority-data: {data}\n")
+            })
+            .unwrap_or_default();
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: {name}\n  cluster:\n    server: {server}\n{ca}users:\n- name: {name}\n  user:\n    token: {token}\ncontexts:\n- name: {name}\n  context:\n    cluster: {name}\n    user: {name}\ncurrent-context: {name}\n",
+            server = self.server,
+            token = self.token,
+        );
+        std::fs::write(path, text)
+    }
 }
 
 /// An isolated client environment for one stand-in: a temp dir holding the kubeconfig, kubectl's
 /// discovery cache and `HOME`, and a PATH directory where `kubectl-promotion` is linked so the
-/// real `kubectl` finds the plugin.
+/// real `kubectl` finds the plugin. Commands get no other environment variables, so nothing from
+/// the developer's shell (`NO_COLOR`, `KUBECTL_EXTERNAL_DIFF`, another `KUBECONFIG`) leaks in.
 pub struct KubeEnv {
     dir: tempfile::TempDir,
     kubeconfig: PathBuf,
@@ -178,6 +244,11 @@ impl KubeEnv {
 
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// The directory first on PATH, where plugins (and kubectl's completion helpers) go.
+    pub fn bin_dir(&self) -> &Path {
+        &self.plugin_dir
     }
 
     /// Write another kubeconfig (e.g. for a second user) next to the default one.
@@ -219,14 +290,15 @@ impl KubeEnv {
         std::env::join_paths(paths).unwrap_or_default()
     }
 
-    /// A command with `KUBECONFIG`, `KUBECACHEDIR`, `HOME` and `PATH` set for this environment.
+    /// A command with only `KUBECONFIG`, `KUBECACHEDIR`, `HOME` and `PATH` set, for this
+    /// environment.
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let mut cmd = Command::new(program);
-        cmd.env("KUBECONFIG", &self.kubeconfig)
+        cmd.env_clear()
+            .env("KUBECONFIG", &self.kubeconfig)
             .env("KUBECACHEDIR", self.dir.path().join("cache"))
             .env("HOME", self.dir.path())
-            .env("PATH", self.path_env())
-            .env_remove("KUBECTL_EXTERNAL_DIFF");
+            .env("PATH", self.path_env());
         cmd
     }
 

@@ -236,10 +236,7 @@ fn interfere(
         {
             if let Some(mut p) = store.get("clusterpromotions", None, GATE) {
                 change(&mut p);
-                p["metadata"]
-                    .as_object_mut()
-                    .unwrap()
-                    .remove("resourceVersion");
+                forget_version(&mut p);
                 store.put(p).expect("concurrent write");
             }
         }
@@ -324,10 +321,7 @@ fn wait_follows_the_promotion_to_the_next_stage() {
                     p["status"]["stages"].as_array_mut().unwrap().push(json!({
                         "name": "qa", "lastUpdateReconciledTime": "2026-02-16T08:00:00Z"}));
                     p["status"]["currentStageName"] = json!("qa");
-                    p["metadata"]
-                        .as_object_mut()
-                        .unwrap()
-                        .remove("resourceVersion");
+                    forget_version(&mut p);
                     store.put(p).unwrap();
                     return true;
                 }

@@ -11,10 +11,11 @@ use std::process::Command;
 
 use plugin_common::*;
 use promotion_e2e::apiserver::{DenyRule, StandInOptions, UserInfo};
+use promotion_e2e::bins::Kubeconfig;
 
 const GATE: &str = "kyverno-rollout-man";
 
-fn one_line_error(out: &Run, needle: &str) {
+fn one_line_error(out: &Output, needle: &str) {
     assert_eq!(out.code, 1, "exit code: {}", out.stderr);
     assert_eq!(out.stderr.lines().count(), 1, "one line: {:?}", out.stderr);
     assert!(out.stderr.starts_with("error: "), "{}", out.stderr);
@@ -31,14 +32,10 @@ fn failure_modes_are_one_clear_line_and_exit_1() {
     let env = Env::start(example_world("kyverno-manual-gate.yaml"));
 
     // 401: a token the server does not know.
-    let bad = env.path("bad-token");
-    write_kubeconfig(
-        &bad,
-        env.server.url(),
-        "nope",
-        Some(env.server.ca_pem()),
-        "standin",
-    );
+    let bad = env
+        .kube
+        .kubeconfig_for(&env.server, "nope", "nobody")
+        .unwrap();
     let out = env.run(&["describe", GATE, "--kubeconfig", bad.to_str().unwrap()]);
     one_line_error(&out, "unauthorized (401): the server at https://127.0.0.1:");
 
@@ -80,13 +77,10 @@ fn failure_modes_are_one_clear_line_and_exit_1() {
 
     // Unreachable server.
     let down = env.path("down");
-    write_kubeconfig(
-        &down,
-        &format!("https://127.0.0.1:{}", closed_port()),
-        "t",
-        Some(env.server.ca_pem()),
-        "down",
-    );
+    Kubeconfig::new("down", &format!("https://127.0.0.1:{}", closed_port()), "t")
+        .with_ca(env.server.ca_pem())
+        .write(&down)
+        .unwrap();
     let out = env.run(&["list", "--kubeconfig", down.to_str().unwrap()]);
     one_line_error(
         &out,
@@ -100,7 +94,9 @@ fn failure_modes_are_one_clear_line_and_exit_1() {
 
     // A server certificate nobody vouches for.
     let no_ca = env.path("no-ca");
-    write_kubeconfig(&no_ca, env.server.url(), env.server.token(), None, "noca");
+    Kubeconfig::new("noca", env.server.url(), env.server.token())
+        .write(&no_ca)
+        .unwrap();
     let out = env.run(&["list", "--kubeconfig", no_ca.to_str().unwrap()]);
     one_line_error(&out, "unable to connect to the server");
     assert!(out.stderr.contains("certificate"), "{}", out.stderr);
@@ -132,14 +128,14 @@ fn kubeconfig_files_merge_and_flags_override() {
     let env = Env::start(example_world("kyverno-manual-gate.yaml"));
     // First file: a broken context that is current. Second: the real one.
     let first = env.path("first");
-    write_kubeconfig(
-        &first,
+    Kubeconfig::new(
+        "broken",
         &format!("https://127.0.0.1:{}", closed_port()),
         "x",
-        None,
-        "broken",
-    );
-    let merged = format!("{}:{}", first.display(), env.kubeconfig.display());
+    )
+    .write(&first)
+    .unwrap();
+    let merged = format!("{}:{}", first.display(), env.kubeconfig().display());
     let run = |args: &[&str]| env.run_env(args, &[("KUBECONFIG", &merged)]);
     one_line_error(&run(&["list"]), "unable to connect");
     run(&["list", "--context", "standin"]).expect(0);
@@ -155,13 +151,10 @@ fn kubeconfig_files_merge_and_flags_override() {
 
     // --server overrides the context's server (its CA still applies) and --token its credentials.
     let wrong = env.path("wrong");
-    write_kubeconfig(
-        &wrong,
-        &format!("https://127.0.0.1:{}", closed_port()),
-        "bad",
-        Some(env.server.ca_pem()),
-        "w",
-    );
+    Kubeconfig::new("w", &format!("https://127.0.0.1:{}", closed_port()), "bad")
+        .with_ca(env.server.ca_pem())
+        .write(&wrong)
+        .unwrap();
     let kc = wrong.to_str().unwrap();
     one_line_error(
         &env.run(&["list", "--kubeconfig", kc, "-s", env.server.url()]),
@@ -192,7 +185,7 @@ fn kubeconfig_files_merge_and_flags_override() {
         ])
         .arg(&ca)
         .env_clear()
-        .env("HOME", env.path("home"))
+        .env("HOME", env.home())
         .output()
         .unwrap();
     assert_eq!(
@@ -293,9 +286,9 @@ fn complete(env: &Env, words: &[&str]) -> (Vec<String>, String) {
 
 #[test]
 fn completion_speaks_cobras_protocol_with_names_from_the_cluster() {
-    let mut objects = example_world("kyverno-manual-gate.yaml");
-    objects.push(example("payment-four-stages.yaml"));
-    let env = Env::start(objects);
+    let mut world = example_world("kyverno-manual-gate.yaml");
+    world.objects.push(example("payment-four-stages.yaml"));
+    let env = Env::start(world);
 
     let (c, d) = complete(&env, &["describe", ""]);
     assert_eq!(d, ":4");
@@ -418,63 +411,42 @@ fn completion_scripts_and_version() {
     env.run(&[]).expect(0);
 }
 
-/// A directory holding `kubectl-promotion` (and optionally the completion shim), for PATH.
-fn plugin_path(env: &Env, with_shim: bool) -> String {
-    let bin = env.path("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(plugin_bin(), bin.join("kubectl-promotion")).unwrap();
+/// Put `kubectl-promotion` (and optionally its completion shim) on the PATH kubectl searches.
+fn install_plugin(env: &Env, with_shim: bool) {
+    env.kube.install_plugin().unwrap_or_else(|e| panic!("{e}"));
     if with_shim {
         let shim = env.run(&["completion", "kubectl-shim"]).expect(0).stdout;
-        executable(&bin.join("kubectl_complete-promotion"), &shim);
-    }
-    format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    )
-}
-
-fn kubectl(env: &Env, path: &str, args: &[&str]) -> Run {
-    let out = Command::new("kubectl")
-        .args(args)
-        .env_clear()
-        .env("PATH", path)
-        .env("HOME", env.path("home"))
-        .env("KUBECONFIG", &env.kubeconfig)
-        .output()
-        .expect("kubectl on PATH");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        executable(
+            &env.kube.bin_dir().join("kubectl_complete-promotion"),
+            &shim,
+        );
     }
 }
 
 #[test]
 fn runs_as_a_kubectl_plugin() {
     let env = Env::start(example_world("kyverno-manual-gate.yaml"));
-    let path = plugin_path(&env, true);
-    let list = kubectl(&env, &path, &["plugin", "list"]).expect(0);
+    install_plugin(&env, true);
+    let list = env.kubectl(&["plugin", "list"]).expect(0);
     assert!(
         list.stdout.contains("/bin/kubectl-promotion"),
         "{}",
         list.stdout
     );
-    let out = kubectl(&env, &path, &["promotion", "describe", GATE]).expect(0);
+    let out = env.kubectl(&["promotion", "describe", GATE]).expect(0);
     assert!(
         out.stdout.contains("Phase:          awaiting approval"),
         "{}",
         out.stdout
     );
-    let out = kubectl(
-        &env,
-        &path,
-        &["promotion", "approve", GATE, "--reason", "via kubectl"],
-    )
-    .expect(0);
+    let out = env
+        .kubectl(&["promotion", "approve", GATE, "--reason", "via kubectl"])
+        .expect(0);
     assert!(out.stdout.contains("approved (stage staging → production)"));
     // kubectl's own completion delegates to kubectl_complete-promotion.
-    let out = kubectl(&env, &path, &["__complete", "promotion", "wait", ""]).expect(0);
+    let out = env
+        .kubectl(&["__complete", "promotion", "wait", ""])
+        .expect(0);
     assert!(
         out.stdout.contains("kyverno-rollout-man"),
         "{}{}",

@@ -5,7 +5,10 @@
 mod plugin_common;
 
 use plugin_common::*;
+use promotion_e2e::fixtures::{Cluster, WorldBuilder};
 use serde_json::{json, Value};
+
+const GATE: &str = "kyverno-rollout-man";
 
 fn stage_line<'a>(text: &'a str, stage: &str) -> &'a str {
     text.lines()
@@ -20,7 +23,7 @@ fn stage_line<'a>(text: &'a str, stage: &str) -> &'a str {
 
 #[test]
 fn auto_rollout_soaks_at_the_last_stage() {
-    let env = Env::start(example_world("kyverno-rollout-auto.yaml"));
+    let env = Env::start(auto_rollout_two_clusters_each());
     let out = env.run(&["describe", "kyverno-rollout-auto"]).expect(0);
     let t = &out.stdout;
     assert!(t.contains("Phase:          progressing"), "{t}");
@@ -48,13 +51,14 @@ fn auto_rollout_soaks_at_the_last_stage() {
 
 #[test]
 fn manual_gate_awaits_approval_and_says_how_to_approve() {
-    let mut objects = example_world("kyverno-manual-gate.yaml");
-    objects[0]["metadata"]["annotations"] = json!({
+    let mut world = example_world("kyverno-manual-gate.yaml");
+    let promotion = world.find_mut("ClusterPromotion", GATE).unwrap();
+    promotion["metadata"]["annotations"] = json!({
         "audit.kubectl-promotion.dev/approvals":
             "{\"staging\":{\"user\":\"alice\",\"groups\":[\"release-managers\"],\"time\":\"2026-02-15T10:00:00Z\",\"reason\":\"CAB-1234\"}}",
         "audit.kubectl-promotion.dev/spec-change": "{\"user\":\"bob\",\"time\":\"2026-02-16T07:25:00Z\"}"
     });
-    let env = Env::start(objects);
+    let env = Env::start(world);
     let t = env
         .run(&["describe", "kyverno-rollout-man"])
         .expect(0)
@@ -94,7 +98,7 @@ fn failed_dev_is_failed_once_the_cluster_summaries_are_read() {
     assert!(t.contains("1 cluster: 0 provisioned, 1 failed"), "{t}");
     assert!(t.contains("dev/dev01"), "{t}");
     assert!(
-        t.contains("invalid type: expected integer, got boolean"),
+        t.contains("cannot unmarshal bool into Go struct field DeploymentSpec.spec.replicas"),
         "{t}"
     );
     assert!(t.contains(
@@ -201,19 +205,22 @@ fn describe_offline_needs_no_cluster() {
 
 #[test]
 fn list_shows_every_promotion() {
-    let mut objects = example_world("kyverno-manual-gate.yaml");
-    objects.extend(
-        example_world("kyverno-failed-dev.yaml")
-            .into_iter()
-            .filter(|o| {
-                // The cluster namespaces and SveltosClusters are shared.
-                o["kind"] != "SveltosCluster"
-            }),
-    );
     let mut payment = example("payment-four-stages.yaml");
     payment["metadata"]["labels"] = json!({"team": "payments"});
-    objects.push(payment);
-    let env = Env::start(objects);
+    let env = Env::start(world_of(
+        WorldBuilder::new(),
+        vec![
+            (
+                "kyverno-manual-gate.yaml",
+                example("kyverno-manual-gate.yaml"),
+            ),
+            (
+                "kyverno-failed-dev.yaml",
+                example("kyverno-failed-dev.yaml"),
+            ),
+            ("payment-four-stages.yaml", payment),
+        ],
+    ));
 
     let out = env.run(&["list"]).expect(0);
     let lines: Vec<&str> = out.stdout.lines().collect();
@@ -297,30 +304,26 @@ fn list_shows_every_promotion() {
 
 #[test]
 fn many_clusters_are_summarised_unless_asked() {
-    let p = example("kyverno-manual-gate.yaml");
-    let mut objects = vec![
-        p.clone(),
-        profile(&p, "dev", &[]),
-        profile(&p, "staging", &[]),
-    ];
-    for i in 0..25 {
-        objects.push(summary(
-            &p,
-            "dev",
-            ("dev", &format!("dev{i:02}")),
-            &[("Helm", "Provisioned", None)],
-        ));
-    }
-    objects.push(summary(
-        &p,
-        "dev",
-        ("dev", "slow"),
+    // 25 dev clusters that are done and one still installing its chart.
+    let dev = |name: &str| Cluster::new("dev", name, &[("env", "dev")]);
+    let mut clusters: Vec<Cluster> = (0..25).map(|i| dev(&format!("dev{i:02}"))).collect();
+    clusters.push(dev("slow"));
+    let file = "kyverno-manual-gate.yaml";
+    let mut world = world_of(
+        WorldBuilder::new().with_clusters(clusters),
+        vec![(file, example(file))],
+    );
+    let slow = world
+        .find_mut("ClusterSummary", "kyverno-rollout-man-dev-sveltos-slow")
+        .unwrap();
+    set_features(
+        slow,
         &[
             ("Helm", "Provisioning", None),
             ("Resources", "Provisioned", None),
         ],
-    ));
-    let env = Env::start(objects);
+    );
+    let env = Env::start(world);
     let t = env
         .run(&["describe", "kyverno-rollout-man"])
         .expect(0)
@@ -378,8 +381,8 @@ fn tty_command(env: &Env, args: &str, extra_env: &[(&str, &str)]) -> std::proces
     ])
     .env_clear()
     .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-    .env("HOME", env.path("home"))
-    .env("KUBECONFIG", &env.kubeconfig)
+    .env("HOME", env.home())
+    .env("KUBECONFIG", env.kubeconfig())
     .env("TERM", "xterm-256color")
     .stdin(std::process::Stdio::null())
     .stdout(std::process::Stdio::piped())
@@ -444,10 +447,7 @@ fn watch_on_a_terminal_redraws_in_place() {
     let mut p = env.promotion("kyverno-rollout-auto");
     p["status"]["stages"][2]["currentStatusDescription"] =
         json!("Successfully provisioned (2026-02-16T06:36:24Z)");
-    p["metadata"]
-        .as_object_mut()
-        .unwrap()
-        .remove("resourceVersion");
+    forget_version(&mut p);
     env.put(p);
     let out = child.wait_with_output().expect("script(1) ends");
     assert_eq!(out.status.code(), Some(0));

@@ -4,6 +4,7 @@
 mod plugin_common;
 
 use plugin_common::*;
+use promotion_e2e::fixtures::{World, WorldBuilder};
 use serde_json::{json, Value};
 
 fn write(env: &Env, name: &str, v: &Value) -> String {
@@ -184,26 +185,35 @@ fn errors_exit_above_1() {
 
 /// The manual-gate promotion after staging received chart 3.7.0 (new rollout progressing), while
 /// production still runs 3.6.2 from the previous rollout.
-fn progressive_world() -> Vec<Value> {
-    let mut p = example("kyverno-manual-gate.yaml");
+fn progressive_world() -> World {
+    let file = "kyverno-manual-gate.yaml";
+    let mut p = example(file);
     chart_version(&mut p, "3.7.0");
     p["spec"]["profileSpec"]["helmCharts"][0]["values"] =
         json!("admissionController:\n  replicas: 3\n");
-    p["spec"]["stages"][1]["trigger"]["manual"]["postDelayHealthChecks"] = json!([{"name": "kyverno-ready", "group": "apps", "version": "v1", "kind": "Deployment",
-                "namespace": "kyverno", "script": "function evaluate() return {healthy=true} end"}]);
-    let mut old = example("kyverno-manual-gate.yaml");
+    // Staging is past its delay, so Sveltos appended this check to its profile: not a difference.
+    p["spec"]["stages"][1]["trigger"]["manual"]["postDelayHealthChecks"] = json!([{"name": "kyverno-ready", "featureID": "Helm", "group": "apps", "version": "v1",
+                "kind": "Deployment", "namespace": "kyverno",
+                "script": "function evaluate() return {healthy=true} end"}]);
+    let mut world = world_of(WorldBuilder::new(), vec![(file, p)]);
+
+    // The previous rollout, which reached production.
+    let mut old = example(file);
     old["spec"]["profileSpec"]["helmCharts"][0]["values"] =
         json!("admissionController:\n  replicas: 1\n");
-    let mut staging = profile(&p, "staging", &[("staging", "staging01")]);
-    // Sveltos appended staging's post-delay check to its profile: not a difference.
-    staging["spec"]["validateHealths"] =
-        p["spec"]["stages"][1]["trigger"]["manual"]["postDelayHealthChecks"].clone();
-    vec![
-        p.clone(),
-        profile(&p, "dev", &[("dev", "dev01")]),
-        staging,
-        profile(&old, "production", &[("prod", "prod01")]),
-    ]
+    old["status"]["stages"].as_array_mut().unwrap().push(json!({
+        "name": "production",
+        "lastUpdateReconciledTime": "2026-02-10T07:38:02Z",
+        "lastSuccessfulAppliedTime": "2026-02-10T07:40:02Z",
+        "currentStatusDescription": "Successfully provisioned (2026-02-10T07:40:02Z)"
+    }));
+    let previous = world_of(WorldBuilder::new(), vec![(file, old)]);
+    let production = previous
+        .find("ClusterProfile", "kyverno-rollout-man-production")
+        .expect("the previous rollout's production profile")
+        .clone();
+    world.objects.push(production);
+    world
 }
 
 #[test]

@@ -7,6 +7,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use plugin_common::*;
+use promotion_e2e::fixtures::Cluster;
 use serde_json::{json, Value};
 
 const GATE: &str = "kyverno-rollout-man";
@@ -21,15 +22,11 @@ fn spawn(env: &Env, args: &[&str]) -> std::process::Child {
         .expect("spawn kubectl-promotion")
 }
 
-fn finish(child: std::process::Child) -> Run {
-    let out = child
+fn finish(child: std::process::Child) -> Output {
+    child
         .wait_with_output()
-        .expect("wait for kubectl-promotion");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+        .expect("wait for kubectl-promotion")
+        .into()
 }
 
 /// Wait until the plugin has opened its watches (so that what follows is seen as events).
@@ -48,10 +45,7 @@ fn watching(env: &Env) {
 fn update(env: &Env, name: &str, change: impl FnOnce(&mut Value)) {
     let mut p = env.promotion(name);
     change(&mut p);
-    p["metadata"]
-        .as_object_mut()
-        .unwrap()
-        .remove("resourceVersion");
+    forget_version(&mut p);
     env.put(p);
 }
 
@@ -162,7 +156,7 @@ fn a_stage_reached_later_is_seen_through_the_watch_even_after_it_drops() {
     // The server forgets its history and ends every watch: the plugin must re-watch, get 410
     // Gone, re-list, and still see the change made meanwhile.
     env.server.clear_requests();
-    env.put(sveltos_cluster("dr", "dr01", "dr"));
+    env.put(Cluster::new("dr", "dr01", &[("env", "dr")]).to_object());
     env.server.compact();
     env.server.drop_watches();
     update(&env, GATE, promote_to_production);
@@ -185,7 +179,7 @@ fn a_stage_reached_later_is_seen_through_the_watch_even_after_it_drops() {
 
 #[test]
 fn a_cluster_failing_later_ends_the_wait_with_2() {
-    let env = Env::start(example_world("kyverno-rollout-auto.yaml"));
+    let env = Env::start(auto_rollout_two_clusters_each());
     let child = spawn(
         &env,
         &[
@@ -196,17 +190,15 @@ fn a_cluster_failing_later_ends_the_wait_with_2() {
         ],
     );
     watching(&env);
-    let p = env.promotion("kyverno-rollout-auto");
-    env.put(summary(
-        &p,
-        "production",
-        ("prod", "prod02"),
+    env.set_features(
+        "prod",
+        "kyverno-rollout-auto-production-sveltos-prod02",
         &[(
             "Helm",
             "Failed",
             Some("health check 'kyverno-ready' for feature Helm failed"),
         )],
-    ));
+    );
     let out = finish(child).expect(2);
     assert!(
         out.stderr
@@ -275,13 +267,11 @@ fn describe_watch_exits_2_when_the_pipeline_fails() {
     let env = Env::start(example_world("kyverno-rollout-auto.yaml"));
     let child = spawn(&env, &["describe", "kyverno-rollout-auto", "--watch"]);
     watching(&env);
-    let p = env.promotion("kyverno-rollout-auto");
-    env.put(summary(
-        &p,
-        "production",
-        ("prod", "prod01"),
+    env.set_features(
+        "prod",
+        "kyverno-rollout-auto-production-sveltos-prod01",
         &[("Helm", "FailedNonRetriable", Some("template error"))],
-    ));
+    );
     let out = finish(child).expect(2);
     assert!(out.stdout.contains("stage production: soaking until 2026-02-16T06:36:24Z → failed (cluster prod/prod01: Helm FailedNonRetriable: template error)"), "{}", out.stdout);
 }

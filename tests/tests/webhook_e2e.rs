@@ -1,0 +1,729 @@
+//! The whole path across the crates: the real `kubectl` and `kubectl promotion` talk to the
+//! stand-in API server, which calls the real `promotion-webhook serve` (mutating and validating)
+//! over HTTPS, verified against the CA that the webhook's own `certs` command wrote.
+//!
+//! Proves: every example gets its VERDICTS.md verdict at `kubectl apply`; an approval through
+//! the plugin is recorded (who, groups, reason) and shown by `describe`; a new rollout resets a
+//! pending approval, as `diff` predicts; clients cannot write audit records; approver groups
+//! decide who may approve.
+
+mod plugin_common;
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use plugin_common::{example, example_world, forget_version, Env};
+use promotion_e2e::apiserver::{AdmissionConfig, StandInOptions, UserInfo};
+use promotion_e2e::bins::{self, Output};
+use promotion_e2e::fixtures::{self, World};
+use promotion_shared::admission::{
+    APPROVALS_ANNOTATION, APPROVAL_REASON_ANNOTATION, SPEC_CHANGE_ANNOTATION,
+};
+use serde_json::{json, Value};
+
+const GATE: &str = "kyverno-rollout-man";
+const GATE_FILE: &str = "kyverno-manual-gate.yaml";
+
+// ---------------------------------------------------------------------------------------------
+// The webhook process
+
+/// A child process killed (and reaped) when dropped, so no test leaves one behind.
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A running `promotion-webhook serve` on 127.0.0.1 (ports chosen by the OS).
+struct Webhook {
+    _process: Process,
+    https: SocketAddr,
+    metrics: SocketAddr,
+    ca_pem: String,
+    logs: Arc<Mutex<Vec<String>>>,
+    _certs: tempfile::TempDir,
+}
+
+impl Webhook {
+    /// Certificates from `promotion-webhook certs`, then `serve` with `extra` flags; returns once
+    /// /readyz answers 200.
+    fn start(extra: &[&str]) -> Webhook {
+        let bin = bins::binary("promotion-webhook").unwrap_or_else(|e| panic!("{e}"));
+        let certs = tempfile::tempdir().expect("tempdir");
+        let out = bins::run(
+            Command::new(&bin)
+                .args(["certs", "--ip", "127.0.0.1", "--out"])
+                .arg(certs.path()),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(out.success(), "promotion-webhook certs: {out}");
+        let ca_pem = std::fs::read_to_string(certs.path().join("ca.crt")).expect("ca.crt");
+
+        let child = Command::new(&bin)
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--metrics-listen",
+                "127.0.0.1:0",
+                "--log-format",
+                "json",
+            ])
+            .arg("--tls-cert-file")
+            .arg(certs.path().join("tls.crt"))
+            .arg("--tls-key-file")
+            .arg(certs.path().join("tls.key"))
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn promotion-webhook serve");
+        let mut process = Process(child);
+        let stderr = process.0.stderr.take().expect("piped stderr");
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        let (listening_tx, listening_rx) = mpsc::channel();
+        let sink = logs.clone();
+        // Drained for the whole life of the process, so logging never blocks the server; ends
+        // when the process does.
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                    if v["message"] == "listening" {
+                        let _ = listening_tx.send(v);
+                    }
+                }
+                sink.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+            }
+        });
+        let listening = listening_rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| {
+                panic!(
+                    "promotion-webhook did not report its addresses: {:?}",
+                    logs.lock().unwrap_or_else(|p| p.into_inner())
+                )
+            });
+        let address = |field: &str| -> SocketAddr {
+            listening[field]
+                .as_str()
+                .and_then(|a| a.parse().ok())
+                .unwrap_or_else(|| panic!("no {field} address in {listening}"))
+        };
+        let webhook = Webhook {
+            https: address("https"),
+            metrics: address("metrics"),
+            _process: process,
+            ca_pem,
+            logs,
+            _certs: certs,
+        };
+        webhook.wait_ready();
+        webhook
+    }
+
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if matches!(http_get(self.metrics, "/readyz"), Ok((200, _))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("promotion-webhook never became ready: {:?}", self.logs());
+    }
+
+    fn logs(&self) -> Vec<String> {
+        self.logs.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The API server's webhook configuration for this instance (both webhooks, failurePolicy
+    /// Fail, the generated CA as caBundle).
+    fn admission(&self) -> AdmissionConfig {
+        let mut config = AdmissionConfig::new(&self.ca_pem);
+        config.mutate_url = Some(format!("https://{}/mutate", self.https));
+        config.validate_url = Some(format!("https://{}/validate", self.https));
+        config
+    }
+
+    /// `promotion_webhook_admission_requests_total` for one series (0 before its first count).
+    fn admissions(&self, endpoint: &str, operation: &str, verdict: &str) -> u64 {
+        let (code, body) = http_get(self.metrics, "/metrics").expect("GET /metrics");
+        assert_eq!(code, 200, "{body}");
+        let labels = [
+            format!("endpoint=\"{endpoint}\""),
+            format!("operation=\"{operation}\""),
+            format!("verdict=\"{verdict}\""),
+        ];
+        body.lines()
+            .filter(|l| l.starts_with("promotion_webhook_admission_requests_total{"))
+            .find(|l| labels.iter().all(|label| l.contains(label.as_str())))
+            .map(|line| {
+                let value = line.rsplit(' ').next().unwrap_or_default();
+                value
+                    .parse::<f64>()
+                    .unwrap_or_else(|_| panic!("no counter value in {line:?}"))
+                    as u64
+            })
+            .unwrap_or(0)
+    }
+}
+
+/// A plain HTTP/1.1 GET (the webhook's metrics listener): status code and body.
+fn http_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    let code = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Ok((code, body))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The cluster: the stand-in API server calling the webhook, and a client environment
+
+/// A stand-in that calls `webhook`, knows `users` by token, and has `kubectl promotion`.
+fn cluster(objects: Vec<Value>, webhook: &Webhook, users: &[(&str, UserInfo)]) -> Env {
+    let mut options = StandInOptions::default()
+        .with_objects(objects)
+        .with_admission(webhook.admission());
+    for (token, user) in users {
+        options = options.with_token(token, user.clone());
+    }
+    let env = Env::with_options(options);
+    env.kube.install_plugin().unwrap_or_else(|e| panic!("{e}"));
+    env
+}
+
+/// `kubectl` as the user of another kubeconfig.
+fn kubectl_as(env: &Env, kubeconfig: &Path, args: &[&str]) -> Output {
+    let mut cmd = env.kube.command("kubectl");
+    cmd.env("KUBECONFIG", kubeconfig).args(args);
+    bins::run(&mut cmd).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Write a manifest into the client's directory; returns its path as an argument.
+fn write(env: &Env, file: &str, manifest: &Value) -> String {
+    let path = env.path(file);
+    let text = serde_json::to_string_pretty(manifest).expect("JSON");
+    std::fs::write(&path, text).expect("write manifest");
+    path.to_string_lossy().into_owned()
+}
+
+/// The manual gate as Sveltos left it: dev promoted, staging provisioned and awaiting approval.
+fn gate_world() -> World {
+    example_world(GATE_FILE)
+}
+
+fn annotation(promotion: &Value, key: &str) -> Option<String> {
+    promotion["metadata"]["annotations"][key]
+        .as_str()
+        .map(String::from)
+}
+
+/// The parsed `audit.kubectl-promotion.dev/approvals` record of `stage`.
+fn approval_record(promotion: &Value, stage: &str) -> Option<Value> {
+    let raw = annotation(promotion, APPROVALS_ANNOTATION)?;
+    let records: Value = serde_json::from_str(&raw)
+        .unwrap_or_else(|e| panic!("{APPROVALS_ANNOTATION} is not JSON ({e}): {raw}"));
+    records.get(stage).cloned()
+}
+
+fn staging_trigger(promotion: &Value) -> &Value {
+    &promotion["spec"]["stages"][1]["trigger"]["manual"]
+}
+
+#[track_caller]
+fn assert_contains(haystack: &str, needles: &[&str]) {
+    for needle in needles {
+        assert!(
+            haystack.contains(needle),
+            "wanted {needle:?} in:\n{haystack}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Verdicts at `kubectl apply`
+
+enum Verdict {
+    Valid,
+    /// Admitted; kubectl prints the webhook's warning about `path`.
+    Warning {
+        path: &'static str,
+        says: &'static str,
+    },
+    /// Denied by the validating webhook, naming `path`.
+    Error {
+        path: &'static str,
+        says: &'static str,
+    },
+    /// Denied before the webhook is asked: the CRD's own rule.
+    CrdError {
+        path: &'static str,
+        says: &'static str,
+    },
+}
+
+/// examples/VERDICTS.md, file by file.
+const VERDICTS: &[(&str, Verdict)] = &[
+    (
+        "both-triggers.yaml",
+        Verdict::CrdError {
+            path: "spec.stages[1].trigger",
+            says: "A trigger must have either a 'manual' or 'auto' field, but not both",
+        },
+    ),
+    (
+        "cel-syntax-error.yaml",
+        Verdict::Error {
+            path: "spec.profileSpec.validateHealths[0].evaluateCEL[0].rule",
+            says: "CEL syntax error at line 1, column",
+        },
+    ),
+    (
+        "cert-manager-lua-checks.yaml",
+        Verdict::Warning {
+            path: "spec.stages[0].trigger.auto.postDelayHealthChecks[0].script",
+            says: "`healthy`",
+        },
+    ),
+    ("kyverno-failed-dev.yaml", Verdict::Valid),
+    ("kyverno-manual-gate.yaml", Verdict::Valid),
+    ("kyverno-replicas-pr.yaml", Verdict::Valid),
+    ("kyverno-rollout-auto.yaml", Verdict::Valid),
+    (
+        "lua-syntax-error.yaml",
+        Verdict::Error {
+            path: "spec.profileSpec.validateHealths[0].script",
+            says: "Lua syntax error at line",
+        },
+    ),
+    ("payment-four-stages.yaml", Verdict::Valid),
+    ("validation-job-cel.yaml", Verdict::Valid),
+    (
+        "validation-job-self.yaml",
+        Verdict::Error {
+            path: "spec.stages[0].trigger.auto.postDelayHealthChecks[0].evaluateCEL[0].rule",
+            says: "undeclared reference to `self`",
+        },
+    ),
+];
+
+#[test]
+fn every_example_gets_its_verdict_at_kubectl_apply() {
+    let webhook = Webhook::start(&[]);
+    let env = cluster(Vec::new(), &webhook, &[]);
+    let examples = fixtures::load_examples().unwrap_or_else(|e| panic!("{e}"));
+    let files: BTreeSet<&str> = examples.iter().map(|e| e.file.as_str()).collect();
+    let judged: BTreeSet<&str> = VERDICTS.iter().map(|(file, _)| *file).collect();
+    assert_eq!(
+        files, judged,
+        "examples/ and VERDICTS.md list the same files"
+    );
+
+    let mut names_seen = BTreeSet::new();
+    for example in &examples {
+        let file = fixtures::examples_dir().join(&example.file);
+        let name = example.name();
+        let denied_before = webhook.admissions("validate", "CREATE", "denied");
+        let out = env.kubectl(&["apply", "-f", &file.to_string_lossy()]);
+        let denied_now = webhook.admissions("validate", "CREATE", "denied");
+        let context = format!("{}: {out}", example.file);
+        let verdict = VERDICTS
+            .iter()
+            .find(|(file, _)| *file == example.file)
+            .map(|(_, v)| v)
+            .expect("judged above");
+        match verdict {
+            Verdict::Valid | Verdict::Warning { .. } => {
+                assert_eq!(out.code, 0, "{context}");
+                // Two examples define the same promotion: the second one updates it.
+                let action = if names_seen.insert(name.to_string()) {
+                    "created"
+                } else {
+                    "configured"
+                };
+                assert_eq!(
+                    out.stdout,
+                    format!("clusterpromotion.config.projectsveltos.io/{name} {action}\n"),
+                    "{context}"
+                );
+                let stored = env.promotion(name);
+                assert_eq!(
+                    stored["spec"],
+                    with_values_of(&stored["spec"], &example.promotion["spec"]),
+                    "the manifest's values are stored: {context}"
+                );
+                // The mutating webhook recorded who created or changed the rollout.
+                let spec_change = annotation(&stored, SPEC_CHANGE_ANNOTATION)
+                    .unwrap_or_else(|| panic!("{context}: no {SPEC_CHANGE_ANNOTATION}"));
+                let record: Value = serde_json::from_str(&spec_change).expect("JSON record");
+                assert_eq!(record["user"], "admin", "{context}");
+                assert_eq!(denied_now, denied_before, "{context}");
+                match verdict {
+                    Verdict::Warning { path, says } => {
+                        assert_contains(&out.stderr, &[&format!("Warning: {path}: "), says])
+                    }
+                    _ => assert!(!out.stderr.contains("Warning:"), "{context}"),
+                }
+            }
+            Verdict::Error { path, says } | Verdict::CrdError { path, says } => {
+                let by_webhook = matches!(verdict, Verdict::Error { .. });
+                let finding = if by_webhook {
+                    format!("{path}: {says}")
+                } else {
+                    format!("{path}: Invalid value: \"object\": {says}")
+                };
+                assert_eq!(out.code, 1, "{context}");
+                assert_contains(
+                    &out.stderr,
+                    &[
+                        &format!("The ClusterPromotion \"{name}\" is invalid: "),
+                        &finding,
+                    ],
+                );
+                assert!(env.stored(name).is_none(), "{context}");
+                // Schema validation runs first: the validating webhook never sees what the CRD
+                // rejects, and denies the rest.
+                assert_eq!(
+                    denied_now,
+                    denied_before + u64::from(by_webhook),
+                    "denials counted by the webhook: {context}"
+                );
+            }
+        }
+    }
+}
+
+/// `stored` with every value `manifest` sets written over it: equal to `stored` exactly when
+/// the server kept all of the manifest (defaults it added are not a difference).
+fn with_values_of(stored: &Value, manifest: &Value) -> Value {
+    let mut expected = stored.clone();
+    overlay(&mut expected, manifest);
+    expected
+}
+
+fn overlay(target: &mut Value, manifest: &Value) {
+    match (target, manifest) {
+        (Value::Object(t), Value::Object(m)) => {
+            for (k, v) in m {
+                overlay(t.entry(k.clone()).or_insert(Value::Null), v);
+            }
+        }
+        (Value::Array(t), Value::Array(m)) if t.len() == m.len() => {
+            for (t, m) in t.iter_mut().zip(m) {
+                overlay(t, m);
+            }
+        }
+        (t, m) => *t = m.clone(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Approvals
+
+#[test]
+fn approve_records_the_requester_and_the_reason_and_describe_shows_them() {
+    let webhook = Webhook::start(&[]);
+    let env = cluster(gate_world().objects, &webhook, &[]);
+    let before = chrono::Utc::now() - chrono::Duration::seconds(1);
+
+    let out = env.kubectl(&[
+        "promotion",
+        "approve",
+        GATE,
+        "--reason",
+        "CAB-1234 signed off",
+    ]);
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(
+        out.stdout,
+        format!("clusterpromotion.config.projectsveltos.io/{GATE} approved (stage staging → production)\n")
+    );
+
+    let stored = env.promotion(GATE);
+    assert_eq!(staging_trigger(&stored)["approved"], json!(true));
+    // The reason travelled as a request annotation; the webhook moved it into the record.
+    assert_eq!(annotation(&stored, APPROVAL_REASON_ANNOTATION), None);
+    let record = approval_record(&stored, "staging").expect("an approval record for staging");
+    assert_eq!(record["user"], "admin", "{record}");
+    assert_eq!(
+        record["groups"],
+        json!(["system:masters", "system:authenticated"]),
+        "{record}"
+    );
+    assert_eq!(record["reason"], "CAB-1234 signed off", "{record}");
+    let time = record["time"].as_str().expect("time");
+    let at = chrono::DateTime::parse_from_rfc3339(time).expect("RFC 3339 time");
+    assert!(
+        at >= before,
+        "recorded at {time}, the approval ran after {before}"
+    );
+    assert!(
+        approval_record(&stored, "dev").is_none(),
+        "only the approved stage"
+    );
+
+    let described = env.kubectl(&["promotion", "describe", GATE]);
+    assert_eq!(described.code, 0, "{described}");
+    assert_contains(
+        &described.stdout,
+        &[
+            "Pipeline:       dev [promoted] → staging [approved and pending] → production [not started]",
+            &format!("Last approval:  admin at {time}: \"CAB-1234 signed off\""),
+            &format!("staging   admin   {time}   CAB-1234 signed off"),
+        ],
+    );
+}
+
+#[test]
+fn a_new_rollout_resets_the_pending_approval_as_diff_predicts() {
+    let webhook = Webhook::start(&[]);
+    let env = cluster(gate_world().objects, &webhook, &[]);
+    let approved = env.kubectl(&["promotion", "approve", GATE, "--reason", "3.6.2 ok"]);
+    assert_eq!(approved.code, 0, "{approved}");
+    let record = approval_record(&env.promotion(GATE), "staging").expect("record");
+
+    // The operator's manifest: still approved, with a new chart version.
+    let mut manifest = example(GATE_FILE);
+    manifest.as_object_mut().expect("object").remove("status");
+    manifest["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"] = json!("3.7.0");
+    manifest["spec"]["stages"][1]["trigger"]["manual"]["approved"] = json!(true);
+    let file = write(&env, "new-rollout.json", &manifest);
+
+    // diff runs the update as a server-side dry run, through the real mutating webhook, and
+    // predicts the reset itself; both must agree, and nothing is stored.
+    let diff = env.kubectl(&["promotion", "diff", "-f", &file]);
+    assert_eq!(diff.code, 1, "{diff}");
+    assert_contains(
+        &diff.stderr,
+        &["the admission webhook resets the approval of stage staging: the new rollout needs a new approval"],
+    );
+    assert_contains(
+        &diff.stdout,
+        &[
+            "-      chartVersion: \"3.6.2\"\n+      chartVersion: \"3.7.0\"",
+            "-        approved: true\n",
+        ],
+    );
+    let unchanged = env.promotion(GATE);
+    assert_eq!(staging_trigger(&unchanged)["approved"], json!(true));
+    assert_eq!(
+        unchanged["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"],
+        "3.6.2"
+    );
+
+    let applied = env.kubectl(&["apply", "-f", &file]);
+    assert_eq!(applied.code, 0, "{applied}");
+    assert_eq!(
+        applied.stdout,
+        format!("clusterpromotion.config.projectsveltos.io/{GATE} configured\n")
+    );
+    assert_contains(
+        &applied.stderr,
+        &["Warning: approval of stage \"staging\" reset: spec.profileSpec changed, the new rollout needs a new approval"],
+    );
+    let stored = env.promotion(GATE);
+    assert_eq!(
+        stored["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"],
+        "3.7.0"
+    );
+    assert_eq!(
+        staging_trigger(&stored),
+        &json!({"automaticReset": true}),
+        "approved is removed, as Sveltos does"
+    );
+    // Who approved last stays on record; who changed the rollout is recorded.
+    assert_eq!(approval_record(&stored, "staging"), Some(record));
+    let spec_change: Value = serde_json::from_str(
+        &annotation(&stored, SPEC_CHANGE_ANNOTATION).expect("spec-change record"),
+    )
+    .expect("JSON");
+    assert_eq!(spec_change["user"], "admin");
+
+    let described = env.kubectl(&["promotion", "describe", GATE]);
+    assert_contains(&described.stdout, &["staging [awaiting approval]"]);
+}
+
+#[test]
+fn clients_cannot_write_audit_records() {
+    let webhook = Webhook::start(&[]);
+    let env = cluster(gate_world().objects, &webhook, &[]);
+    let path = format!("metadata.annotations[{APPROVALS_ANNOTATION}]");
+    let forged = json!({"staging": {"user": "alice", "groups": ["release-managers"],
+                                   "time": chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()}})
+    .to_string();
+
+    // A record without an approval.
+    let annotate = env.kubectl(&[
+        "annotate",
+        "clusterpromotion",
+        GATE,
+        &format!("{APPROVALS_ANNOTATION}={forged}"),
+    ]);
+    assert_eq!(annotate.code, 1, "{annotate}");
+    assert_contains(
+        &annotate.stderr,
+        &[
+            "Error from server (Forbidden): admission webhook",
+            "denied the request",
+            &path,
+        ],
+    );
+
+    // An approval whose record names someone else than the requester.
+    let patch = json!({
+        "metadata": {"annotations": {APPROVALS_ANNOTATION: forged}},
+        "spec": {"stages": [
+            example(GATE_FILE)["spec"]["stages"][0].clone(),
+            {"name": "staging", "clusterSelector": {"matchLabels": {"env": "staging"}},
+             "trigger": {"manual": {"approved": true, "automaticReset": true}}},
+            example(GATE_FILE)["spec"]["stages"][2].clone(),
+        ]}
+    });
+    let patched = env.kubectl(&[
+        "patch",
+        "clusterpromotion",
+        GATE,
+        "--type=merge",
+        "-p",
+        &patch.to_string(),
+    ]);
+    assert_eq!(patched.code, 1, "{patched}");
+    assert_contains(&patched.stderr, &["Error from server (Forbidden)", &path]);
+    let stored = env.promotion(GATE);
+    assert_eq!(annotation(&stored, APPROVALS_ANNOTATION), None);
+    assert_eq!(staging_trigger(&stored)["approved"], json!(false));
+
+    // The same approval without the forged record is admitted, and recorded for its requester.
+    let approve = env.kubectl(&[
+        "patch",
+        "clusterpromotion",
+        GATE,
+        "--type=json",
+        "-p",
+        r#"[{"op": "replace", "path": "/spec/stages/1/trigger/manual/approved", "value": true}]"#,
+    ]);
+    assert_eq!(approve.code, 0, "{approve}");
+    let record = approval_record(&env.promotion(GATE), "staging").expect("record");
+    assert_eq!(record["user"], "admin");
+    assert!(record.get("reason").is_none(), "{record}");
+
+    // Once there, records cannot be removed either.
+    let remove = env.kubectl(&[
+        "annotate",
+        "clusterpromotion",
+        GATE,
+        &format!("{APPROVALS_ANNOTATION}-"),
+    ]);
+    assert_eq!(remove.code, 1, "{remove}");
+    assert_contains(&remove.stderr, &["Error from server (Forbidden)", &path]);
+    assert!(approval_record(&env.promotion(GATE), "staging").is_some());
+}
+
+#[test]
+fn approver_groups_decide_who_may_approve() {
+    let open = Webhook::start(&[]);
+    let governed = Webhook::start(&["--approver-group", "release-managers"]);
+    let users = [
+        ("token-dave", UserInfo::new("dave", &["developers"])),
+        ("token-carol", UserInfo::new("carol", &["release-managers"])),
+    ];
+    let env = cluster(gate_world().objects, &governed, &users);
+    let dave = env
+        .kube
+        .kubeconfig_for(&env.server, "token-dave", "dave")
+        .unwrap();
+    let carol = env
+        .kube
+        .kubeconfig_for(&env.server, "token-carol", "carol")
+        .unwrap();
+    let approve = ["promotion", "approve", GATE, "--reason", "looks fine"];
+
+    let denied = kubectl_as(&env, &dave, &approve);
+    assert_eq!(denied.code, 1, "{denied}");
+    assert_eq!(denied.stdout, "", "{denied}");
+    assert!(denied.stderr.starts_with("error: "), "{denied}");
+    assert_eq!(denied.stderr.lines().count(), 1, "one line: {denied}");
+    assert_contains(
+        &denied.stderr,
+        &[
+            "spec.stages[1].trigger.manual.approved",
+            "\"dave\"",
+            "\"staging\"",
+            "\"release-managers\"",
+        ],
+    );
+    // The same through impersonation: the webhook judges the impersonated user.
+    let impersonated = env.kubectl(&[
+        "promotion",
+        "approve",
+        GATE,
+        "--as",
+        "mallory",
+        "--as-group",
+        "developers",
+    ]);
+    assert_eq!(impersonated.code, 1, "{impersonated}");
+    assert_contains(
+        &impersonated.stderr,
+        &["\"mallory\"", "\"release-managers\""],
+    );
+    let stored = env.promotion(GATE);
+    assert_eq!(staging_trigger(&stored)["approved"], json!(false));
+    assert_eq!(annotation(&stored, APPROVALS_ANNOTATION), None);
+
+    // The refusal comes from the flag: the other instance, without it, lets dave approve.
+    env.server
+        .set_admission(Some(open.admission()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let allowed = kubectl_as(&env, &dave, &approve);
+    assert_eq!(allowed.code, 0, "{allowed}");
+    assert_eq!(
+        approval_record(&env.promotion(GATE), "staging").expect("record")["user"],
+        "dave"
+    );
+
+    // Play Sveltos consuming that approval, and go back to the governed webhook.
+    let mut consumed = env.promotion(GATE);
+    consumed["spec"]["stages"][1]["trigger"]["manual"] =
+        json!({"approved": false, "automaticReset": true});
+    forget_version(&mut consumed);
+    env.put(consumed);
+    env.server
+        .set_admission(Some(governed.admission()))
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    let member = kubectl_as(&env, &carol, &approve);
+    assert_eq!(member.code, 0, "{member}");
+    assert_contains(&member.stdout, &["approved (stage staging → production)"]);
+    let record = approval_record(&env.promotion(GATE), "staging").expect("record");
+    assert_eq!(record["user"], "carol", "{record}");
+    assert_eq!(
+        record["groups"],
+        json!(["release-managers", "system:authenticated"]),
+        "{record}"
+    );
+    assert_eq!(record["reason"], "looks fine", "{record}");
+}
