@@ -74,6 +74,13 @@ pub enum Error {
     Unauthorized { server: String },
     #[error("forbidden (403): you cannot {request}{}", detail(.message))]
     Forbidden { request: Request, message: String },
+    /// An admission webhook (ours or another) refused the write; not an RBAC problem.
+    #[error("admission webhook {webhook} denied the request to {request}: {message}")]
+    AdmissionDenied {
+        request: Request,
+        webhook: String,
+        message: String,
+    },
     #[error(
         "the server does not serve clusterpromotions.config.projectsveltos.io/v1beta1: is Sveltos \
          installed? (no ClusterPromotion CRD on {server})"

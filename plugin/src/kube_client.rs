@@ -61,6 +61,14 @@ impl Kube {
     /// Map a client error for `req` to the plugin's error.
     pub fn error(&self, err: kube::Error, req: &Request) -> Error {
         match err {
+            kube::Error::Api(status) if admission_denial(&status.message).is_some() => {
+                let (webhook, message) = admission_denial(&status.message).unwrap_or_default();
+                Error::AdmissionDenied {
+                    request: req.clone(),
+                    webhook,
+                    message,
+                }
+            }
             kube::Error::Api(status) => match status.code {
                 401 => Error::Unauthorized {
                     server: self.server.clone(),
@@ -335,6 +343,15 @@ pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
     }
 }
 
+/// The API server reports a webhook denial as `admission webhook "<name>" denied the request:
+/// <message>`; split it so the user sees which webhook refused and why.
+fn admission_denial(message: &str) -> Option<(String, String)> {
+    let rest = message.split_once("admission webhook ")?.1;
+    let (name, reason) = rest.split_once(" denied the request")?;
+    let reason = reason.trim_start_matches(':').trim();
+    Some((name.to_string(), reason.to_string()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -356,5 +373,21 @@ mod tests {
         assert!(!regards(&ev, "q", None));
         let core = json!({"involvedObject": {"kind": "ClusterPromotion", "name": "p"}});
         assert!(regards(&core, "p", Some("u1")));
+    }
+
+    #[test]
+    fn webhook_denials_name_the_webhook_and_the_reason() {
+        let msg = "admission webhook \"validate.kubectl-promotion.dev\" denied the request: user \"dave\" may not approve";
+        assert_eq!(
+            admission_denial(msg),
+            Some((
+                "\"validate.kubectl-promotion.dev\"".to_string(),
+                "user \"dave\" may not approve".to_string()
+            ))
+        );
+        assert_eq!(
+            admission_denial("clusterpromotions is forbidden: User \"x\" cannot patch"),
+            None
+        );
     }
 }
