@@ -42,10 +42,7 @@ const RELEASE_PLATFORMS: [(&str, &str); 5] = [
 ];
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the tests crate sits in the workspace root")
-        .to_path_buf()
+    promotion_e2e::bins::workspace_root()
 }
 
 fn tag() -> String {

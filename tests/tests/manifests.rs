@@ -22,10 +22,7 @@ use promotion_webhook::api::{LIVENESS_PATH, MUTATE_PATH, READINESS_PATH, VALIDAT
 const TLS_SECRET: &str = "promotion-webhook-tls";
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the tests crate sits in the workspace root")
-        .to_path_buf()
+    promotion_e2e::bins::workspace_root()
 }
 
 /// The workspace's `promotion-webhook`, built first if it is stale.
