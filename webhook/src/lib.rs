@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 pub mod evaluation;
 pub mod fuzzing;
+pub mod log_writer;
 pub mod logging;
 pub mod metrics;
 pub mod server;

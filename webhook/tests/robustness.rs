@@ -301,11 +301,7 @@ async fn metrics_and_probes() {
     assert_eq!(http_get(server.metrics, "/other").await.unwrap().0, 404);
 
     // One log line per admission with the fields an operator searches by.
-    let logs = server.logs();
-    let line = logs
-        .iter()
-        .find(|l| l["message"] == "admission" && l["endpoint"] == "validate")
-        .expect("admission log line");
+    let line = server.wait_for_log(|l| l["message"] == "admission" && l["endpoint"] == "validate");
     for (field, value) in [
         ("uid", json!("m")),
         ("operation", json!("CREATE")),

@@ -343,14 +343,12 @@ async fn rotation_under_load_fails_no_request() {
             .contains(&leaf_der(&broken.join("tls.crt"))),
         "the broken certificate was served"
     );
-    let logs = server.logs();
-    assert!(logs
-        .iter()
-        .any(|l| l["message"] == "serving certificate reloaded"));
-    assert!(logs.iter().any(|l| l["message"]
-        == "new serving certificate rejected; keeping the one in use"
-        && l["error"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("cannot be used together")));
+    server.wait_for_log(|l| l["message"] == "serving certificate reloaded");
+    server.wait_for_log(|l| {
+        l["message"] == "new serving certificate rejected; keeping the one in use"
+            && l["error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("cannot be used together")
+    });
 }

@@ -166,6 +166,23 @@ impl Server {
         self.logs.lock().unwrap().clone()
     }
 
+    /// The first log line matching `wanted`, waiting (bounded) for it: the server writes its log
+    /// in batches, a few milliseconds after the event.
+    pub fn wait_for_log(&self, wanted: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(line) = self.logs.lock().unwrap().iter().find(|l| wanted(l)) {
+                return line.clone();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no such log line in {:?}",
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     pub fn sigterm(&self) {
         let status = Command::new("kill")
             .args(["-TERM", &self.pid().to_string()])
