@@ -14,8 +14,6 @@ use base64::Engine;
 use chrono::{DateTime, TimeZone, Utc};
 use serde_json::Value;
 
-use kube_core::admission::AdmissionReview;
-
 use crate::api::wire;
 use crate::evaluation::Evaluator;
 use crate::metrics::Endpoint;
@@ -48,6 +46,7 @@ pub fn admit_and_check(body: &[u8]) -> Outcome {
         outcome.decoded = true;
         let request = wire::decode(body).expect("the evaluator decoded it");
         let answer = parse_answer(&review.body, &request.uid);
+        let object = request.object.map(|o| o.get());
         let response = &answer["response"];
         if response["allowed"] != true {
             outcome.denied = true;
@@ -55,7 +54,8 @@ pub fn admit_and_check(body: &[u8]) -> Outcome {
         if endpoint == Endpoint::Mutate {
             if let Some(patch) = patch_of(response) {
                 outcome.patched = true;
-                check_patch(evaluator, request, patch, now);
+                let object = object.expect("only a request with an object is patched");
+                check_patch(evaluator, body, object, patch, now);
             }
         }
     }
@@ -89,23 +89,26 @@ fn patch_of(response: &Value) -> Option<json_patch::Patch> {
 
 fn check_patch(
     evaluator: &Evaluator,
-    mut request: wire::Request,
+    body: &[u8],
+    object: &str,
     patch: json_patch::Patch,
     now: DateTime<Utc>,
 ) {
-    let uid = request.uid.clone();
-    let object = request
-        .object
-        .as_mut()
-        .expect("only a request with an object is patched");
-    json_patch::patch(&mut object.value, &patch.0)
+    let uid = wire::decode(body)
+        .expect("the evaluator decoded it")
+        .uid
+        .into_owned();
+    let mut patched: Value = serde_json::from_str(object).expect("the evaluator parsed it");
+    json_patch::patch(&mut patched, &patch.0)
         .unwrap_or_else(|e| panic!("patch {patch:?} does not apply: {e}"));
-    let again = AdmissionReview {
-        types: request.types.clone(),
-        request: Some(request),
-        response: None,
-    };
-    let body = serde_json::to_vec(&again).expect("serializable");
+    // The same review with only the object replaced, byte for byte elsewhere: `object` is a
+    // slice of `body`.
+    let start = object.as_ptr() as usize - body.as_ptr() as usize;
+    let end = start + object.len();
+    let mut again = body[..start].to_vec();
+    again.extend(serde_json::to_vec(&patched).expect("serializable"));
+    again.extend_from_slice(&body[end..]);
+    let body = again;
 
     let second = evaluator
         .review(Endpoint::Mutate, &body, now)

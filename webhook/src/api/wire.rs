@@ -1,114 +1,82 @@
 //! AdmissionReview on the wire.
 //!
-//! Requests decode into kube-core's `AdmissionRequest`, with the objects kept as raw JSON
-//! ([`RawObject`]): a typed round trip (`DynamicObject`, or the Sveltos types) drops or reorders
-//! fields, and patches must address exactly what the API server sent.
+//! A request is decoded borrowing from the body: the envelope's strings, and the objects as raw
+//! JSON text. Only a write this webhook judges has its object(s) parsed into a tree, once, and
+//! exactly as sent (a typed round trip through `DynamicObject` or the Sveltos types would drop
+//! or reorder fields, and patches must address what the API server sent). Everything else
+//! (other resources, subresources, DELETE) is answered without looking inside the objects.
 //!
-//! Responses are built as kube-core `AdmissionResponse`s but encoded here, because kube-core
-//! writes `patch` as an array of numbers; the API (`[]byte`) specifies a base64 string.
+//! Responses are encoded here rather than by kube-core, which writes `patch` as an array of
+//! numbers; the API (`[]byte`) specifies a base64 string.
 
-use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::borrow::Cow;
 
 use base64::Engine;
-use kube_core::admission::{AdmissionRequest, AdmissionResponse, Operation};
-use kube_core::{ApiResource, ObjectMeta, Resource, Status, TypeMeta};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use kube_core::admission::Operation;
+use kube_core::Status;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
+
+pub use promotion_shared::admission::UserInfo;
 
 pub const API_VERSION: &str = "admission.k8s.io/v1";
 pub const KIND: &str = "AdmissionReview";
 
-/// An object from an AdmissionReview, exactly as sent.
-#[derive(Clone, Debug)]
-pub struct RawObject {
-    pub value: Value,
-    /// Only built if something asks through the `Resource` trait; the webhook itself reads
-    /// `value`.
-    meta: OnceLock<ObjectMeta>,
+/// The `request` of an AdmissionReview, borrowing from the body.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Request<'a> {
+    #[serde(borrow)]
+    pub uid: Cow<'a, str>,
+    #[serde(borrow)]
+    pub resource: GroupVersionResource<'a>,
+    #[serde(default, borrow)]
+    pub sub_resource: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub name: Option<Cow<'a, str>>,
+    pub operation: Operation,
+    pub user_info: UserInfo,
+    #[serde(default, borrow)]
+    pub object: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    pub old_object: Option<&'a RawValue>,
+    #[serde(default)]
+    pub dry_run: Option<bool>,
 }
 
-impl RawObject {
-    pub fn new(value: Value) -> Self {
-        RawObject {
-            value,
-            meta: OnceLock::new(),
-        }
-    }
-
-    fn parse_meta(&self) -> ObjectMeta {
-        self.value
-            .get("metadata")
-            .and_then(|m| serde_json::from_value(m.clone()).ok())
-            .unwrap_or_default()
-    }
+#[derive(Debug, Deserialize)]
+pub struct GroupVersionResource<'a> {
+    #[serde(borrow)]
+    pub group: Cow<'a, str>,
+    #[serde(borrow)]
+    pub version: Cow<'a, str>,
+    #[serde(borrow)]
+    pub resource: Cow<'a, str>,
 }
 
-impl<'de> Deserialize<'de> for RawObject {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Value::deserialize(deserializer).map(RawObject::new)
+impl Request<'_> {
+    pub fn is_dry_run(&self) -> bool {
+        self.dry_run.unwrap_or(false)
     }
 }
-
-impl Serialize for RawObject {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.value.serialize(serializer)
-    }
-}
-
-impl Resource for RawObject {
-    type DynamicType = ApiResource;
-    type Scope = kube_core::DynamicResourceScope;
-
-    fn kind(dt: &ApiResource) -> std::borrow::Cow<'_, str> {
-        dt.kind.as_str().into()
-    }
-    fn group(dt: &ApiResource) -> std::borrow::Cow<'_, str> {
-        dt.group.as_str().into()
-    }
-    fn version(dt: &ApiResource) -> std::borrow::Cow<'_, str> {
-        dt.version.as_str().into()
-    }
-    fn api_version(dt: &ApiResource) -> std::borrow::Cow<'_, str> {
-        dt.api_version.as_str().into()
-    }
-    fn plural(dt: &ApiResource) -> std::borrow::Cow<'_, str> {
-        dt.plural.as_str().into()
-    }
-    fn meta(&self) -> &ObjectMeta {
-        self.meta.get_or_init(|| self.parse_meta())
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        if self.meta.get().is_none() {
-            let meta = self.parse_meta();
-            let _ = self.meta.set(meta);
-        }
-        self.meta
-            .get_mut()
-            .expect("metadata was initialised just above")
-    }
-}
-
-pub type Request = AdmissionRequest<RawObject>;
 
 /// Why a body is not an AdmissionReview this webhook can answer.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct DecodeError(pub String);
 
-/// kube-core's `AdmissionReview` flattens its `TypeMeta`, which makes serde buffer the whole
-/// document before decoding it (twice the work on every request); this envelope names the two
-/// fields instead and keeps kube-core's `AdmissionRequest`.
 #[derive(Deserialize)]
-struct Envelope {
-    #[serde(rename = "apiVersion")]
-    api_version: String,
-    kind: String,
-    #[serde(default)]
-    request: Option<Request>,
+struct Envelope<'a> {
+    #[serde(rename = "apiVersion", borrow)]
+    api_version: Cow<'a, str>,
+    #[serde(borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    request: Option<Request<'a>>,
 }
 
-pub fn decode(body: &[u8]) -> Result<Request, DecodeError> {
+pub fn decode(body: &[u8]) -> Result<Request<'_>, DecodeError> {
     let review: Envelope = serde_json::from_slice(body).map_err(|e| {
         DecodeError(match e.classify() {
             serde_json::error::Category::Data => {
@@ -124,14 +92,18 @@ pub fn decode(body: &[u8]) -> Result<Request, DecodeError> {
             review.api_version, review.kind
         )));
     }
-    let mut request = review.request.ok_or_else(|| {
+    review.request.ok_or_else(|| {
         DecodeError("request body is not an AdmissionReview: it has no \"request\"".to_string())
-    })?;
-    request.types = TypeMeta {
-        api_version: review.api_version,
-        kind: review.kind,
-    };
-    Ok(request)
+    })
+}
+
+/// The tree of `request.object` or `request.oldObject` (`field`), for a request being judged.
+pub fn parse_object(raw: &RawValue, field: &str) -> Result<Value, DecodeError> {
+    serde_json::from_str(raw.get()).map_err(|e| {
+        DecodeError(format!(
+            "request body is not an AdmissionReview this webhook can read: request.{field}: {e}"
+        ))
+    })
 }
 
 pub fn operation_name(operation: &Operation) -> &'static str {
@@ -140,6 +112,37 @@ pub fn operation_name(operation: &Operation) -> &'static str {
         Operation::Update => "UPDATE",
         Operation::Delete => "DELETE",
         Operation::Connect => "CONNECT",
+    }
+}
+
+/// What the webhook answers to one request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answer {
+    pub uid: String,
+    pub allowed: bool,
+    /// Why it was denied; only sent when `allowed` is false.
+    pub status: Option<Status>,
+    /// A JSON Patch document (JSON bytes), only sent when `allowed` is true.
+    pub patch: Option<Vec<u8>>,
+    pub warnings: Vec<String>,
+}
+
+impl Answer {
+    pub fn allow(uid: &str) -> Self {
+        Answer {
+            uid: uid.to_string(),
+            allowed: true,
+            status: None,
+            patch: None,
+            warnings: Vec::new(),
+        }
+    }
+
+    pub fn deny(mut self, status: Status) -> Self {
+        self.allowed = false;
+        self.status = Some(status);
+        self.patch = None;
+        self
     }
 }
 
@@ -156,7 +159,6 @@ struct ReviewOut<'a> {
 struct ResponseOut<'a> {
     uid: &'a str,
     allowed: bool,
-    /// Only consulted when the request is denied; left out otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     status: Option<&'a Status>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -164,33 +166,30 @@ struct ResponseOut<'a> {
     /// Exactly when `patch` is present: the API server rejects one without the other.
     #[serde(skip_serializing_if = "Option::is_none")]
     patch_type: Option<&'static str>,
-    #[serde(skip_serializing_if = "HashMap::is_empty")]
-    audit_annotations: &'a HashMap<String, String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    warnings: Option<&'a [String]>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    warnings: &'a [String],
 }
 
-/// The AdmissionReview answering `response` (apiVersion and kind echo the request's).
-pub fn encode(response: &AdmissionResponse) -> Vec<u8> {
-    let patch = response
+/// The AdmissionReview carrying `answer`.
+pub fn encode(answer: &Answer) -> Vec<u8> {
+    let patch = answer
         .patch
         .as_deref()
-        .filter(|_| response.allowed)
+        .filter(|_| answer.allowed)
         .map(|bytes| base64::engine::general_purpose::STANDARD.encode(bytes));
     let review = ReviewOut {
-        api_version: &response.types.api_version,
-        kind: &response.types.kind,
+        api_version: API_VERSION,
+        kind: KIND,
         response: ResponseOut {
-            uid: &response.uid,
-            allowed: response.allowed,
-            status: (!response.allowed).then_some(&response.result),
+            uid: &answer.uid,
+            allowed: answer.allowed,
+            status: answer.status.as_ref().filter(|_| !answer.allowed),
             patch_type: patch.as_ref().map(|_| "JSONPatch"),
             patch,
-            audit_annotations: &response.audit_annotations,
-            warnings: response.warnings.as_deref().filter(|w| !w.is_empty()),
+            warnings: &answer.warnings,
         },
     };
-    // Serializing plain strings, bools and maps of strings cannot fail.
+    // Serializing plain strings, bools and a Status cannot fail.
     serde_json::to_vec(&review).unwrap_or_default()
 }
 
@@ -219,13 +218,23 @@ mod tests {
         let object = json!({"metadata": {"name": "x", "creationTimestamp": null, "future": [1]}, "spec": {"z": 1, "a": 2}});
         let body = serde_json::to_vec(&review(object.clone())).unwrap();
         let request = decode(&body).unwrap();
-        let raw = request.object.as_ref().unwrap();
-        assert_eq!(raw.value, object);
-        assert_eq!(raw.meta().name.as_deref(), Some("x"));
+        assert!(request.old_object.is_none());
+        let raw = request.object.unwrap();
         assert_eq!(
-            serde_json::to_string(&raw.value).unwrap(),
+            raw.get(),
             r#"{"metadata":{"name":"x","creationTimestamp":null,"future":[1]},"spec":{"z":1,"a":2}}"#
         );
+        let tree = parse_object(raw, "object").unwrap();
+        assert_eq!(tree, object);
+        assert_eq!(serde_json::to_string(&tree).unwrap(), raw.get());
+    }
+
+    #[test]
+    fn strings_with_escapes_decode() {
+        let mut body = review(json!({}));
+        body["request"]["uid"] = json!("a\"b\u{e9}");
+        let bytes = serde_json::to_vec(&body).unwrap();
+        assert_eq!(decode(&bytes).unwrap().uid, "a\"b\u{e9}");
     }
 
     #[test]
@@ -247,16 +256,28 @@ mod tests {
         missing["request"].as_object_mut().unwrap().remove("uid");
         let err = decode(&serde_json::to_vec(&missing).unwrap()).unwrap_err();
         assert!(err.0.contains("uid"), "{err}");
+        let mut broken = review(json!({}));
+        broken["request"]["operation"] = json!("PATCH");
+        let err = decode(&serde_json::to_vec(&broken).unwrap()).unwrap_err();
+        assert!(err.0.contains("PATCH"), "{err}");
+    }
+
+    #[test]
+    fn objects_too_deep_for_a_tree_are_a_decode_error_not_a_panic() {
+        let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+        let raw: &RawValue = serde_json::from_str(&deep).unwrap();
+        let err = parse_object(raw, "object").unwrap_err();
+        assert!(err.0.contains("request.object"), "{err}");
     }
 
     #[test]
     fn patch_is_base64_with_type_and_status_only_on_denial() {
-        let body = serde_json::to_vec(&review(json!({}))).unwrap();
-        let request = decode(&body).unwrap();
-        let patch: json_patch::Patch =
-            serde_json::from_value(json!([{"op": "remove", "path": "/a"}])).unwrap();
-        let response = AdmissionResponse::from(&request).with_patch(patch).unwrap();
-        let out: Value = serde_json::from_slice(&encode(&response)).unwrap();
+        let patch = serde_json::to_vec(&json!([{"op": "remove", "path": "/a"}])).unwrap();
+        let answer = Answer {
+            patch: Some(patch),
+            ..Answer::allow("u-1")
+        };
+        let out: Value = serde_json::from_slice(&encode(&answer)).unwrap();
         assert_eq!(out["apiVersion"], API_VERSION);
         assert_eq!(out["kind"], KIND);
         assert_eq!(out["response"]["uid"], "u-1");
@@ -269,8 +290,9 @@ mod tests {
             json!([{"op": "remove", "path": "/a"}])
         );
         assert!(out["response"].get("status").is_none());
+        assert!(out["response"].get("warnings").is_none());
 
-        let denied = AdmissionResponse::from(&request).deny("no");
+        let denied = answer.deny(Status::failure("no", "Invalid"));
         let out: Value = serde_json::from_slice(&encode(&denied)).unwrap();
         assert_eq!(out["response"]["allowed"], false);
         assert_eq!(out["response"]["status"]["message"], "no");

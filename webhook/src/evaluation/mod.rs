@@ -7,16 +7,17 @@ mod messages;
 pub use messages::warning_lines;
 
 use chrono::{DateTime, SubsecRound, Utc};
-use kube_core::admission::{AdmissionResponse, Operation};
+use kube_core::admission::Operation;
+use kube_core::Status;
 use promotion_shared::admission::{
     check_audit_integrity, check_governance, is_deleting, plan_mutation, GovernancePolicy,
-    UserInfo, Violation,
+    Violation,
 };
 use promotion_shared::model::{GROUP, PLURAL, VERSION};
 use promotion_shared::validation::{self, Finding};
 use serde_json::Value;
 
-use crate::api::wire::{self, DecodeError, Request};
+use crate::api::wire::{self, Answer, DecodeError, Request};
 use crate::metrics::{Endpoint, Verdict};
 use messages::{denial, Denial, Problem};
 
@@ -56,17 +57,17 @@ pub struct Evaluator {
     policy: GovernancePolicy,
 }
 
-/// Which objects a request carries, once it is known to concern this webhook.
-struct Objects<'a> {
-    old: Option<&'a Value>,
-    new: &'a Value,
+/// The objects of a write this webhook judges, as trees.
+struct Objects {
+    old: Option<Value>,
+    new: Value,
 }
 
-enum Scope<'a> {
+enum Scope {
     /// Not a write this webhook judges (other resource, subresource, DELETE/CONNECT, or an
     /// object being deleted, whose finalizer removal must never be blocked).
     Pass,
-    Judge(Objects<'a>),
+    Judge(Objects),
     /// A CREATE/UPDATE without the object(s) the protocol requires.
     Malformed(String),
 }
@@ -86,52 +87,64 @@ impl Evaluator {
     ) -> Result<Review, DecodeError> {
         let request = wire::decode(body)?;
         let now = now.trunc_subsecs(0);
-        let response = match endpoint {
-            Endpoint::Validate => self.validate(&request, now),
-            Endpoint::Mutate => self.mutate(&request, now),
+        let scope = scope(&request)?;
+        let name = object_name(&request, &scope);
+        let answer = match (scope, endpoint) {
+            (Scope::Pass, _) => Answer::allow(&request.uid),
+            (Scope::Malformed(message), _) => malformed(Answer::allow(&request.uid), message),
+            (Scope::Judge(objects), Endpoint::Validate) => {
+                self.validate(&request, &objects, &name, now)
+            }
+            (Scope::Judge(objects), Endpoint::Mutate) => {
+                self.mutate(&request, &objects, &name, now)
+            }
         };
         let summary = Summary {
-            uid: request.uid.clone(),
+            uid: request.uid.clone().into_owned(),
             operation: wire::operation_name(&request.operation),
-            name: object_name(&request),
+            name,
             user: request.user_info.username.clone().unwrap_or_default(),
-            allowed: response.allowed,
-            code: if response.allowed {
-                0
-            } else {
-                response.result.code
+            allowed: answer.allowed,
+            code: match &answer.status {
+                Some(status) if !answer.allowed => status.code,
+                _ => 0,
             },
-            patched: response.allowed && response.patch.is_some(),
-            dry_run: request.dry_run,
-            warnings: response.warnings.as_ref().map_or(0, Vec::len),
+            patched: answer.allowed && answer.patch.is_some(),
+            dry_run: request.is_dry_run(),
+            warnings: answer.warnings.len(),
         };
         Ok(Review {
-            body: wire::encode(&response),
+            body: wire::encode(&answer),
             summary,
         })
     }
 
-    fn validate(&self, request: &Request, now: DateTime<Utc>) -> AdmissionResponse {
-        let response = AdmissionResponse::from(request);
-        let objects = match scope(request) {
-            Scope::Pass => return response,
-            Scope::Malformed(message) => return malformed(response, message),
-            Scope::Judge(objects) => objects,
-        };
+    fn validate(
+        &self,
+        request: &Request,
+        objects: &Objects,
+        name: &str,
+        now: DateTime<Utc>,
+    ) -> Answer {
+        let (old, new) = (objects.old.as_ref(), &objects.new);
         let user = &request.user_info;
-        let findings = match objects.old {
-            None => validation::validate(objects.new),
-            Some(old) => validation::validate_update(old, objects.new),
+        let findings = match old {
+            None => validation::validate(new),
+            Some(old) => validation::validate_update(old, new),
         };
-        let integrity = check_audit_integrity(objects.old, objects.new, user, now);
-        let governance = check_governance(objects.old, objects.new, user, &self.policy);
+        let integrity = check_audit_integrity(old, new, user, now);
+        let governance = check_governance(old, new, user, &self.policy);
 
-        let mut warnings: Vec<String> = findings
-            .iter()
-            .filter(|f| !f.is_error())
-            .flat_map(|f| warning_lines(&format!("{}: {}", f.path, f.message)))
-            .collect();
-        warnings.extend(governance.warnings.iter().flat_map(|w| warning_lines(w)));
+        let mut answer = Answer::allow(&request.uid);
+        for finding in findings.iter().filter(|f| !f.is_error()) {
+            answer.warnings.extend(warning_lines(&format!(
+                "{}: {}",
+                finding.path, finding.message
+            )));
+        }
+        for warning in &governance.warnings {
+            answer.warnings.extend(warning_lines(warning));
+        }
 
         let forbidden: Vec<Problem> = integrity
             .iter()
@@ -143,58 +156,58 @@ impl Evaluator {
             .filter(|f| f.is_error())
             .map(invalid_problem)
             .collect();
-        let name = object_name(request);
-        let response = with_warnings(response, warnings);
         if !forbidden.is_empty() {
             // Report the validation errors too, so one round trip shows everything.
             let problems: Vec<Problem> = forbidden.into_iter().chain(invalid).collect();
-            return deny(response, denial(Denial::Forbidden, &name, &problems));
+            return answer.deny(denial(Denial::Forbidden, name, &problems));
         }
         if !invalid.is_empty() {
-            return deny(response, denial(Denial::Invalid, &name, &invalid));
+            return answer.deny(denial(Denial::Invalid, name, &invalid));
         }
-        response
+        answer
     }
 
-    fn mutate(&self, request: &Request, now: DateTime<Utc>) -> AdmissionResponse {
-        let response = AdmissionResponse::from(request);
-        let objects = match scope(request) {
-            Scope::Pass => return response,
-            Scope::Malformed(message) => return malformed(response, message),
-            Scope::Judge(objects) => objects,
-        };
-        let user: &UserInfo = &request.user_info;
+    fn mutate(
+        &self,
+        request: &Request,
+        objects: &Objects,
+        name: &str,
+        now: DateTime<Utc>,
+    ) -> Answer {
+        let (old, new) = (objects.old.as_ref(), &objects.new);
+        let user = &request.user_info;
+        let answer = Answer::allow(&request.uid);
         // Refuse forged audit records here already: the mutation would otherwise build on them.
-        let forged = check_audit_integrity(objects.old, objects.new, user, now);
+        let forged = check_audit_integrity(old, new, user, now);
         if !forged.is_empty() {
             let problems: Vec<Problem> = forged.iter().map(forbidden_problem).collect();
-            return deny(
-                response,
-                denial(Denial::Forbidden, &object_name(request), &problems),
-            );
+            return answer.deny(denial(Denial::Forbidden, name, &problems));
         }
-        let plan = plan_mutation(objects.old, objects.new, user, now);
-        let warnings = plan
-            .warnings
-            .iter()
-            .flat_map(|w| warning_lines(w))
-            .collect();
-        let response = with_warnings(response, warnings);
+        let plan = plan_mutation(old, new, user, now);
+        let mut answer = answer;
+        for warning in &plan.warnings {
+            answer.warnings.extend(warning_lines(warning));
+        }
         if plan.is_empty() {
-            return response;
+            return answer;
         }
-        match response.clone().with_patch(plan.patch) {
-            Ok(patched) => patched,
+        match serde_json::to_vec(&plan.patch) {
+            Ok(patch) => Answer {
+                patch: Some(patch),
+                ..answer
+            },
             Err(e) => {
-                let mut status = kube_core::Status::failure(&e.to_string(), "InternalError");
+                let mut status =
+                    Status::failure(&format!("cannot encode the patch: {e}"), "InternalError");
                 status.code = 500;
-                deny(response, status)
+                answer.deny(status)
             }
         }
     }
 }
 
-fn scope(request: &Request) -> Scope<'_> {
+/// Which objects the request carries, parsed only when this webhook judges it.
+fn scope(request: &Request) -> Result<Scope, DecodeError> {
     let resource = &request.resource;
     let ours =
         resource.group == GROUP && resource.resource == PLURAL && resource.version == VERSION;
@@ -204,40 +217,50 @@ fn scope(request: &Request) -> Scope<'_> {
             .as_deref()
             .is_some_and(|s| !s.is_empty())
     {
-        return Scope::Pass;
+        return Ok(Scope::Pass);
     }
-    let new = match (&request.operation, &request.object) {
-        (Operation::Create | Operation::Update, Some(object)) => &object.value,
+    let operation = wire::operation_name(&request.operation);
+    let new = match (&request.operation, request.object) {
+        (Operation::Create | Operation::Update, Some(object)) => object,
         (Operation::Create | Operation::Update, None) => {
-            return Scope::Malformed(format!(
-                "request.object is missing from a {} request",
-                wire::operation_name(&request.operation)
-            ))
+            return Ok(Scope::Malformed(format!(
+                "request.object is missing from a {operation} request"
+            )))
         }
-        _ => return Scope::Pass,
+        _ => return Ok(Scope::Pass),
     };
-    let old = match (&request.operation, &request.old_object) {
-        (Operation::Update, Some(old)) => Some(&old.value),
+    let old = match (&request.operation, request.old_object) {
+        (Operation::Update, Some(old)) => Some(old),
         (Operation::Update, None) => {
-            return Scope::Malformed("request.oldObject is missing from an UPDATE request".into())
+            return Ok(Scope::Malformed(
+                "request.oldObject is missing from an UPDATE request".into(),
+            ))
         }
         _ => None,
     };
-    if is_deleting(new) {
-        return Scope::Pass;
+    let new = wire::parse_object(new, "object")?;
+    if is_deleting(&new) {
+        return Ok(Scope::Pass);
     }
-    Scope::Judge(Objects { old, new })
+    let old = old
+        .map(|old| wire::parse_object(old, "oldObject"))
+        .transpose()?;
+    Ok(Scope::Judge(Objects { old, new }))
 }
 
-fn object_name(request: &Request) -> String {
-    request
-        .object
-        .as_ref()
-        .or(request.old_object.as_ref())
-        .and_then(|o| o.value.pointer("/metadata/name"))
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .unwrap_or_else(|| request.name.clone())
+/// The object's name for messages and logs: from the object being judged, else the request.
+fn object_name(request: &Request, scope: &Scope) -> String {
+    let from_object = match scope {
+        Scope::Judge(objects) => objects
+            .new
+            .pointer("/metadata/name")
+            .and_then(Value::as_str),
+        _ => None,
+    };
+    from_object
+        .or(request.name.as_deref())
+        .unwrap_or_default()
+        .to_string()
 }
 
 fn invalid_problem(finding: &Finding) -> Problem {
@@ -256,21 +279,8 @@ fn forbidden_problem(violation: &Violation) -> Problem {
     }
 }
 
-fn with_warnings(mut response: AdmissionResponse, warnings: Vec<String>) -> AdmissionResponse {
-    if !warnings.is_empty() {
-        response.warnings = Some(warnings);
-    }
-    response
-}
-
-fn deny(response: AdmissionResponse, status: kube_core::Status) -> AdmissionResponse {
-    let mut response = response.deny(&status.message);
-    response.result = status;
-    response
-}
-
-fn malformed(response: AdmissionResponse, message: String) -> AdmissionResponse {
-    let mut status = kube_core::Status::failure(&message, "BadRequest");
+fn malformed(answer: Answer, message: String) -> Answer {
+    let mut status = Status::failure(&message, "BadRequest");
     status.code = 400;
-    deny(response, status)
+    answer.deny(status)
 }
