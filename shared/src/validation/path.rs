@@ -15,17 +15,29 @@ impl FieldPath {
             && key
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-        if plain && self.0.is_empty() {
-            FieldPath(key.to_string())
-        } else if plain {
-            FieldPath(format!("{}.{key}", self.0))
+        // Paths are built for every node the engine visits; plain pushes, not `format!`.
+        let mut path = String::with_capacity(self.0.len() + key.len() + 2);
+        path.push_str(&self.0);
+        if plain {
+            if !path.is_empty() {
+                path.push('.');
+            }
+            path.push_str(key);
         } else {
-            FieldPath(format!("{}[{key}]", self.0))
+            path.push('[');
+            path.push_str(key);
+            path.push(']');
         }
+        FieldPath(path)
     }
 
     pub fn index(&self, i: usize) -> Self {
-        FieldPath(format!("{}[{i}]", self.0))
+        use std::fmt::Write;
+        let mut path = String::with_capacity(self.0.len() + 6);
+        path.push_str(&self.0);
+        // Writing to a String cannot fail.
+        let _ = write!(path, "[{i}]");
+        FieldPath(path)
     }
 
     pub fn as_str(&self) -> &str {

@@ -86,6 +86,14 @@ pub fn warning_lines(text: &str) -> Vec<String> {
     const CONTINUED: &str = "… ";
     // Both markers are two characters wide.
     const MARK: usize = 2;
+    // Most warnings are short single lines: answer those without splitting into words.
+    let folded = !text.contains(|c: char| c.is_whitespace() && c != ' ')
+        && !text.contains("  ")
+        && !text.starts_with(' ')
+        && !text.ends_with(' ');
+    if folded && text.len() <= LIMIT {
+        return vec![text.to_string()];
+    }
     let words: Vec<&str> = text.split_whitespace().collect();
     let total =
         words.iter().map(|w| w.chars().count()).sum::<usize>() + words.len().saturating_sub(1);
@@ -179,6 +187,12 @@ mod tests {
     #[test]
     fn warnings_are_folded_and_split_without_loss() {
         assert_eq!(warning_lines("a\n  b"), ["a b"]);
+        assert_eq!(warning_lines("a  b "), ["a b"]);
+        assert_eq!(warning_lines("\ta\u{a0}b"), ["a b"]);
+        assert_eq!(
+            warning_lines("spec.x: fine as it is"),
+            ["spec.x: fine as it is"]
+        );
         let long = format!("spec.x: {}", "word ".repeat(60));
         let lines = warning_lines(&long);
         assert!(lines.len() > 1);
