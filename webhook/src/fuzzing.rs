@@ -46,7 +46,6 @@ pub fn admit_and_check(body: &[u8]) -> Outcome {
         outcome.decoded = true;
         let request = wire::decode(body).expect("the evaluator decoded it");
         let answer = parse_answer(&review.body, &request.uid);
-        let object = request.object.map(|o| o.get());
         let response = &answer["response"];
         if response["allowed"] != true {
             outcome.denied = true;
@@ -54,8 +53,7 @@ pub fn admit_and_check(body: &[u8]) -> Outcome {
         if endpoint == Endpoint::Mutate {
             if let Some(patch) = patch_of(response) {
                 outcome.patched = true;
-                let object = object.expect("only a request with an object is patched");
-                check_patch(evaluator, body, object, patch, now);
+                check_patch(evaluator, body, patch, now);
             }
         }
     }
@@ -87,28 +85,16 @@ fn patch_of(response: &Value) -> Option<json_patch::Patch> {
     Some(serde_json::from_slice(&bytes).expect("patch is a JSON Patch"))
 }
 
-fn check_patch(
-    evaluator: &Evaluator,
-    body: &[u8],
-    object: &str,
-    patch: json_patch::Patch,
-    now: DateTime<Utc>,
-) {
-    let uid = wire::decode(body)
-        .expect("the evaluator decoded it")
-        .uid
-        .into_owned();
-    let mut patched: Value = serde_json::from_str(object).expect("the evaluator parsed it");
-    json_patch::patch(&mut patched, &patch.0)
+fn check_patch(evaluator: &Evaluator, body: &[u8], patch: json_patch::Patch, now: DateTime<Utc>) {
+    // The evaluator decoded this body, so it is JSON with a request object.
+    let mut review: Value = serde_json::from_slice(body).expect("the evaluator decoded it");
+    let uid = review["request"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    json_patch::patch(&mut review["request"]["object"], &patch.0)
         .unwrap_or_else(|e| panic!("patch {patch:?} does not apply: {e}"));
-    // The same review with only the object replaced, byte for byte elsewhere: `object` is a
-    // slice of `body`.
-    let start = object.as_ptr() as usize - body.as_ptr() as usize;
-    let end = start + object.len();
-    let mut again = body[..start].to_vec();
-    again.extend(serde_json::to_vec(&patched).expect("serializable"));
-    again.extend_from_slice(&body[end..]);
-    let body = again;
+    let body = serde_json::to_vec(&review).expect("serializable");
 
     let second = evaluator
         .review(Endpoint::Mutate, &body, now)

@@ -1,10 +1,10 @@
 //! AdmissionReview on the wire.
 //!
-//! A request is decoded borrowing from the body: the envelope's strings, and the objects as raw
-//! JSON text. Only a write this webhook judges has its object(s) parsed into a tree, once, and
-//! exactly as sent (a typed round trip through `DynamicObject` or the Sveltos types would drop
-//! or reorder fields, and patches must address what the API server sent). Everything else
-//! (other resources, subresources, DELETE) is answered without looking inside the objects.
+//! A request is decoded in one pass, borrowing the envelope's strings from the body; the objects
+//! become JSON trees exactly as sent (a typed round trip through `DynamicObject` or the Sveltos
+//! types would drop or reorder fields, and patches must address what the API server sent).
+//! The webhook configurations only send ClusterPromotion writes, so the objects are parsed
+//! straight away rather than scanned once as raw text and parsed again.
 //!
 //! Responses are encoded here rather than by kube-core, which writes `patch` as an array of
 //! numbers; the API (`[]byte`) specifies a base64 string.
@@ -15,7 +15,6 @@ use base64::Engine;
 use kube_core::admission::Operation;
 use kube_core::Status;
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 use serde_json::Value;
 
 pub use promotion_shared::admission::UserInfo;
@@ -37,10 +36,10 @@ pub struct Request<'a> {
     pub name: Option<Cow<'a, str>>,
     pub operation: Operation,
     pub user_info: UserInfo,
-    #[serde(default, borrow)]
-    pub object: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub old_object: Option<&'a RawValue>,
+    #[serde(default)]
+    pub object: Option<Value>,
+    #[serde(default)]
+    pub old_object: Option<Value>,
     #[serde(default)]
     pub dry_run: Option<bool>,
 }
@@ -94,15 +93,6 @@ pub fn decode(body: &[u8]) -> Result<Request<'_>, DecodeError> {
     }
     review.request.ok_or_else(|| {
         DecodeError("request body is not an AdmissionReview: it has no \"request\"".to_string())
-    })
-}
-
-/// The tree of `request.object` or `request.oldObject` (`field`), for a request being judged.
-pub fn parse_object(raw: &RawValue, field: &str) -> Result<Value, DecodeError> {
-    serde_json::from_str(raw.get()).map_err(|e| {
-        DecodeError(format!(
-            "request body is not an AdmissionReview this webhook can read: request.{field}: {e}"
-        ))
     })
 }
 
@@ -214,19 +204,17 @@ mod tests {
     }
 
     #[test]
-    fn raw_objects_survive_decoding_untouched() {
+    fn objects_survive_decoding_untouched() {
         let object = json!({"metadata": {"name": "x", "creationTimestamp": null, "future": [1]}, "spec": {"z": 1, "a": 2}});
         let body = serde_json::to_vec(&review(object.clone())).unwrap();
         let request = decode(&body).unwrap();
         assert!(request.old_object.is_none());
-        let raw = request.object.unwrap();
+        let tree = request.object.unwrap();
+        assert_eq!(tree, object);
         assert_eq!(
-            raw.get(),
+            serde_json::to_string(&tree).unwrap(),
             r#"{"metadata":{"name":"x","creationTimestamp":null,"future":[1]},"spec":{"z":1,"a":2}}"#
         );
-        let tree = parse_object(raw, "object").unwrap();
-        assert_eq!(tree, object);
-        assert_eq!(serde_json::to_string(&tree).unwrap(), raw.get());
     }
 
     #[test]
@@ -265,9 +253,10 @@ mod tests {
     #[test]
     fn objects_too_deep_for_a_tree_are_a_decode_error_not_a_panic() {
         let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
-        let raw: &RawValue = serde_json::from_str(&deep).unwrap();
-        let err = parse_object(raw, "object").unwrap_err();
-        assert!(err.0.contains("request.object"), "{err}");
+        let mut body = serde_json::to_string(&review(json!({}))).unwrap();
+        body = body.replace(r#""object":{}"#, &format!(r#""object":{{"spec":{deep}}}"#));
+        let err = decode(body.as_bytes()).unwrap_err();
+        assert!(err.0.contains("recursion limit"), "{err}");
     }
 
     #[test]

@@ -94,31 +94,45 @@ pub fn warning_lines(text: &str) -> Vec<String> {
     if folded && text.len() <= LIMIT {
         return vec![text.to_string()];
     }
-    let words: Vec<&str> = text.split_whitespace().collect();
-    let total =
-        words.iter().map(|w| w.chars().count()).sum::<usize>() + words.len().saturating_sub(1);
+    let width = |s: &str| {
+        if s.is_ascii() {
+            s.len()
+        } else {
+            s.chars().count()
+        }
+    };
+    let total = text
+        .split_whitespace()
+        .map(|w| width(w) + 1)
+        .sum::<usize>()
+        .saturating_sub(1);
     if total <= LIMIT {
-        return vec![words.join(" ")];
+        return vec![text.split_whitespace().collect::<Vec<_>>().join(" ")];
     }
-    let mut lines = Vec::new();
-    let mut line = String::with_capacity(LIMIT * 4);
+    let mut lines = Vec::with_capacity(total / (LIMIT - 2 * MARK) + 1);
+    let mut line = String::with_capacity(LIMIT + 8);
     // Characters in `line`, and whether it holds nothing but the continuation marker.
-    let (mut width, mut fresh) = (0usize, true);
-    for word in words {
-        for piece in split_long_word(word, LIMIT - 2 * MARK) {
-            let piece_width = piece.chars().count();
+    let (mut width_so_far, mut fresh) = (0usize, true);
+    for word in text.split_whitespace() {
+        let mut rest = word;
+        while !rest.is_empty() {
+            let (piece, tail) = split_at_chars(rest, LIMIT - 2 * MARK);
+            rest = tail;
+            let piece_width = width(piece);
             let separator = usize::from(!fresh);
-            if !line.is_empty() && width + separator + piece_width + MARK > LIMIT {
+            if !line.is_empty() && width_so_far + separator + piece_width + MARK > LIMIT {
                 line.push_str(MORE);
-                lines.push(std::mem::replace(&mut line, CONTINUED.to_string()));
-                (width, fresh) = (MARK, true);
+                let mut next = String::with_capacity(LIMIT + 8);
+                next.push_str(CONTINUED);
+                lines.push(std::mem::replace(&mut line, next));
+                (width_so_far, fresh) = (MARK, true);
             }
             if !fresh {
                 line.push(' ');
-                width += 1;
+                width_so_far += 1;
             }
             line.push_str(piece);
-            width += piece_width;
+            width_so_far += piece_width;
             fresh = false;
         }
     }
@@ -128,17 +142,13 @@ pub fn warning_lines(text: &str) -> Vec<String> {
     lines
 }
 
-/// A word longer than `max` characters, in pieces of at most `max`.
-fn split_long_word(word: &str, max: usize) -> Vec<&str> {
-    let mut pieces = Vec::new();
-    let mut rest = word;
-    while !rest.is_empty() {
-        let end = rest.char_indices().nth(max).map_or(rest.len(), |(i, _)| i);
-        let (piece, tail) = rest.split_at(end);
-        pieces.push(piece);
-        rest = tail;
+/// `word` cut after at most `max` characters.
+fn split_at_chars(word: &str, max: usize) -> (&str, &str) {
+    if word.len() <= max {
+        return (word, "");
     }
-    pieces
+    let end = word.char_indices().nth(max).map_or(word.len(), |(i, _)| i);
+    word.split_at(end)
 }
 
 #[cfg(test)]

@@ -57,17 +57,17 @@ pub struct Evaluator {
     policy: GovernancePolicy,
 }
 
-/// The objects of a write this webhook judges, as trees.
-struct Objects {
-    old: Option<Value>,
-    new: Value,
+/// The objects of a write this webhook judges.
+struct Objects<'a> {
+    old: Option<&'a Value>,
+    new: &'a Value,
 }
 
-enum Scope {
+enum Scope<'a> {
     /// Not a write this webhook judges (other resource, subresource, DELETE/CONNECT, or an
     /// object being deleted, whose finalizer removal must never be blocked).
     Pass,
-    Judge(Objects),
+    Judge(Objects<'a>),
     /// A CREATE/UPDATE without the object(s) the protocol requires.
     Malformed(String),
 }
@@ -87,7 +87,7 @@ impl Evaluator {
     ) -> Result<Review, DecodeError> {
         let request = wire::decode(body)?;
         let now = now.trunc_subsecs(0);
-        let scope = scope(&request)?;
+        let scope = scope(&request);
         let name = object_name(&request, &scope);
         let answer = match (scope, endpoint) {
             (Scope::Pass, _) => Answer::allow(&request.uid),
@@ -122,11 +122,11 @@ impl Evaluator {
     fn validate(
         &self,
         request: &Request,
-        objects: &Objects,
+        objects: &Objects<'_>,
         name: &str,
         now: DateTime<Utc>,
     ) -> Answer {
-        let (old, new) = (objects.old.as_ref(), &objects.new);
+        let (old, new) = (objects.old, objects.new);
         let user = &request.user_info;
         let findings = match old {
             None => validation::validate(new),
@@ -170,11 +170,11 @@ impl Evaluator {
     fn mutate(
         &self,
         request: &Request,
-        objects: &Objects,
+        objects: &Objects<'_>,
         name: &str,
         now: DateTime<Utc>,
     ) -> Answer {
-        let (old, new) = (objects.old.as_ref(), &objects.new);
+        let (old, new) = (objects.old, objects.new);
         let user = &request.user_info;
         let answer = Answer::allow(&request.uid);
         // Refuse forged audit records here already: the mutation would otherwise build on them.
@@ -206,8 +206,7 @@ impl Evaluator {
     }
 }
 
-/// Which objects the request carries, parsed only when this webhook judges it.
-fn scope(request: &Request) -> Result<Scope, DecodeError> {
+fn scope<'a>(request: &'a Request) -> Scope<'a> {
     let resource = &request.resource;
     let ours =
         resource.group == GROUP && resource.resource == PLURAL && resource.version == VERSION;
@@ -217,35 +216,29 @@ fn scope(request: &Request) -> Result<Scope, DecodeError> {
             .as_deref()
             .is_some_and(|s| !s.is_empty())
     {
-        return Ok(Scope::Pass);
+        return Scope::Pass;
     }
     let operation = wire::operation_name(&request.operation);
-    let new = match (&request.operation, request.object) {
+    let new = match (&request.operation, &request.object) {
         (Operation::Create | Operation::Update, Some(object)) => object,
         (Operation::Create | Operation::Update, None) => {
-            return Ok(Scope::Malformed(format!(
+            return Scope::Malformed(format!(
                 "request.object is missing from a {operation} request"
-            )))
+            ))
         }
-        _ => return Ok(Scope::Pass),
+        _ => return Scope::Pass,
     };
-    let old = match (&request.operation, request.old_object) {
+    let old = match (&request.operation, &request.old_object) {
         (Operation::Update, Some(old)) => Some(old),
         (Operation::Update, None) => {
-            return Ok(Scope::Malformed(
-                "request.oldObject is missing from an UPDATE request".into(),
-            ))
+            return Scope::Malformed("request.oldObject is missing from an UPDATE request".into())
         }
         _ => None,
     };
-    let new = wire::parse_object(new, "object")?;
-    if is_deleting(&new) {
-        return Ok(Scope::Pass);
+    if is_deleting(new) {
+        return Scope::Pass;
     }
-    let old = old
-        .map(|old| wire::parse_object(old, "oldObject"))
-        .transpose()?;
-    Ok(Scope::Judge(Objects { old, new }))
+    Scope::Judge(Objects { old, new })
 }
 
 /// The object's name for messages and logs: from the object being judged, else the request.
