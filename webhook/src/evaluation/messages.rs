@@ -87,11 +87,13 @@ pub fn warning_lines(text: &str) -> Vec<String> {
     // Both markers are two characters wide.
     const MARK: usize = 2;
     // Most warnings are short single lines: answer those without splitting into words.
-    let folded = !text.contains(|c: char| c.is_whitespace() && c != ' ')
-        && !text.contains("  ")
-        && !text.starts_with(' ')
-        && !text.ends_with(' ');
-    if folded && text.len() <= LIMIT {
+    let folded = || {
+        !text.contains(|c: char| c.is_whitespace() && c != ' ')
+            && !text.contains("  ")
+            && !text.starts_with(' ')
+            && !text.ends_with(' ')
+    };
+    if text.len() <= LIMIT && folded() {
         return vec![text.to_string()];
     }
     let width = |s: &str| {
@@ -101,19 +103,26 @@ pub fn warning_lines(text: &str) -> Vec<String> {
             s.chars().count()
         }
     };
-    let total = text
-        .split_whitespace()
+    // Unicode whitespace needs decoding every character; most messages are ASCII.
+    // (U+000B is whitespace to Rust but not to `split_ascii_whitespace`.)
+    let words: Vec<&str> = if text.is_ascii() && !text.contains('\u{b}') {
+        text.split_ascii_whitespace().collect()
+    } else {
+        text.split_whitespace().collect()
+    };
+    let total = words
+        .iter()
         .map(|w| width(w) + 1)
         .sum::<usize>()
         .saturating_sub(1);
     if total <= LIMIT {
-        return vec![text.split_whitespace().collect::<Vec<_>>().join(" ")];
+        return vec![words.join(" ")];
     }
     let mut lines = Vec::with_capacity(total / (LIMIT - 2 * MARK) + 1);
     let mut line = String::with_capacity(LIMIT + 8);
     // Characters in `line`, and whether it holds nothing but the continuation marker.
     let (mut width_so_far, mut fresh) = (0usize, true);
-    for word in text.split_whitespace() {
+    for word in words {
         let mut rest = word;
         while !rest.is_empty() {
             let (piece, tail) = split_at_chars(rest, LIMIT - 2 * MARK);
@@ -199,6 +208,7 @@ mod tests {
         assert_eq!(warning_lines("a\n  b"), ["a b"]);
         assert_eq!(warning_lines("a  b "), ["a b"]);
         assert_eq!(warning_lines("\ta\u{a0}b"), ["a b"]);
+        assert_eq!(warning_lines("a\u{b}b"), ["a b"]);
         assert_eq!(
             warning_lines("spec.x: fine as it is"),
             ["spec.x: fine as it is"]
