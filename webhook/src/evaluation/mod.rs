@@ -176,7 +176,7 @@ impl Evaluator {
     ) -> Answer {
         let (old, new) = (objects.old, objects.new);
         let user = &request.user_info;
-        let answer = Answer::allow(&request.uid);
+        let mut answer = Answer::allow(&request.uid);
         // Refuse forged audit records here already: the mutation would otherwise build on them.
         let forged = check_audit_integrity(old, new, user, now);
         if !forged.is_empty() {
@@ -184,7 +184,6 @@ impl Evaluator {
             return answer.deny(denial(Denial::Forbidden, name, &problems));
         }
         let plan = plan_mutation(old, new, user, now);
-        let mut answer = answer;
         for warning in &plan.warnings {
             answer.warnings.extend(warning_lines(warning));
         }
