@@ -14,10 +14,9 @@ use std::borrow::Cow;
 use base64::Engine;
 use kube_core::admission::Operation;
 use kube_core::Status;
+use promotion_shared::admission::UserInfo;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-pub use promotion_shared::admission::UserInfo;
 
 pub const API_VERSION: &str = "admission.k8s.io/v1";
 pub const KIND: &str = "AdmissionReview";
