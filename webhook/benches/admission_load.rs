@@ -6,13 +6,16 @@
 //!   (health checks with Lua scripts, one warning in the answer).
 //! - Floor: bare axum-server + rustls (same certificate, same TLS settings, its own process, same
 //!   runtime) that reads the body and answers a fixed `allowed: true`.
+//! - Parse-only reference: the floor plus building the body's JSON tree (`serde_json::Value`, what
+//!   the validation engine reads) before answering; it shows how much of the floor's throughput
+//!   any webhook that reads the object can keep.
 //! - Clients: 1 and 16 HTTP/1.1 keep-alive connections, each sending requests back to back;
 //!   client, webhook and floor share this machine's cores, so only ratios are meaningful.
 //! - Memory: VmRSS of the webhook process idle (after start) and the peak sampled under load.
 //!
-//! - Rounds: floor and webhook runs alternate, 3 rounds; figures are medians over rounds.
+//! - Rounds: floor, reference and webhook runs alternate, 3 rounds; figures are medians over rounds.
 //!
-//! Run: `cargo bench -p promotion-webhook --bench admission_load` (about a minute).
+//! Run: `cargo bench -p promotion-webhook --bench admission_load` (about 80 seconds).
 //! `ADMISSION_LOAD_SECONDS` changes the measuring time per run (default 4),
 //! `ADMISSION_LOAD_ROUNDS` the number of rounds (default 3).
 
@@ -36,6 +39,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const WEBHOOK: &str = env!("CARGO_BIN_EXE_promotion-webhook");
 const FLOOR_ENV: &str = "ADMISSION_LOAD_FLOOR_SERVER";
+/// Set for the reference servers that also parse each body: `tree` or `borrowed`.
+const PARSE_ENV: &str = "ADMISSION_LOAD_FLOOR_PARSES";
 const FLOOR_ANSWER: &str = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"fixed","allowed":true}}"#;
 
 fn main() {
@@ -95,9 +100,23 @@ fn floor_server(files: &str) {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         listener.set_nonblocking(true).expect("nonblocking");
         println!("listening {}", listener.local_addr().expect("addr"));
+        let parses = std::env::var(PARSE_ENV).ok();
         let app = axum::Router::new().route(
             "/validate",
-            post(|_body: axum::body::Bytes| async {
+            post(move |body: axum::body::Bytes| async move {
+                // The least a webhook that reads the object does: build a JSON tree of it.
+                match parses.as_deref() {
+                    Some("tree") => {
+                        let tree = serde_json::from_slice::<Value>(&body).expect("JSON body");
+                        std::hint::black_box(tree);
+                    }
+                    Some(_) => {
+                        let tree = serde_json::from_slice::<serde_json_borrow::Value>(&body)
+                            .expect("JSON body");
+                        std::hint::black_box(tree);
+                    }
+                    None => {}
+                }
                 (
                     [(axum::http::header::CONTENT_TYPE, "application/json")],
                     FLOOR_ANSWER,
@@ -187,14 +206,19 @@ fn start_webhook(dir: &Path) -> Target {
     }
 }
 
-fn start_floor(dir: &Path) -> Target {
+/// The floor, or with `parses` a parse-only reference server (`tree` or `borrowed`).
+fn start_floor(dir: &Path, parses: Option<&'static str>) -> Target {
     let files = format!(
         "{}\n{}",
         dir.join("tls.crt").display(),
         dir.join("tls.key").display()
     );
-    let mut child = Command::new(std::env::current_exe().expect("own path"))
-        .env(FLOOR_ENV, files)
+    let mut command = Command::new(std::env::current_exe().expect("own path"));
+    command.env(FLOOR_ENV, files);
+    if let Some(tree) = parses {
+        command.env(PARSE_ENV, tree);
+    }
+    let mut child = command
         .stdout(Stdio::piped())
         .spawn()
         .expect("start floor server");
@@ -210,7 +234,7 @@ fn start_floor(dir: &Path) -> Target {
         .parse()
         .expect("address");
     Target {
-        name: "floor",
+        name: parses.unwrap_or("floor"),
         child,
         addr,
     }
@@ -414,7 +438,9 @@ async fn bench(duration: Duration, rounds: usize) {
     let (body, object) = request_body();
 
     let webhook = start_webhook(dir.path());
-    let floor = start_floor(dir.path());
+    let floor = start_floor(dir.path(), None);
+    let tree = start_floor(dir.path(), Some("tree"));
+    let borrowed = start_floor(dir.path(), Some("borrowed"));
     tokio::time::sleep(Duration::from_millis(500)).await;
     let idle_webhook = rss_kib(webhook.child.id());
     let idle_floor = rss_kib(floor.child.id());
@@ -430,7 +456,7 @@ async fn bench(duration: Duration, rounds: usize) {
         "in-process /validate: {total:.1} µs/request (decoding {decode:.1} µs, validation engine {engine:.1} µs)"
     );
     // Warm both up (TLS session setup, allocator, lazy statics).
-    for target in [&floor, &webhook] {
+    for target in [&floor, &tree, &borrowed, &webhook] {
         run(target, &ca, &body, 4, Duration::from_millis(500)).await;
     }
     // Other tenants of this machine come and go: floor and webhook runs alternate, several
@@ -443,11 +469,15 @@ async fn bench(duration: Duration, rounds: usize) {
     let mut load_rss = 0;
     let mut summaries = Vec::new();
     for connections in [1, 16] {
-        let mut ratios = Vec::new();
+        let (mut ratios, mut tree_ratios, mut borrowed_ratios) =
+            (Vec::new(), Vec::new(), Vec::new());
         for round in 1..=rounds {
             let f = run(&floor, &ca, &body, connections, duration).await;
+            let t = run(&tree, &ca, &body, connections, duration).await;
+            let b = run(&borrowed, &ca, &body, connections, duration).await;
             let w = run(&webhook, &ca, &body, connections, duration).await;
-            for (name, r) in [(floor.name, &f), (webhook.name, &w)] {
+            let all = [(floor.name, &f), (tree.name, &t), (borrowed.name, &b)];
+            for (name, r) in all.into_iter().chain([(webhook.name, &w)]) {
                 println!(
                     "{:<8} {:>5} {:>6} {:>10.0} {:>10.0} {:>10.0} {:>12.1} {:>8} {:>6.1} MiB",
                     name,
@@ -462,14 +492,18 @@ async fn bench(duration: Duration, rounds: usize) {
                 );
             }
             load_rss = load_rss.max(w.peak_rss_kib);
-            ratios.push(Ratios {
-                throughput: w.throughput() / f.throughput(),
-                p99: w.percentile(0.99) / f.percentile(0.99),
-                p50: w.percentile(0.50) / f.percentile(0.50),
-                cpu: w.cpu_per_request() / f.cpu_per_request(),
-            });
+            ratios.push(Ratios::of(&w, &f));
+            tree_ratios.push(Ratios::of(&t, &f));
+            borrowed_ratios.push(Ratios::of(&b, &f));
         }
-        summaries.push((connections, Ratios::median(&ratios)));
+        summaries.push((
+            connections,
+            Ratios::median(&ratios),
+            [
+                Ratios::median(&tree_ratios),
+                Ratios::median(&borrowed_ratios),
+            ],
+        ));
     }
     println!();
     println!(
@@ -479,11 +513,24 @@ async fn bench(duration: Duration, rounds: usize) {
         load_rss as f64 / 1024.0
     );
     println!("median over {rounds} rounds, webhook/floor:");
-    for (connections, r) in summaries {
+    for (connections, r, _) in &summaries {
         println!(
             "  {connections:>2} conn: throughput {:.2}x (target >= 0.70), p99 {:.2}x (target <= 1.50), p50 {:.2}x, server CPU per request {:.2}x",
             r.throughput, r.p99, r.p50, r.cpu
         );
+    }
+    // What the floor leaves for admission work: servers that only build the request's JSON
+    // tree and answer a constant, with the tree the engine reads (serde_json::Value) and with a
+    // borrowed one (serde_json_borrow::Value: strings and keys point into the body).
+    for (index, label) in ["tree", "borrowed"].into_iter().enumerate() {
+        println!("median over {rounds} rounds, parse-only reference `{label}`/floor:");
+        for (connections, _, references) in &summaries {
+            let p = &references[index];
+            println!(
+                "  {connections:>2} conn: throughput {:.2}x, p99 {:.2}x, p50 {:.2}x, server CPU per request {:.2}x",
+                p.throughput, p.p99, p.p50, p.cpu
+            );
+        }
     }
     println!(
         "idle RSS {:.1} MiB (target < 20 MiB)",
@@ -499,6 +546,15 @@ struct Ratios {
 }
 
 impl Ratios {
+    fn of(target: &RunResult, floor: &RunResult) -> Ratios {
+        Ratios {
+            throughput: target.throughput() / floor.throughput(),
+            p99: target.percentile(0.99) / floor.percentile(0.99),
+            p50: target.percentile(0.50) / floor.percentile(0.50),
+            cpu: target.cpu_per_request() / floor.cpu_per_request(),
+        }
+    }
+
     fn median(all: &[Ratios]) -> Ratios {
         let median = |f: fn(&Ratios) -> f64| {
             let mut values: Vec<f64> = all.iter().map(f).collect();
