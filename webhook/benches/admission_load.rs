@@ -414,6 +414,82 @@ fn request_body() -> (Vec<u8>, Value) {
     (body, object)
 }
 
+/// An UPDATE of the same promotion as `kubectl apply` and the controllers leave it: both objects
+/// carry the last-applied annotation and server-side-apply `managedFields` (a `fieldsV1` map per
+/// manager mirroring the fields it owns), and the old one a status.
+fn update_body(object: &Value) -> Vec<u8> {
+    fn fields_of(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| (format!("f:{k}"), fields_of(v)))
+                    .chain([(".".to_string(), json!({}))])
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Object(
+                items
+                    .iter()
+                    .filter_map(|item| {
+                        let name = item.get("name")?;
+                        Some((format!("k:{}", json!({ "name": name })), fields_of(item)))
+                    })
+                    .collect(),
+            ),
+            _ => json!({}),
+        }
+    }
+    let mut new = object.clone();
+    let applied = serde_json::to_string(object).expect("object");
+    new["metadata"]["annotations"] =
+        json!({ "kubectl.kubernetes.io/last-applied-configuration": applied });
+    new["metadata"]["resourceVersion"] = json!("48213");
+    new["metadata"]["generation"] = json!(3);
+    new["metadata"]["uid"] = json!("6c1f5a52-3f0e-4a51-9d0c-0c2b4f3c9e11");
+    let status = json!({"currentStageName": "staging", "stages": [
+        {"name": "dev", "lastStatusCheckTime": "2026-11-20T10:00:00Z", "lastSuccessfulAppliedTime": "2026-11-20T10:02:00Z"},
+        {"name": "staging", "lastStatusCheckTime": "2026-11-20T10:05:00Z"}]});
+    new["metadata"]["managedFields"] = json!([
+        {"manager": "kubectl-client-side-apply", "operation": "Update", "apiVersion": "config.projectsveltos.io/v1beta1",
+         "time": "2026-11-20T09:58:00Z", "fieldsType": "FieldsV1",
+         "fieldsV1": {"f:metadata": {"f:annotations": {".": {}, "f:kubectl.kubernetes.io/last-applied-configuration": {}}},
+                      "f:spec": fields_of(&object["spec"])}},
+        {"manager": "controller", "operation": "Update", "apiVersion": "config.projectsveltos.io/v1beta1",
+         "time": "2026-11-20T10:05:00Z", "fieldsType": "FieldsV1", "subresource": "status",
+         "fieldsV1": {"f:status": fields_of(&status)}}
+    ]);
+    let mut old = new.clone();
+    old["status"] = status;
+    old["metadata"]["resourceVersion"] = json!("48170");
+    serde_json::to_vec(&json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "bench-update",
+            "kind": {"group": "config.projectsveltos.io", "version": "v1beta1", "kind": "ClusterPromotion"},
+            "resource": {"group": "config.projectsveltos.io", "version": "v1beta1", "resource": "clusterpromotions"},
+            "name": "cert-manager-rollout-auto",
+            "operation": "UPDATE",
+            "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+            "object": new,
+            "oldObject": old,
+            "dryRun": false
+        }
+    }))
+    .expect("body")
+}
+
+/// Decoding the review against building a serde_json tree of all of it: how much skipping
+/// `managedFields` saves on a body that has them and costs on one that has none.
+fn decoding_against_full_tree(body: &[u8]) -> (f64, f64) {
+    let decode = time_micros(2_000, || {
+        std::hint::black_box(promotion_webhook::api::wire::decode(body).expect("decodes"));
+    });
+    let full = time_micros(2_000, || {
+        std::hint::black_box(serde_json::from_slice::<Value>(body).expect("JSON"));
+    });
+    (decode, full)
+}
+
 fn in_process_on_validation_stack(body: &[u8], object: &Value) -> (f64, f64, f64) {
     // On a thread with the stack the server's workers get, as the engine expects.
     let (body, object) = (body.to_vec(), object.clone());
@@ -455,6 +531,15 @@ async fn bench(duration: Duration, rounds: usize) {
     println!(
         "in-process /validate: {total:.1} µs/request (decoding {decode:.1} µs, validation engine {engine:.1} µs)"
     );
+    let update = update_body(&object);
+    for (label, bytes) in [("CREATE", &body), ("UPDATE with managedFields", &update)] {
+        let (decode, full) = decoding_against_full_tree(bytes);
+        println!(
+            "in-process decoding, {label} ({} bytes): {decode:.1} µs; a serde_json tree of the whole body: {full:.1} µs ({:.2}x)",
+            bytes.len(),
+            decode / full
+        );
+    }
     // Warm both up (TLS session setup, allocator, lazy statics).
     for target in [&floor, &tree, &borrowed, &webhook] {
         run(target, &ca, &body, 4, Duration::from_millis(500)).await;

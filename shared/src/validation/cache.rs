@@ -13,7 +13,7 @@ const MAX_TEXT_BYTES: usize = 8 * 1024;
 /// Total text kept; the memo starts over when it is full.
 const BUDGET_BYTES: usize = 4 * 1024 * 1024;
 
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Language {
     Lua,
     Cel,
@@ -29,8 +29,19 @@ struct Verdict {
 
 #[derive(Default)]
 struct Memo {
-    entries: HashMap<(Language, String), Vec<Verdict>>,
+    /// One map per language, so that a lookup borrows the text instead of building a key.
+    lua: HashMap<String, Vec<Verdict>>,
+    cel: HashMap<String, Vec<Verdict>>,
     bytes: usize,
+}
+
+impl Memo {
+    fn entries(&mut self, language: Language) -> &mut HashMap<String, Vec<Verdict>> {
+        match language {
+            Language::Lua => &mut self.lua,
+            Language::Cel => &mut self.cel,
+        }
+    }
 }
 
 fn memo() -> &'static Mutex<Memo> {
@@ -48,11 +59,10 @@ pub fn judged(
 ) {
     let cacheable = text.len() <= MAX_TEXT_BYTES;
     if cacheable {
-        let key = (language, text.to_string());
         if let Some(verdicts) = memo()
             .lock()
             .ok()
-            .and_then(|m| m.entries.get(&key).cloned())
+            .and_then(|mut m| m.entries(language).get(text).cloned())
         {
             out.extend(verdicts.into_iter().map(|v| Finding {
                 severity: v.severity,
@@ -80,11 +90,12 @@ pub fn judged(
         .collect();
     if let Ok(mut m) = memo().lock() {
         if m.bytes + text.len() > BUDGET_BYTES {
-            m.entries.clear();
+            m.lua.clear();
+            m.cel.clear();
             m.bytes = 0;
         }
         m.bytes += text.len();
-        m.entries.insert((language, text.to_string()), verdicts);
+        m.entries(language).insert(text.to_string(), verdicts);
     }
 }
 

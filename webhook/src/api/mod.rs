@@ -3,6 +3,7 @@
 pub mod body;
 pub mod error;
 pub mod probes;
+mod tree;
 pub mod wire;
 
 use std::any::Any;
@@ -124,10 +125,12 @@ async fn admit(state: AppState, endpoint: Endpoint, request: Request) -> Respons
                 .record(endpoint, summary.operation, summary.verdict(), elapsed);
             tracing::info!(
                 endpoint = endpoint.as_str(),
-                uid = %summary.uid,
+                // As &str, not `%` (Display): recorded directly instead of formatted into a
+                // temporary String first.
+                uid = summary.uid.as_str(),
                 operation = summary.operation,
-                name = %summary.name,
-                user = %summary.user,
+                name = summary.name.as_str(),
+                user = summary.user.as_str(),
                 allowed = summary.allowed,
                 code = summary.code,
                 patched = summary.patched,

@@ -1,8 +1,9 @@
 //! AdmissionReview on the wire.
 //!
 //! A request is decoded in one pass, borrowing the envelope's strings from the body; the objects
-//! become JSON trees exactly as sent (a typed round trip through `DynamicObject` or the Sveltos
-//! types would drop or reorder fields, and patches must address what the API server sent).
+//! become JSON trees as sent, in order, less `metadata.managedFields` (see [`super::tree`]). A typed
+//! round trip through `DynamicObject` or the Sveltos types would drop or reorder fields, and
+//! patches must address what the API server sent.
 //! The webhook configurations only send ClusterPromotion writes, so the objects are parsed
 //! straight away rather than scanned once as raw text and parsed again.
 //!
@@ -35,9 +36,9 @@ pub struct Request<'a> {
     pub name: Option<Cow<'a, str>>,
     pub operation: Operation,
     pub user_info: UserInfo,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::tree::optional_object")]
     pub object: Option<Value>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::tree::optional_object")]
     pub old_object: Option<Value>,
     #[serde(default)]
     pub dry_run: Option<bool>,
