@@ -9,4 +9,5 @@ pub mod patch;
 pub mod pipeline;
 pub mod selector;
 pub mod source;
+pub mod tree;
 pub mod validation;

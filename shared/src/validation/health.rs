@@ -1,6 +1,6 @@
 //! `ValidateHealth` checks wherever they appear, and the rest of `profileSpec`.
 
-use serde_json::{Map, Value};
+use crate::tree::{field, Object, Tree};
 
 use super::cache::{self, Language};
 use super::{
@@ -24,11 +24,11 @@ pub struct Features {
 }
 
 impl Features {
-    pub fn of(profile: Option<&Map<String, Value>>) -> Self {
+    pub fn of(profile: Option<&Object>) -> Self {
         let non_empty = |key: &str| {
             profile
                 .and_then(|p| p.get(key))
-                .and_then(Value::as_array)
+                .and_then(Tree::as_array)
                 .is_some_and(|l| !l.is_empty())
         };
         Features {
@@ -50,7 +50,7 @@ impl Features {
 }
 
 pub fn check_profile(
-    profile: &Map<String, Value>,
+    profile: &Object,
     path: &FieldPath,
     features: &Features,
     out: &mut Vec<Finding>,
@@ -71,10 +71,10 @@ pub fn check_profile(
 }
 
 /// `^((100|[0-9]{1,2})%|[0-9]+)$` for strings; a non-negative integer otherwise.
-fn check_max_update(v: &Value, path: &FieldPath, out: &mut Vec<Finding>) {
+fn check_max_update(v: &Tree, path: &FieldPath, out: &mut Vec<Finding>) {
     let ok = match v {
-        Value::Number(n) => n.as_u64().is_some(),
-        Value::String(s) => match s.strip_suffix('%') {
+        Tree::Number(n) => n.as_u64().is_some(),
+        Tree::Str(s) => match s.strip_suffix('%') {
             Some(pct) => {
                 pct == "100"
                     || (!pct.is_empty()
@@ -99,7 +99,7 @@ fn check_max_update(v: &Value, path: &FieldPath, out: &mut Vec<Finding>) {
 }
 
 /// `PolicyRef` lists (also `preHealthCheckDeployment`): the `remoteURL.interval` duration.
-pub fn check_policy_refs(v: &Value, path: &FieldPath, out: &mut Vec<Finding>) {
+pub fn check_policy_refs(v: &Tree, path: &FieldPath, out: &mut Vec<Finding>) {
     let Some(list) = expect_array(v, path, out) else {
         return;
     };
@@ -108,13 +108,13 @@ pub fn check_policy_refs(v: &Value, path: &FieldPath, out: &mut Vec<Finding>) {
         let Some(obj) = expect_object(item, &item_path, out) else {
             continue;
         };
-        if let Some(interval) = obj.get("remoteURL").and_then(|r| r.get("interval")) {
+        if let Some(interval) = obj.get("remoteURL").and_then(|r| field(r, "interval")) {
             check_duration(interval, &item_path.key("remoteURL").key("interval"), out);
         }
     }
 }
 
-pub fn check_health_list(v: &Value, path: &FieldPath, features: &Features, out: &mut Vec<Finding>) {
+pub fn check_health_list(v: &Tree, path: &FieldPath, features: &Features, out: &mut Vec<Finding>) {
     let Some(list) = expect_array(v, path, out) else {
         return;
     };
@@ -126,12 +126,7 @@ pub fn check_health_list(v: &Value, path: &FieldPath, features: &Features, out: 
     }
 }
 
-fn check_health(
-    check: &Map<String, Value>,
-    path: &FieldPath,
-    features: &Features,
-    out: &mut Vec<Finding>,
-) {
+fn check_health(check: &Object, path: &FieldPath, features: &Features, out: &mut Vec<Finding>) {
     match check.get("name") {
         Some(v) => {
             if expect_str(v, &path.key("name"), out).is_some_and(str::is_empty) {
@@ -186,7 +181,7 @@ fn check_health(
                 "jobCheck cannot be set together with script or evaluateCEL",
             ));
         }
-        if let Some(timeout) = job.get("timeout") {
+        if let Some(timeout) = field(job, "timeout") {
             check_duration(timeout, &path.key("jobCheck").key("timeout"), out);
         }
     }
@@ -224,7 +219,7 @@ fn check_health(
     }
     let kind_empty = check
         .get("kind")
-        .and_then(Value::as_str)
+        .and_then(Tree::as_str)
         .is_none_or(str::is_empty);
     if kind_empty && !has_script && !check.contains_key("jobCheck") {
         out.push(Finding::error(

@@ -19,7 +19,7 @@ pub use finding::{Finding, Severity};
 pub use path::{lookup, segments, FieldPath, Segment};
 pub use schedule::{parse_cron_standard, parse_go_duration, parse_std_duration};
 
-use serde_json::{Map, Value};
+use crate::tree::{tree_of, Object, Tree};
 
 /// Parsers for Lua and CEL recurse; adversarial input must not overflow the caller's stack
 /// (tokio workers have 2 MiB). Inputs are size- and nesting-capped so that the deepest parse
@@ -37,7 +37,12 @@ pub(crate) fn on_parser_stack<R>(f: impl FnOnce() -> R) -> R {
 }
 
 /// Validate a ClusterPromotion object (as JSON). Never panics, whatever the input.
-pub fn validate(object: &Value) -> Vec<Finding> {
+pub fn validate(object: &serde_json::Value) -> Vec<Finding> {
+    validate_tree(&tree_of(object))
+}
+
+/// [`validate`] on a parsed tree (what the webhook holds).
+pub fn validate_tree(object: &Tree) -> Vec<Finding> {
     let run = || {
         std::panic::catch_unwind(|| {
             let mut out = Vec::new();
@@ -58,8 +63,13 @@ pub fn validate(object: &Value) -> Vec<Finding> {
 /// Validate an UPDATE: like [`validate`], but a Lua script or CEL rule that is byte-for-byte the
 /// same as in `old` is reported as a warning instead of an error (ratcheting, as Kubernetes does
 /// for CRD schema changes), so a stored object can still be updated — and its finalizer removed.
-pub fn validate_update(old: &Value, new: &Value) -> Vec<Finding> {
-    let mut findings = validate(new);
+pub fn validate_update(old: &serde_json::Value, new: &serde_json::Value) -> Vec<Finding> {
+    validate_update_tree(&tree_of(old), &tree_of(new))
+}
+
+/// [`validate_update`] on parsed trees.
+pub fn validate_update_tree(old: &Tree, new: &Tree) -> Vec<Finding> {
+    let mut findings = validate_tree(new);
     for f in &mut findings {
         let ratchets = f.code.starts_with("lua-") || f.code.starts_with("cel-");
         if f.is_error() && ratchets {
@@ -81,7 +91,7 @@ pub fn has_errors(findings: &[Finding]) -> bool {
     findings.iter().any(Finding::is_error)
 }
 
-fn check_object(object: &Value, out: &mut Vec<Finding>) {
+fn check_object(object: &Tree, out: &mut Vec<Finding>) {
     let Some(root) = object.as_object() else {
         out.push(Finding::error(
             "wrong-type",
@@ -108,16 +118,16 @@ fn check_object(object: &Value, out: &mut Vec<Finding>) {
     if let Some(profile) = profile {
         health::check_profile(profile, &profile_path, &features, out);
     }
-    stages::check_stages(spec, &spec_path, name.as_deref(), &features, out);
+    stages::check_stages(spec, &spec_path, name, &features, out);
 }
 
 /// Returns the promotion's name when it has one.
-fn check_metadata(root: &Map<String, Value>, out: &mut Vec<Finding>) -> Option<String> {
+fn check_metadata<'a>(root: &'a Object, out: &mut Vec<Finding>) -> Option<&'a str> {
     let meta_path = FieldPath::root("metadata");
     let meta = expect_object(root.get("metadata")?, &meta_path, out)?;
     let name_path = meta_path.key("name");
     match meta.get("name") {
-        Some(Value::String(name)) => {
+        Some(Tree::Str(name)) => {
             if let Err(e) = names::dns1123_subdomain(name) {
                 out.push(Finding::error(
                     "name-invalid",
@@ -125,7 +135,7 @@ fn check_metadata(root: &Map<String, Value>, out: &mut Vec<Finding>) -> Option<S
                     format!("name {name:?} {e}"),
                 ));
             }
-            Some(name.clone())
+            Some(name)
         }
         Some(_) => {
             out.push(Finding::error("wrong-type", &name_path, "must be a string"));
@@ -143,13 +153,13 @@ fn check_metadata(root: &Map<String, Value>, out: &mut Vec<Finding>) -> Option<S
     }
 }
 
-pub(crate) fn expect_object<'a>(
-    value: &'a Value,
+pub(crate) fn expect_object<'a, 'ctx>(
+    value: &'a Tree<'ctx>,
     path: &FieldPath,
     out: &mut Vec<Finding>,
-) -> Option<&'a Map<String, Value>> {
+) -> Option<&'a Object<'ctx>> {
     match value {
-        Value::Object(map) => Some(map),
+        Tree::Object(map) => Some(map),
         other => {
             out.push(Finding::error(
                 "wrong-type",
@@ -161,13 +171,13 @@ pub(crate) fn expect_object<'a>(
     }
 }
 
-pub(crate) fn expect_array<'a>(
-    value: &'a Value,
+pub(crate) fn expect_array<'a, 'ctx>(
+    value: &'a Tree<'ctx>,
     path: &FieldPath,
     out: &mut Vec<Finding>,
-) -> Option<&'a Vec<Value>> {
+) -> Option<&'a [Tree<'ctx>]> {
     match value {
-        Value::Array(list) => Some(list),
+        Tree::Array(list) => Some(list),
         other => {
             out.push(Finding::error(
                 "wrong-type",
@@ -180,12 +190,12 @@ pub(crate) fn expect_array<'a>(
 }
 
 pub(crate) fn expect_str<'a>(
-    value: &'a Value,
+    value: &'a Tree,
     path: &FieldPath,
     out: &mut Vec<Finding>,
 ) -> Option<&'a str> {
     match value {
-        Value::String(s) => Some(s),
+        Tree::Str(s) => Some(s),
         other => {
             out.push(Finding::error(
                 "wrong-type",
@@ -197,20 +207,11 @@ pub(crate) fn expect_str<'a>(
     }
 }
 
-pub(crate) fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
-}
+pub(crate) use crate::tree::type_name;
 
 /// Go-duration fields: syntax error → error; negative → error (a negative soak makes no sense
 /// and Sveltos would treat it as already elapsed).
-pub(crate) fn check_duration(value: &Value, path: &FieldPath, out: &mut Vec<Finding>) {
+pub(crate) fn check_duration(value: &Tree, path: &FieldPath, out: &mut Vec<Finding>) {
     let Some(s) = expect_str(value, path, out) else {
         return;
     };

@@ -92,12 +92,17 @@ pub enum Segment {
     Index(usize),
 }
 
+use crate::tree::Tree;
+
 /// The value at an API-server field path, if present.
-pub fn lookup<'a>(root: &'a serde_json::Value, path: &str) -> Option<&'a serde_json::Value> {
-    segments(path).iter().try_fold(root, |v, seg| match seg {
-        Segment::Key(k) => v.get(k.as_str()),
-        Segment::Index(i) => v.get(*i),
-    })
+pub fn lookup<'a, 'ctx>(root: &'a Tree<'ctx>, path: &str) -> Option<&'a Tree<'ctx>> {
+    segments(path)
+        .iter()
+        .try_fold(root, |v, seg| match (seg, v) {
+            (Segment::Key(k), _) => crate::tree::field(v, k),
+            (Segment::Index(i), Tree::Array(items)) => items.get(*i),
+            (Segment::Index(_), _) => None,
+        })
 }
 
 #[cfg(test)]

@@ -1,10 +1,10 @@
 //! `clusterSelector`: Kubernetes label-selector rules (apimachinery `ValidateLabelSelector`).
 
-use serde_json::Value;
+use crate::tree::{Object, Tree};
 
 use super::{expect_array, expect_object, expect_str, names, FieldPath, Finding};
 
-pub fn check_selector(value: Option<&Value>, path: &FieldPath, out: &mut Vec<Finding>) {
+pub fn check_selector(value: Option<&Tree>, path: &FieldPath, out: &mut Vec<Finding>) {
     let empty_warning = || {
         Finding::warning(
             "selector-empty",
@@ -25,7 +25,7 @@ pub fn check_selector(value: Option<&Value>, path: &FieldPath, out: &mut Vec<Fin
         let labels_path = path.key("matchLabels");
         if let Some(labels) = expect_object(labels, &labels_path, out) {
             terms += labels.len();
-            for (k, v) in labels {
+            for (k, v) in labels.iter() {
                 let p = labels_path.key(k);
                 if let Err(e) = names::qualified_name(k) {
                     out.push(Finding::error(
@@ -65,7 +65,7 @@ pub fn check_selector(value: Option<&Value>, path: &FieldPath, out: &mut Vec<Fin
     }
 }
 
-fn check_expression(e: &serde_json::Map<String, Value>, path: &FieldPath, out: &mut Vec<Finding>) {
+fn check_expression(e: &Object, path: &FieldPath, out: &mut Vec<Finding>) {
     let key_path = path.key("key");
     match e.get("key") {
         Some(k) => {
@@ -82,8 +82,8 @@ fn check_expression(e: &serde_json::Map<String, Value>, path: &FieldPath, out: &
         None => out.push(Finding::error("required", &key_path, "key is required")),
     }
     let values_path = path.key("values");
-    let values: Vec<&Value> = match e.get("values") {
-        None | Some(Value::Null) => Vec::new(),
+    let values: Vec<&Tree> = match e.get("values") {
+        None | Some(Tree::Null) => Vec::new(),
         Some(v) => expect_array(v, &values_path, out)
             .map(|l| l.iter().collect())
             .unwrap_or_default(),

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use serde_json::{Map, Value};
+use crate::tree::{Object, Tree};
 
 use super::health::{check_health_list, check_policy_refs, Features};
 use super::selector::check_selector;
@@ -12,7 +12,7 @@ use super::{
 };
 
 pub fn check_stages(
-    spec: &Map<String, Value>,
+    spec: &Object,
     spec_path: &FieldPath,
     promotion: Option<&str>,
     features: &Features,
@@ -68,7 +68,7 @@ pub fn check_stages(
 }
 
 fn check_stage_name<'a>(
-    stage: &'a Map<String, Value>,
+    stage: &'a Object,
     stage_path: &FieldPath,
     promotion: Option<&str>,
     out: &mut Vec<Finding>,
@@ -112,7 +112,7 @@ fn check_stage_name<'a>(
 }
 
 fn check_trigger(
-    value: &Value,
+    value: &Tree,
     path: &FieldPath,
     is_last: bool,
     features: &Features,
@@ -159,7 +159,7 @@ fn check_trigger(
             check_common(manual, &p, features, out);
             for flag in ["approved", "automaticReset"] {
                 match manual.get(flag) {
-                    None | Some(Value::Bool(_)) | Some(Value::Null) => {}
+                    None | Some(Tree::Bool(_)) | Some(Tree::Null) => {}
                     Some(other) => out.push(Finding::error(
                         "wrong-type",
                         p.key(flag),
@@ -172,12 +172,7 @@ fn check_trigger(
 }
 
 /// Fields shared by `auto` and `manual`.
-fn check_common(
-    trigger: &Map<String, Value>,
-    path: &FieldPath,
-    features: &Features,
-    out: &mut Vec<Finding>,
-) {
+fn check_common(trigger: &Object, path: &FieldPath, features: &Features, out: &mut Vec<Finding>) {
     if let Some(delay) = trigger.get("delay") {
         check_duration(delay, &path.key("delay"), out);
     }
@@ -189,7 +184,7 @@ fn check_common(
     }
 }
 
-fn check_window(value: &Value, path: &FieldPath, out: &mut Vec<Finding>) {
+fn check_window(value: &Tree, path: &FieldPath, out: &mut Vec<Finding>) {
     let Some(window) = expect_object(value, path, out) else {
         return;
     };
