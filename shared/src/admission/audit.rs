@@ -2,14 +2,13 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, SecondsFormat, Utc};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
 use super::document::annotation;
 use super::{
     groups, username, UserInfo, APPROVALS_ANNOTATION, CLOCK_SKEW_TOLERANCE, SPEC_CHANGE_ANNOTATION,
 };
+use crate::tree::{tree_of, Tree};
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize};
 
 /// Who turned a stage's approval on, when, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,7 +39,13 @@ pub struct AuditParseError {
 
 /// The approval records of an object; empty when the annotation is absent.
 pub fn approval_records(
-    object: &Value,
+    object: &serde_json::Value,
+) -> Result<BTreeMap<String, ApprovalRecord>, AuditParseError> {
+    approval_records_in(&tree_of(object))
+}
+
+pub(crate) fn approval_records_in(
+    object: &Tree,
 ) -> Result<BTreeMap<String, ApprovalRecord>, AuditParseError> {
     match annotation(object, APPROVALS_ANNOTATION) {
         None => Ok(BTreeMap::new()),
@@ -49,7 +54,15 @@ pub fn approval_records(
 }
 
 /// The record of the last `profileSpec` change; `None` when the annotation is absent.
-pub fn spec_change_record(object: &Value) -> Result<Option<SpecChangeRecord>, AuditParseError> {
+pub fn spec_change_record(
+    object: &serde_json::Value,
+) -> Result<Option<SpecChangeRecord>, AuditParseError> {
+    spec_change_record_in(&tree_of(object))
+}
+
+pub(crate) fn spec_change_record_in(
+    object: &Tree,
+) -> Result<Option<SpecChangeRecord>, AuditParseError> {
     annotation(object, SPEC_CHANGE_ANNOTATION)
         .map(|value| parse(SPEC_CHANGE_ANNOTATION, value))
         .transpose()
@@ -57,7 +70,7 @@ pub fn spec_change_record(object: &Value) -> Result<Option<SpecChangeRecord>, Au
 
 fn parse<T: for<'de> Deserialize<'de>>(
     key: &'static str,
-    value: &Value,
+    value: &Tree,
 ) -> Result<T, AuditParseError> {
     let text = value.as_str().ok_or_else(|| AuditParseError {
         key,

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use serde_json::{Map, Value};
+use crate::tree::{field, pointer, same, tree_of, Object, Tree};
 
 /// A stage's manual gate as the admission logic needs it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,27 +18,30 @@ pub(crate) struct Gate<'a> {
     pub resets: bool,
 }
 
-fn stages(object: &Value) -> &[Value] {
-    object
-        .pointer("/spec/stages")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
+fn stages<'a, 'ctx>(object: &'a Tree<'ctx>) -> &'a [Tree<'ctx>] {
+    pointer(object, "/spec/stages")
+        .and_then(Tree::as_array)
         .unwrap_or(&[])
 }
 
+fn name_of<'a>(stage: &'a Tree) -> Option<&'a str> {
+    field(stage, "name")?.as_str()
+}
+
 /// Gates of every stage that has a string name, in spec order.
-pub(crate) fn gates(object: &Value) -> Vec<Gate<'_>> {
+pub(crate) fn gates<'a>(object: &'a Tree) -> Vec<Gate<'a>> {
     stages(object)
         .iter()
         .enumerate()
         .filter_map(|(index, stage)| {
-            let name = stage.get("name")?.as_str()?;
-            let manual = stage.pointer("/trigger/manual");
+            let name = name_of(stage)?;
+            let manual = pointer(stage, "/trigger/manual");
+            let flag = |key| manual.and_then(|m| field(m, key)).and_then(Tree::as_bool);
             Some(Gate {
                 index,
                 name,
-                approved: manual.and_then(|m| m.get("approved")) == Some(&Value::Bool(true)),
-                resets: manual.and_then(|m| m.get("automaticReset")) != Some(&Value::Bool(false)),
+                approved: flag("approved") == Some(true),
+                resets: flag("automaticReset") != Some(false),
             })
         })
         .collect()
@@ -46,7 +49,7 @@ pub(crate) fn gates(object: &Value) -> Vec<Gate<'_>> {
 
 /// Gates by stage name; the first stage of a name wins (the API server rejects duplicates, since
 /// `stages` is a list-map keyed by name).
-pub(crate) fn gates_by_name(object: &Value) -> HashMap<&str, Gate<'_>> {
+pub(crate) fn gates_by_name<'a>(object: &'a Tree) -> HashMap<&'a str, Gate<'a>> {
     let mut by_name = HashMap::new();
     for gate in gates(object) {
         by_name.entry(gate.name).or_insert(gate);
@@ -56,7 +59,7 @@ pub(crate) fn gates_by_name(object: &Value) -> HashMap<&str, Gate<'_>> {
 
 /// Stages whose `approved` is turned on by this request: true in `new`, not true in `old` (every
 /// approved stage on CREATE).
-pub(crate) fn newly_approved<'a>(old: Option<&Value>, new: &'a Value) -> Vec<Gate<'a>> {
+pub(crate) fn newly_approved<'a>(old: Option<&Tree>, new: &'a Tree) -> Vec<Gate<'a>> {
     let before = old.map(gates_by_name).unwrap_or_default();
     gates(new)
         .into_iter()
@@ -65,60 +68,64 @@ pub(crate) fn newly_approved<'a>(old: Option<&Value>, new: &'a Value) -> Vec<Gat
 }
 
 /// Names of the stages whose approval this request turns on.
-pub fn newly_approved_stages(old: Option<&Value>, new: &Value) -> Vec<String> {
-    newly_approved(old, new)
+pub fn newly_approved_stages(
+    old: Option<&serde_json::Value>,
+    new: &serde_json::Value,
+) -> Vec<String> {
+    let old = old.map(tree_of);
+    newly_approved(old.as_ref(), &tree_of(new))
         .into_iter()
         .map(|gate| gate.name.to_string())
         .collect()
 }
 
-fn profile_spec(object: &Value) -> &Value {
-    static EMPTY: Value = Value::Null;
-    match object.pointer("/spec/profileSpec") {
+fn profile_spec<'a, 'ctx>(object: &'a Tree<'ctx>) -> Option<&'a Tree<'ctx>> {
+    match pointer(object, "/spec/profileSpec") {
         // Absent, null and `{}` all mean "no profile fields" to Sveltos (and hash the same).
-        Some(Value::Object(map)) if map.is_empty() => &EMPTY,
-        Some(value) => value,
-        None => &EMPTY,
+        Some(Tree::Object(map)) if map.is_empty() => None,
+        Some(Tree::Null) | None => None,
+        Some(value) => Some(value),
     }
 }
 
 /// `spec.profileSpec` differs as JSON values (key order and formatting do not matter). A change
 /// makes Sveltos restart the pipeline: a new rollout.
-pub fn profile_spec_changed(old: &Value, new: &Value) -> bool {
-    profile_spec(old) != profile_spec(new)
+pub fn profile_spec_changed(old: &serde_json::Value, new: &serde_json::Value) -> bool {
+    profile_spec_changed_tree(&tree_of(old), &tree_of(new))
+}
+
+/// [`profile_spec_changed`] on parsed trees.
+pub fn profile_spec_changed_tree(old: &Tree, new: &Tree) -> bool {
+    match (profile_spec(old), profile_spec(new)) {
+        (None, None) => false,
+        (Some(a), Some(b)) => !same(a, b),
+        _ => true,
+    }
 }
 
 /// For the stage `name` in `object`: the stage after it, if `status.stages` says it is reached.
-pub(crate) fn next_stage_reached<'a>(object: &'a Value, name: &str) -> Option<&'a str> {
+pub(crate) fn next_stage_reached<'a>(object: &'a Tree, name: &str) -> Option<&'a str> {
     let stages = stages(object);
-    let position = stages
-        .iter()
-        .position(|s| s.get("name").and_then(Value::as_str) == Some(name))?;
-    let next = stages.get(position + 1)?.get("name")?.as_str()?;
-    let reached = object
-        .pointer("/status/stages")
-        .and_then(Value::as_array)
-        .is_some_and(|list| {
-            list.iter()
-                .any(|s| s.get("name").and_then(Value::as_str) == Some(next))
-        });
+    let position = stages.iter().position(|s| name_of(s) == Some(name))?;
+    let next = name_of(stages.get(position + 1)?)?;
+    let reached = pointer(object, "/status/stages")
+        .and_then(Tree::as_array)
+        .is_some_and(|list| list.iter().any(|s| name_of(s) == Some(next)));
     reached.then_some(next)
 }
 
-pub(crate) fn annotations(object: &Value) -> Option<&Map<String, Value>> {
-    object.pointer("/metadata/annotations")?.as_object()
+pub(crate) fn annotations<'a, 'ctx>(object: &'a Tree<'ctx>) -> Option<&'a Object<'ctx>> {
+    pointer(object, "/metadata/annotations")?.as_object()
 }
 
-pub(crate) fn annotation<'a>(object: &'a Value, key: &str) -> Option<&'a Value> {
+pub(crate) fn annotation<'a, 'ctx>(object: &'a Tree<'ctx>, key: &str) -> Option<&'a Tree<'ctx>> {
     annotations(object)?.get(key)
 }
 
 /// `metadata.deletionTimestamp` is set: the object is being deleted and only finalizer removal is
 /// left, which admission must never block.
-pub fn is_deleting(object: &Value) -> bool {
-    object
-        .pointer("/metadata/deletionTimestamp")
-        .is_some_and(|v| !v.is_null())
+pub fn is_deleting(object: &Tree) -> bool {
+    pointer(object, "/metadata/deletionTimestamp").is_some_and(|v| !v.is_null())
 }
 
 #[cfg(test)]
@@ -134,7 +141,8 @@ mod tests {
             {"name": 7},
             {"name": "c", "trigger": {"auto": {}}},
         ]}});
-        let gates = gates(&object);
+        let tree = tree_of(&object);
+        let gates = gates(&tree);
         assert_eq!(gates.len(), 3);
         assert!(gates[0].approved && gates[0].resets);
         assert!(!gates[1].approved && !gates[1].resets);
@@ -162,10 +170,11 @@ mod tests {
             "spec": {"stages": [{"name": "dev"}, {"name": "staging"}, {"name": "prod"}]},
             "status": {"stages": [{"name": "dev"}, {"name": "staging"}]}
         });
-        assert_eq!(next_stage_reached(&object, "dev"), Some("staging"));
-        assert_eq!(next_stage_reached(&object, "staging"), None);
-        assert_eq!(next_stage_reached(&object, "prod"), None);
-        assert_eq!(next_stage_reached(&object, "missing"), None);
+        let tree = tree_of(&object);
+        assert_eq!(next_stage_reached(&tree, "dev"), Some("staging"));
+        assert_eq!(next_stage_reached(&tree, "staging"), None);
+        assert_eq!(next_stage_reached(&tree, "prod"), None);
+        assert_eq!(next_stage_reached(&tree, "missing"), None);
     }
 
     #[test]

@@ -5,12 +5,11 @@
 //!   approve that rollout. The changer is the requester when this request changes `profileSpec`
 //!   (or creates the object), otherwise the one recorded in the stored object's audit record.
 
-use serde::Serialize;
-use serde_json::Value;
-
-use super::audit::spec_change_record;
-use super::document::{newly_approved, profile_spec_changed};
+use super::audit::spec_change_record_in;
+use super::document::{newly_approved, profile_spec_changed_tree};
 use super::{approved_path, groups, username, UserInfo, Violation};
+use crate::tree::{tree_of, Tree};
+use serde::Serialize;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GovernancePolicy {
@@ -33,8 +32,19 @@ pub struct GovernanceOutcome {
 
 /// Check every approval that `new` turns on (compared with `old`; `None` on CREATE).
 pub fn check_governance(
-    old: Option<&Value>,
-    new: &Value,
+    old: Option<&serde_json::Value>,
+    new: &serde_json::Value,
+    user: &UserInfo,
+    policy: &GovernancePolicy,
+) -> GovernanceOutcome {
+    let old = old.map(tree_of);
+    check_governance_tree(old.as_ref(), &tree_of(new), user, policy)
+}
+
+/// [`check_governance`] on parsed trees.
+pub fn check_governance_tree(
+    old: Option<&Tree>,
+    new: &Tree,
     user: &UserInfo,
     policy: &GovernancePolicy,
 ) -> GovernanceOutcome {
@@ -68,7 +78,7 @@ pub fn check_governance(
 
     if policy.forbid_self_approval {
         let changer = match old {
-            Some(old) if !profile_spec_changed(old, new) => spec_change_record(old)
+            Some(old) if !profile_spec_changed_tree(old, new) => spec_change_record_in(old)
                 .ok()
                 .flatten()
                 .map(|record| record.user),
@@ -110,7 +120,7 @@ fn group_list(groups: &[String]) -> String {
 mod tests {
     use super::*;
     use crate::admission::SPEC_CHANGE_ANNOTATION;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn user(name: &str, groups: &[&str]) -> UserInfo {
         UserInfo {

@@ -9,23 +9,33 @@
 
 use std::collections::BTreeSet;
 
-use chrono::{DateTime, Utc};
-use serde_json::Value;
-
-use super::audit::{approval_records, spec_change_record};
-use super::document::{annotations, newly_approved, profile_spec_changed};
+use super::audit::{approval_records_in, spec_change_record_in};
+use super::document::{annotations, newly_approved, profile_spec_changed_tree};
 use super::{
     annotation_path, groups, username, UserInfo, Violation, APPROVALS_ANNOTATION, AUDIT_PREFIX,
     SPEC_CHANGE_ANNOTATION,
 };
+use crate::tree::{tree_of, Tree};
+use chrono::{DateTime, Utc};
 
 const FORGED: &str = "audit-forged";
 
 /// Violations for every audit annotation that `new` changes compared with `old` (`None` on
 /// CREATE) in a way the mutation for this `user` at `now` would not.
 pub fn check_audit_integrity(
-    old: Option<&Value>,
-    new: &Value,
+    old: Option<&serde_json::Value>,
+    new: &serde_json::Value,
+    user: &UserInfo,
+    now: DateTime<Utc>,
+) -> Vec<Violation> {
+    let old = old.map(tree_of);
+    check_audit_integrity_tree(old.as_ref(), &tree_of(new), user, now)
+}
+
+/// [`check_audit_integrity`] on parsed trees.
+pub fn check_audit_integrity_tree(
+    old: Option<&Tree>,
+    new: &Tree,
     user: &UserInfo,
     now: DateTime<Utc>,
 ) -> Vec<Violation> {
@@ -36,7 +46,6 @@ pub fn check_audit_integrity(
         .flatten()
         .flat_map(|map| map.keys())
         .filter(|key| key.starts_with(AUDIT_PREFIX))
-        .map(String::as_str)
         .collect();
 
     let mut violations = Vec::new();
@@ -74,14 +83,14 @@ pub fn check_audit_integrity(
 }
 
 fn check_approvals(
-    old: Option<&Value>,
-    new: &Value,
+    old: Option<&Tree>,
+    new: &Tree,
     user: &UserInfo,
     now: DateTime<Utc>,
     path: &str,
     violations: &mut Vec<Violation>,
 ) {
-    let after = match approval_records(new) {
+    let after = match approval_records_in(new) {
         Ok(records) => records,
         Err(e) => {
             violations.push(Violation::new(FORGED, path, e.reason));
@@ -89,7 +98,7 @@ fn check_approvals(
         }
     };
     let before = old
-        .and_then(|old| approval_records(old).ok())
+        .and_then(|old| approval_records_in(old).ok())
         .unwrap_or_default();
     let approving: BTreeSet<&str> = newly_approved(old, new).iter().map(|g| g.name).collect();
 
@@ -134,14 +143,14 @@ fn check_approvals(
 }
 
 fn check_spec_change(
-    old: Option<&Value>,
-    new: &Value,
+    old: Option<&Tree>,
+    new: &Tree,
     user: &UserInfo,
     now: DateTime<Utc>,
     path: &str,
     violations: &mut Vec<Violation>,
 ) {
-    let record = match spec_change_record(new) {
+    let record = match spec_change_record_in(new) {
         Ok(Some(record)) => record,
         Ok(None) => return,
         Err(e) => {
@@ -149,7 +158,7 @@ fn check_spec_change(
             return;
         }
     };
-    let changing = old.is_none_or(|old| profile_spec_changed(old, new));
+    let changing = old.is_none_or(|old| profile_spec_changed_tree(old, new));
     let problem = if !changing {
         "the record of the last spec.profileSpec change was edited, but this request does not \
          change spec.profileSpec; only the promotion webhook writes audit records"
@@ -176,7 +185,7 @@ mod tests {
     use super::*;
     use crate::admission::{plan_mutation, APPROVAL_REASON_ANNOTATION};
     use chrono::TimeZone;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn now() -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap()

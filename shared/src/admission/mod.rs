@@ -2,7 +2,9 @@
 //! (which predicts it, e.g. `diff` shows which approvals the webhook will reset).
 //!
 //! Everything here works on the raw JSON of the request objects, never on a typed round trip, so
-//! that a patch addresses exactly what the client sent. Nothing here does I/O or reads the clock:
+//! that a patch addresses exactly what the client sent. The `_tree` functions take the borrowed
+//! trees the webhook parses requests into ([`crate::tree`]); the others take `serde_json::Value`s
+//! and convert. Nothing here does I/O or reads the clock:
 //! the caller passes `now`, which makes every function deterministic.
 //!
 //! Three concerns live here:
@@ -23,11 +25,15 @@ mod properties;
 pub use audit::{
     approval_records, spec_change_record, ApprovalRecord, AuditParseError, SpecChangeRecord,
 };
-pub use document::{is_deleting, newly_approved_stages, profile_spec_changed};
-pub use governance::{check_governance, GovernanceOutcome, GovernancePolicy};
-pub use integrity::check_audit_integrity;
+pub use document::{
+    is_deleting, newly_approved_stages, profile_spec_changed, profile_spec_changed_tree,
+};
+pub use governance::{
+    check_governance, check_governance_tree, GovernanceOutcome, GovernancePolicy,
+};
+pub use integrity::{check_audit_integrity, check_audit_integrity_tree};
 pub use k8s_openapi::api::authentication::v1::UserInfo;
-pub use mutation::{plan_mutation, ApprovalReset, MutationPlan, ResetCause};
+pub use mutation::{plan_mutation, plan_mutation_tree, ApprovalReset, MutationPlan, ResetCause};
 
 use std::fmt;
 

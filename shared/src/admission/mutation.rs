@@ -19,15 +19,16 @@ use json_patch::{AddOperation, Patch, PatchOperation, RemoveOperation, TestOpera
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::audit::{approval_records, spec_change_record, ApprovalRecord, SpecChangeRecord};
+use super::audit::{approval_records_in, spec_change_record_in, ApprovalRecord, SpecChangeRecord};
 use super::document::{
     annotation, annotations, gates, gates_by_name, is_deleting, newly_approved, next_stage_reached,
-    profile_spec_changed, Gate,
+    profile_spec_changed_tree, Gate,
 };
 use super::{
     UserInfo, APPROVALS_ANNOTATION, APPROVAL_REASON_ANNOTATION, MAX_REASON_CHARS,
     SPEC_CHANGE_ANNOTATION,
 };
+use crate::tree::{field, to_owned_value, tree_of, Tree};
 
 /// Why an approval is removed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -102,11 +103,22 @@ pub fn plan_mutation(
     user: &UserInfo,
     now: DateTime<Utc>,
 ) -> MutationPlan {
+    let old = old.map(tree_of);
+    plan_mutation_tree(old.as_ref(), &tree_of(new), user, now)
+}
+
+/// [`plan_mutation`] on parsed trees.
+pub fn plan_mutation_tree(
+    old: Option<&Tree>,
+    new: &Tree,
+    user: &UserInfo,
+    now: DateTime<Utc>,
+) -> MutationPlan {
     let mut plan = MutationPlan::default();
     if !new.is_object() || is_deleting(new) {
         return plan;
     }
-    let spec_changed = old.is_some_and(|old| profile_spec_changed(old, new));
+    let spec_changed = old.is_some_and(|old| profile_spec_changed_tree(old, new));
     plan.profile_spec_changed = spec_changed;
 
     let mut ops = Vec::new();
@@ -140,7 +152,7 @@ pub fn plan_mutation(
     plan
 }
 
-fn resets(old: &Value, new: &Value, spec_changed: bool) -> Vec<ApprovalReset> {
+fn resets(old: &Tree, new: &Tree, spec_changed: bool) -> Vec<ApprovalReset> {
     let before = gates_by_name(old);
     gates(new)
         .into_iter()
@@ -195,13 +207,13 @@ fn approved_pointer(stage: &[&str; 3]) -> PointerBuf {
 /// The request's approval reason: always removed from the object (it is a request parameter, not
 /// state), returned for the approval records when this request approves something.
 fn take_reason(
-    new: &Value,
+    new: &Tree,
     approving: &[Gate<'_>],
     edits: &mut AnnotationEdits,
     warnings: &mut Vec<String>,
 ) -> Option<String> {
     let raw = annotation(new, APPROVAL_REASON_ANNOTATION)?;
-    edits.remove(APPROVAL_REASON_ANNOTATION, raw.clone());
+    edits.remove(APPROVAL_REASON_ANNOTATION, to_owned_value(raw));
     if approving.is_empty() {
         warnings.push(format!(
             "annotation {APPROVAL_REASON_ANNOTATION} removed: this request approves no stage"
@@ -209,8 +221,8 @@ fn take_reason(
         return None;
     }
     let text = match raw {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
+        Tree::Str(text) => text.to_string(),
+        other => to_owned_value(other).to_string(),
     };
     if text.chars().count() > MAX_REASON_CHARS {
         warnings.push(format!(
@@ -222,8 +234,8 @@ fn take_reason(
 }
 
 fn record_approvals(
-    old: Option<&Value>,
-    new: &Value,
+    old: Option<&Tree>,
+    new: &Tree,
     user: &UserInfo,
     now: DateTime<Utc>,
     approving: &[Gate<'_>],
@@ -234,11 +246,11 @@ fn record_approvals(
         return;
     }
     let before = old
-        .and_then(|old| approval_records(old).ok())
+        .and_then(|old| approval_records_in(old).ok())
         .unwrap_or_default();
     // An unreadable value is replaced; the integrity check decides whether the request may
     // carry it at all.
-    let current = approval_records(new).unwrap_or_default();
+    let current = approval_records_in(new).unwrap_or_default();
     let mut desired: BTreeMap<String, ApprovalRecord> = current.clone();
     for gate in approving {
         let existing = current.get(gate.name);
@@ -259,14 +271,14 @@ fn record_approvals(
 }
 
 fn record_spec_change(
-    old: Option<&Value>,
-    new: &Value,
+    old: Option<&Tree>,
+    new: &Tree,
     user: &UserInfo,
     now: DateTime<Utc>,
     edits: &mut AnnotationEdits,
 ) {
-    let before = old.and_then(|old| spec_change_record(old).ok().flatten());
-    let current = spec_change_record(new).ok().flatten();
+    let before = old.and_then(|old| spec_change_record_in(old).ok().flatten());
+    let current = spec_change_record_in(new).ok().flatten();
     let own = current
         .as_ref()
         .is_some_and(|record| record.matches_request(user, now) && before.as_ref() != Some(record));
@@ -287,11 +299,11 @@ struct AnnotationEdits {
 }
 
 impl AnnotationEdits {
-    fn set_json<T: Serialize>(&mut self, new: &Value, key: &'static str, value: &T) {
+    fn set_json<T: Serialize>(&mut self, new: &Tree, key: &'static str, value: &T) {
         let Ok(text) = serde_json::to_string(value) else {
             return;
         };
-        if annotation(new, key).and_then(Value::as_str) != Some(text.as_str()) {
+        if annotation(new, key).and_then(Tree::as_str) != Some(text.as_str()) {
             self.set.push((key, text));
         }
     }
@@ -300,7 +312,7 @@ impl AnnotationEdits {
         self.remove.push((key, current));
     }
 
-    fn into_ops(self, new: &Value) -> Vec<PatchOperation> {
+    fn into_ops(self, new: &Tree) -> Vec<PatchOperation> {
         let mut ops = Vec::new();
         if annotations(new).is_some() {
             for (key, value) in self.set {
@@ -326,7 +338,7 @@ impl AnnotationEdits {
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), Value::String(v)))
                 .collect();
-            let (path, value) = if new.get("metadata").is_some_and(Value::is_object) {
+            let (path, value) = if field(new, "metadata").is_some_and(Tree::is_object) {
                 (
                     PointerBuf::from_tokens(["metadata", "annotations"]),
                     Value::Object(map),

@@ -1,9 +1,9 @@
 //! AdmissionReview on the wire.
 //!
-//! A request is decoded in one pass, borrowing the envelope's strings from the body; the objects
-//! become JSON trees as sent, in order, less `metadata.managedFields` (see [`super::tree`]). A typed
-//! round trip through `DynamicObject` or the Sveltos types would drop or reorder fields, and
-//! patches must address what the API server sent.
+//! A request is decoded in one pass, borrowing from the body: the envelope's strings, and the
+//! objects as borrowed JSON trees, as sent and in order, less `metadata.managedFields` (see
+//! [`super::tree`]). A typed round trip through `DynamicObject` or the Sveltos types would drop or
+//! reorder fields, and patches must address what the API server sent.
 //! The webhook configurations only send ClusterPromotion writes, so the objects are parsed
 //! straight away rather than scanned once as raw text and parsed again.
 //!
@@ -16,8 +16,8 @@ use base64::Engine;
 use kube_core::admission::Operation;
 use kube_core::Status;
 use promotion_shared::admission::UserInfo;
+use promotion_shared::tree::Tree;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 pub const API_VERSION: &str = "admission.k8s.io/v1";
 pub const KIND: &str = "AdmissionReview";
@@ -36,10 +36,10 @@ pub struct Request<'a> {
     pub name: Option<Cow<'a, str>>,
     pub operation: Operation,
     pub user_info: UserInfo,
-    #[serde(default, deserialize_with = "super::tree::optional_object")]
-    pub object: Option<Value>,
-    #[serde(default, deserialize_with = "super::tree::optional_object")]
-    pub old_object: Option<Value>,
+    #[serde(default, borrow, deserialize_with = "super::tree::optional_object")]
+    pub object: Option<Tree<'a>>,
+    #[serde(default, borrow, deserialize_with = "super::tree::optional_object")]
+    pub old_object: Option<Tree<'a>>,
     #[serde(default)]
     pub dry_run: Option<bool>,
 }
@@ -186,7 +186,8 @@ pub fn encode(answer: &Answer) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use promotion_shared::tree::to_owned_value;
+    use serde_json::{json, Value};
 
     fn review(object: Value) -> Value {
         json!({
@@ -209,7 +210,7 @@ mod tests {
         let body = serde_json::to_vec(&review(object.clone())).unwrap();
         let request = decode(&body).unwrap();
         assert!(request.old_object.is_none());
-        let tree = request.object.unwrap();
+        let tree = to_owned_value(&request.object.unwrap());
         assert_eq!(tree, object);
         assert_eq!(
             serde_json::to_string(&tree).unwrap(),

@@ -10,12 +10,12 @@ use chrono::{DateTime, SubsecRound, Utc};
 use kube_core::admission::Operation;
 use kube_core::Status;
 use promotion_shared::admission::{
-    check_audit_integrity, check_governance, is_deleting, plan_mutation, GovernancePolicy,
-    Violation,
+    check_audit_integrity_tree, check_governance_tree, is_deleting, plan_mutation_tree,
+    GovernancePolicy, Violation,
 };
 use promotion_shared::model::{GROUP, PLURAL, VERSION};
+use promotion_shared::tree::{pointer, Tree};
 use promotion_shared::validation::{self, Finding};
-use serde_json::Value;
 
 use crate::api::wire::{self, Answer, DecodeError, Request};
 use crate::metrics::{Endpoint, Verdict};
@@ -59,8 +59,8 @@ pub struct Evaluator {
 
 /// The objects of a write this webhook judges.
 struct Objects<'a> {
-    old: Option<&'a Value>,
-    new: &'a Value,
+    old: Option<&'a Tree<'a>>,
+    new: &'a Tree<'a>,
 }
 
 enum Scope<'a> {
@@ -129,11 +129,11 @@ impl Evaluator {
         let (old, new) = (objects.old, objects.new);
         let user = &request.user_info;
         let findings = match old {
-            None => validation::validate(new),
-            Some(old) => validation::validate_update(old, new),
+            None => validation::validate_tree(new),
+            Some(old) => validation::validate_update_tree(old, new),
         };
-        let integrity = check_audit_integrity(old, new, user, now);
-        let governance = check_governance(old, new, user, &self.policy);
+        let integrity = check_audit_integrity_tree(old, new, user, now);
+        let governance = check_governance_tree(old, new, user, &self.policy);
 
         let mut answer = Answer::allow(&request.uid);
         for finding in findings.iter().filter(|f| !f.is_error()) {
@@ -178,12 +178,12 @@ impl Evaluator {
         let user = &request.user_info;
         let mut answer = Answer::allow(&request.uid);
         // Refuse forged audit records here already: the mutation would otherwise build on them.
-        let forged = check_audit_integrity(old, new, user, now);
+        let forged = check_audit_integrity_tree(old, new, user, now);
         if !forged.is_empty() {
             let problems: Vec<Problem> = forged.iter().map(forbidden_problem).collect();
             return answer.deny(denial(Denial::Forbidden, name, &problems));
         }
-        let plan = plan_mutation(old, new, user, now);
+        let plan = plan_mutation_tree(old, new, user, now);
         for warning in &plan.warnings {
             answer.warnings.extend(warning_lines(warning));
         }
@@ -243,10 +243,7 @@ fn scope<'a>(request: &'a Request) -> Scope<'a> {
 /// The object's name for messages and logs: from the object being judged, else the request.
 fn object_name(request: &Request, scope: &Scope) -> String {
     let from_object = match scope {
-        Scope::Judge(objects) => objects
-            .new
-            .pointer("/metadata/name")
-            .and_then(Value::as_str),
+        Scope::Judge(objects) => pointer(objects.new, "/metadata/name").and_then(Tree::as_str),
         _ => None,
     };
     from_object
