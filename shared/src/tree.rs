@@ -46,7 +46,10 @@ pub fn pointer<'a, 'ctx>(root: &'a Tree<'ctx>, pointer: &str) -> Option<&'a Tree
     }
     let rest = pointer.strip_prefix('/')?;
     rest.split('/').try_fold(root, |node, token| {
-        let token = token.replace("~1", "/").replace("~0", "~");
+        let token = match token.contains('~') {
+            true => std::borrow::Cow::Owned(token.replace("~1", "/").replace("~0", "~")),
+            false => std::borrow::Cow::Borrowed(token),
+        };
         match node {
             Tree::Object(map) => map.get(&token),
             Tree::Array(list) => token.parse::<usize>().ok().and_then(|i| list.get(i)),
