@@ -58,6 +58,43 @@ pub fn pointer<'a, 'ctx>(root: &'a Tree<'ctx>, pointer: &str) -> Option<&'a Tree
     })
 }
 
+/// Where an object holds the same key twice: the JSON Pointer of the second occurrence.
+///
+/// `serde_json` and the API server keep the last of duplicate keys, while the borrowed tree keeps
+/// all of them and reads the first; a reader of this tree must refuse such input rather than
+/// judge a different object than the API server would store. (The API server itself never sends
+/// duplicates: it encodes objects from maps.)
+pub fn duplicate_key(tree: &Tree) -> Option<String> {
+    fn escape(key: &str) -> String {
+        key.replace('~', "~0").replace('/', "~1")
+    }
+    match tree {
+        Tree::Object(map) => {
+            // Small objects (almost all) are checked pairwise; large ones through a set, so a
+            // hostile object with many keys costs linear time.
+            let duplicate = if map.len() <= 16 {
+                map.keys()
+                    .enumerate()
+                    .find(|(i, key)| map.keys().take(*i).any(|other| other == *key))
+                    .map(|(_, key)| key)
+            } else {
+                let mut seen = std::collections::HashSet::with_capacity(map.len());
+                map.keys().find(|key| !seen.insert(*key))
+            };
+            if let Some(key) = duplicate {
+                return Some(format!("/{}", escape(key)));
+            }
+            map.iter()
+                .find_map(|(key, value)| Some(format!("/{}{}", escape(key), duplicate_key(value)?)))
+        }
+        Tree::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, value)| Some(format!("/{i}{}", duplicate_key(value)?))),
+        _ => None,
+    }
+}
+
 /// JSON equality: objects are equal when they hold the same keys with equal values, in any order
 /// (the derived `==` of the borrowed tree compares entry order too).
 pub fn same(a: &Tree, b: &Tree) -> bool {
@@ -118,6 +155,27 @@ mod tests {
             &tree_of(&json!({"a": 1})),
             &tree_of(&json!({"a": 1, "b": 2}))
         ));
+    }
+
+    #[test]
+    fn duplicate_keys_are_found_at_any_depth_and_in_large_objects() {
+        let parse = |text: &str| -> Option<String> {
+            let tree: Tree = serde_json::from_str(text).unwrap();
+            duplicate_key(&tree)
+        };
+        assert_eq!(parse(r#"{"a": 1, "b": {"c": [1, {"d": 1}]}}"#), None);
+        assert_eq!(parse(r#"{"a": 1, "a": 2}"#), Some("/a".into()));
+        assert_eq!(
+            parse(r#"{"a": {"x/y": [0, {"k": 1, "j": 2, "k": 3}]}}"#),
+            Some("/a/x~1y/1/k".into())
+        );
+        let mut large: Vec<String> = (0..40).map(|i| format!("\"k{i}\": {i}")).collect();
+        assert_eq!(parse(&format!("{{{}}}", large.join(","))), None);
+        large.push("\"k7\": 0".into());
+        assert_eq!(
+            parse(&format!("{{{}}}", large.join(","))),
+            Some("/k7".into())
+        );
     }
 
     #[test]

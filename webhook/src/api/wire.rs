@@ -16,7 +16,7 @@ use base64::Engine;
 use kube_core::admission::Operation;
 use kube_core::Status;
 use promotion_shared::admission::UserInfo;
-use promotion_shared::tree::Tree;
+use promotion_shared::tree::{duplicate_key, Tree};
 use serde::{Deserialize, Serialize};
 
 pub const API_VERSION: &str = "admission.k8s.io/v1";
@@ -91,9 +91,21 @@ pub fn decode(body: &[u8]) -> Result<Request<'_>, DecodeError> {
             review.api_version, review.kind
         )));
     }
-    review.request.ok_or_else(|| {
+    let request = review.request.ok_or_else(|| {
         DecodeError("request body is not an AdmissionReview: it has no \"request\"".to_string())
-    })
+    })?;
+    for (field, object) in [
+        ("object", &request.object),
+        ("oldObject", &request.old_object),
+    ] {
+        if let Some(at) = object.as_ref().and_then(duplicate_key) {
+            return Err(DecodeError(format!(
+                "request.{field} has the key at {at} more than once; an API server never sends \
+                 duplicate keys, and which one counts would be ambiguous"
+            )));
+        }
+    }
+    Ok(request)
 }
 
 pub fn operation_name(operation: &Operation) -> &'static str {
@@ -215,6 +227,17 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&tree).unwrap(),
             r#"{"metadata":{"name":"x","creationTimestamp":null,"future":[1]},"spec":{"z":1,"a":2}}"#
+        );
+    }
+
+    #[test]
+    fn duplicate_keys_in_an_object_are_refused() {
+        let body = serde_json::to_string(&review(json!({"spec": {"stages": []}}))).unwrap();
+        let body = body.replace(r#""stages":[]"#, r#""stages":[],"stages":[{"name":"x"}]"#);
+        let err = decode(body.as_bytes()).unwrap_err();
+        assert!(
+            err.0.contains("request.object has the key at /spec/stages"),
+            "{err}"
         );
     }
 
