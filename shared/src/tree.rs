@@ -20,7 +20,8 @@ pub fn tree_of(value: &serde_json::Value) -> Tree<'_> {
         Value::Number(n) => match (n.as_u64(), n.as_i64()) {
             (Some(u), _) => Tree::from(u),
             (None, Some(i)) => Tree::from(i),
-            (None, None) => Tree::from(n.as_f64().unwrap_or(f64::NAN)),
+            // Without serde_json's arbitrary_precision every number is one of the three.
+            (None, None) => n.as_f64().map_or(Tree::Null, Tree::from),
         },
         Value::String(s) => Tree::Str(s.as_str().into()),
         Value::Array(items) => Tree::Array(items.iter().map(tree_of).collect()),
