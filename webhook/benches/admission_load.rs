@@ -398,21 +398,7 @@ fn request_body() -> (Vec<u8>, Value) {
         &std::fs::read_to_string(examples.join("cert-manager-lua-checks.yaml")).expect("example"),
     )
     .expect("YAML");
-    let body = serde_json::to_vec(&json!({
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "bench",
-            "kind": {"group": "config.projectsveltos.io", "version": "v1beta1", "kind": "ClusterPromotion"},
-            "resource": {"group": "config.projectsveltos.io", "version": "v1beta1", "resource": "clusterpromotions"},
-            "name": "cert-manager-rollout-auto",
-            "operation": "CREATE",
-            "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
-            "object": object,
-            "dryRun": false
-        }
-    }))
-    .expect("body");
+    let body = review_body("bench", "CREATE", &object, None);
 
     (body, object)
 }
@@ -463,17 +449,22 @@ fn update_body(object: &Value) -> Vec<u8> {
     let mut old = new.clone();
     old["status"] = status;
     old["metadata"]["resourceVersion"] = json!("48170");
+    review_body("bench-update", "UPDATE", &new, Some(&old))
+}
+
+/// An AdmissionReview of `object` (and `old`) as the API server sends it for this CRD.
+fn review_body(uid: &str, operation: &str, object: &Value, old: Option<&Value>) -> Vec<u8> {
     serde_json::to_vec(&json!({
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
         "request": {
-            "uid": "bench-update",
+            "uid": uid,
             "kind": {"group": "config.projectsveltos.io", "version": "v1beta1", "kind": "ClusterPromotion"},
             "resource": {"group": "config.projectsveltos.io", "version": "v1beta1", "resource": "clusterpromotions"},
             "name": "cert-manager-rollout-auto",
-            "operation": "UPDATE",
+            "operation": operation,
             "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
-            "object": new,
+            "object": object,
             "oldObject": old,
             "dryRun": false
         }
