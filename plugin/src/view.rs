@@ -9,10 +9,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use promotion_shared::admission::{approval_records, spec_change_record, ApprovalRecord};
+use promotion_shared::cluster_summary::ClusterState;
 use promotion_shared::model::{
     stage_profile_name, ClusterPromotion, CLUSTER_PROFILE_NAME_LABEL, STAGE_NAME_ANNOTATION,
 };
-use promotion_shared::observe::ClusterState;
 use promotion_shared::pipeline::{self, Observations, Phase, Pipeline, StageView};
 
 use crate::error::{Error, Result};

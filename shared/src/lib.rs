@@ -1,13 +1,25 @@
-//! Everything `kubectl-promotion` and `promotion-webhook` both need: the ClusterPromotion model,
-//! the validation engine, stage-state derivation, patches and diff. No I/O.
+//! The one rules engine of kubectl-promotion, without I/O. Both binaries link it:
+//! - `kubectl-promotion` (the plugin) uses the model, the validation engine (`lint`), the
+//!   stage-state derivation (`describe`, `list`, `wait`, completion), the approval rules and
+//!   patch (`approve`), the rollout rule and semantic diff (`diff`), and the admission logic to
+//!   predict what the webhook will do (`diff`);
+//! - `promotion-webhook` uses the validation engine and the admission logic (mutation, audit
+//!   integrity, governance), which read the approval and rollout rules from here too.
+//!
+//! Each Sveltos rule is defined once: [`rollout`] (what starts a new rollout), [`approval`]
+//! (when an approval resets and when it has been used), [`model`] (generated profile names,
+//! ownership, what a ClusterPromotion document is), [`status`] (Sveltos' status texts).
 
 pub mod admission;
+pub mod approval;
+pub mod cluster_summary;
 pub mod diff;
 pub mod model;
-pub mod observe;
 pub mod patch;
 pub mod pipeline;
+pub mod rollout;
 pub mod selector;
 pub mod source;
+pub mod status;
 pub mod tree;
 pub mod validation;

@@ -146,9 +146,9 @@ pub struct ManualTrigger {
 }
 
 impl ManualTrigger {
-    /// What the controller will do: absent means the CRD default, `true`.
+    /// Sveltos clears `approved` after promoting ([`crate::approval::resets_automatically`]).
     pub fn resets_automatically(&self) -> bool {
-        self.automatic_reset != Some(false)
+        crate::approval::resets_automatically(self.automatic_reset)
     }
 
     pub fn is_approved(&self) -> bool {
@@ -286,12 +286,29 @@ impl ClusterPromotion {
         self.stage_status(stage).is_some()
     }
 
-    /// The approval on stage `index` has been used: the stage after it is already reached.
-    pub fn approval_consumed(&self, index: usize) -> bool {
+    /// What the approval on stage `index` has been used for, if it has
+    /// ([`crate::approval::used`]).
+    pub fn approval_used(&self, index: usize) -> Option<crate::approval::Used<'_>> {
+        let names: Vec<&str> = self.spec.stages.iter().map(|s| s.name.as_str()).collect();
+        let reached: Vec<&str> = self
+            .stage_statuses()
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect();
+        let last = names
+            .last()
+            .and_then(|n| self.stage_status(n))
+            .and_then(|s| s.current_status_description.as_deref());
+        crate::approval::used(&names, index, &reached, last)
+    }
+
+    /// The ClusterProfiles Sveltos generates for this promotion, stage by stage.
+    pub fn generated_profiles(&self) -> Vec<GeneratedProfile> {
         self.spec
             .stages
-            .get(index + 1)
-            .is_some_and(|next| self.stage_reached(&next.name))
+            .iter()
+            .flat_map(|s| GeneratedProfile::for_stage(self.name(), &s.name))
+            .collect()
     }
 
     pub fn annotation(&self, key: &str) -> Option<&str> {
@@ -311,6 +328,77 @@ pub fn stage_profile_name(promotion: &str, stage: &str) -> String {
 /// Name of the ClusterProfile Sveltos generates for a stage's `preHealthCheckDeployment`.
 pub fn preverification_profile_name(promotion: &str, stage: &str) -> String {
     format!("preverification-{promotion}-{stage}")
+}
+
+/// Which of a stage's generated ClusterProfiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ProfileRole {
+    /// `<promotion>-<stage>`: deploys `profileSpec` to the stage's clusters.
+    Stage,
+    /// `preverification-<promotion>-<stage>`: deploys `preHealthCheckDeployment` after the delay.
+    Preverification,
+}
+
+/// A ClusterProfile Sveltos generates for a promotion's stage (addon-controller
+/// `mainDeploymentClusterProfileName` / `preCheckDeploymentClusterProfileName`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GeneratedProfile {
+    pub stage: String,
+    pub name: String,
+    pub role: ProfileRole,
+}
+
+impl GeneratedProfile {
+    pub fn for_stage(promotion: &str, stage: &str) -> [GeneratedProfile; 2] {
+        [
+            GeneratedProfile {
+                stage: stage.to_string(),
+                name: stage_profile_name(promotion, stage),
+                role: ProfileRole::Stage,
+            },
+            GeneratedProfile {
+                stage: stage.to_string(),
+                name: preverification_profile_name(promotion, stage),
+                role: ProfileRole::Preverification,
+            },
+        ]
+    }
+}
+
+/// Whether a ClusterProfile belongs to `promotion`: Sveltos labels it with the promotion's name
+/// and makes the promotion its owner. A profile whose name merely looks generated
+/// (`web` + `eu-prod` and `web-eu` + `prod` both give `web-eu-prod`) is not this promotion's.
+pub fn profile_belongs_to(profile: &Value, promotion: &str, uid: Option<&str>) -> bool {
+    let labelled = profile
+        .pointer("/metadata/labels")
+        .and_then(|l| l.get(PROMOTION_NAME_LABEL))
+        .and_then(Value::as_str)
+        == Some(promotion);
+    let owners = profile
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array);
+    let owned = owners.is_none_or(|refs| {
+        refs.iter().any(|r| {
+            r.get("kind").and_then(Value::as_str) == Some(KIND)
+                && r.get("name").and_then(Value::as_str) == Some(promotion)
+                && match (uid, r.get("uid").and_then(Value::as_str)) {
+                    (Some(a), Some(b)) => a == b,
+                    _ => true,
+                }
+        })
+    });
+    labelled && owned
+}
+
+/// Whether a manifest document is a ClusterPromotion (any version of the group).
+pub fn is_cluster_promotion(document: &Value) -> bool {
+    document.get("kind").and_then(Value::as_str) == Some(KIND)
+        && document
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .and_then(|v| v.split_once('/'))
+            .is_some_and(|(group, version)| group == GROUP && !version.is_empty())
 }
 
 impl Stage {

@@ -1,25 +1,16 @@
 //! Stage-state derivation: the one place that turns a ClusterPromotion (and, when available, the
 //! ClusterSummaries of its generated ClusterProfiles) into "where does each stage stand".
-//! `describe`, `list`, `wait`, `approve` and the webhook all read this model; none re-derives it.
+//! The plugin's `describe`, `list`, `wait`, `approve` and shell completion all read this model;
+//! none re-derives it. (The webhook does not need stage states: its rules read the gates directly,
+//! through the same [`crate::approval`] rules.)
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::cluster_summary::ClusterState;
 use crate::model::{ClusterPromotion, Stage, StageStatus, FINALIZER};
-use crate::observe::ClusterState;
 use crate::selector;
-
-/// Upstream status descriptions (addon-controller v1.13.0 `updateStageDescription`).
-pub mod descriptions {
-    pub const SOAKING: &str = "Delayed: Waiting for Time Window: ";
-    pub const RUNNING_CHECKS: &str = "Running Post-Promotion Health Checks";
-    pub const AWAITING_CHECKS: &str = "Awaiting Health Checks to Pass";
-    pub const WINDOW_CLOSED: &str = "Window Closed: Waiting for Next Schedule (";
-    pub const AWAITING_APPROVAL: &str = "Paused: Awaiting Manual Approval";
-    pub const PROMOTED: &str = "Successfully provisioned";
-    pub const LICENSE_REQUIRED: &str = "license is required to manage ClusterPromotion";
-}
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase", tag = "state")]
@@ -340,7 +331,7 @@ fn stage_view(
     let approval = match manual {
         None => Approval::NotRequired,
         Some(m) if !m.is_approved() => Approval::NotApproved,
-        Some(_) if next_reached => Approval::Consumed,
+        Some(_) if promotion.approval_used(index).is_some() => Approval::Consumed,
         Some(_) => Approval::Pending,
     };
     let state = match status {
@@ -376,7 +367,8 @@ fn frontier_state(
     is_last: bool,
     clusters: Option<&[ClusterState]>,
 ) -> StageState {
-    use descriptions::*;
+    use crate::status::descriptions::*;
+    use crate::status::failures::LICENSE_REQUIRED;
     if let Some(failed) = clusters.and_then(|c| c.iter().find_map(ClusterState::failure)) {
         return StageState::Failed { message: failed };
     }
@@ -393,7 +385,7 @@ fn frontier_state(
     let description = status
         .current_status_description
         .as_deref()
-        .map(strip_timestamp)
+        .map(crate::status::strip_timestamp)
         .unwrap_or("");
     let manual = stage.manual();
     let approved = manual.is_some_and(|m| m.is_approved());
@@ -427,16 +419,6 @@ fn frontier_state(
         return StageState::Complete;
     }
     StageState::Provisioned
-}
-
-/// `"<text> (2026-02-16T07:38:02Z)"` → `"<text>"`.
-pub fn strip_timestamp(description: &str) -> &str {
-    match description.rfind(" (") {
-        Some(i) if description.ends_with(')') && description[i + 2..].len() == 21 => {
-            &description[..i]
-        }
-        _ => description,
-    }
 }
 
 fn non_empty(s: &str) -> Option<String> {

@@ -4,8 +4,9 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
+use promotion_shared::approval::Used;
+use promotion_shared::cluster_summary::ClusterState;
 use promotion_shared::model::ClusterPromotion;
-use promotion_shared::observe::ClusterState;
 use promotion_shared::pipeline::{derive, Approval, Observations, Phase, StageState};
 use promotion_shared::source::parse_documents;
 
@@ -104,7 +105,7 @@ fn approved_gate_is_pending_until_the_next_stage_is_reached() {
     assert_eq!(pipeline.stages[1].state, StageState::Promoted);
     assert_eq!(pipeline.stages[1].approval, Approval::Consumed);
     assert_eq!(pipeline.stages[2].state, StageState::Provisioning);
-    assert!(p.approval_consumed(1));
+    assert_eq!(p.approval_used(1), Some(Used::PromotedTo("production")));
 }
 
 #[test]

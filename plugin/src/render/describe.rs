@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use chrono::{DateTime, Utc};
-use promotion_shared::observe::ClusterState;
+use promotion_shared::cluster_summary::ClusterState;
 use promotion_shared::pipeline::{Phase, StageState, TriggerKind};
 
 use super::{table, Style, Tone};

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use super::document::annotation;
+use super::gates::annotation;
 use super::{
     groups, username, UserInfo, APPROVALS_ANNOTATION, CLOCK_SKEW_TOLERANCE, SPEC_CHANGE_ANNOTATION,
 };

@@ -1,12 +1,13 @@
 //! Who may approve. Both rules are off unless configured.
 //!
 //! - approver groups: only members of one of these groups may turn a stage's `approved` on;
-//! - four eyes (`forbid_self_approval`): the user who last changed `spec.profileSpec` may not
-//!   approve that rollout. The changer is the requester when this request changes `profileSpec`
+//! - four eyes (`forbid_self_approval`): the user who started the current rollout (last changed
+//!   `spec.profileSpec`, or stage names, order or selectors) may not approve it. The changer is
+//!   the requester when this request starts a new rollout
 //!   (or creates the object), otherwise the one recorded in the stored object's audit record.
 
 use super::audit::spec_change_record_in;
-use super::document::{newly_approved, profile_spec_changed_tree};
+use super::gates::newly_approved;
 use super::{approved_path, groups, username, UserInfo, Violation};
 use crate::tree::{tree_of, Tree};
 use serde::Serialize;
@@ -78,7 +79,7 @@ pub fn check_governance_tree(
 
     if policy.forbid_self_approval {
         let changer = match old {
-            Some(old) if !profile_spec_changed_tree(old, new) => spec_change_record_in(old)
+            Some(old) if crate::rollout::restart(old, new).is_none() => spec_change_record_in(old)
                 .ok()
                 .flatten()
                 .map(|record| record.user),
@@ -92,14 +93,14 @@ pub fn check_governance_tree(
                         approved_path(gate.index),
                         format!(
                             "user {requester:?} may not approve stage {:?}: they made the last \
-                             spec.profileSpec change, and another user must approve it (four eyes)",
+                             change that started this rollout, and another user must approve it (four eyes)",
                             gate.name
                         ),
                     ));
                 }
                 Some(_) => {}
                 None => outcome.warnings.push(format!(
-                    "stage {:?} approved without a four-eyes check: no record of who last changed spec.profileSpec",
+                    "stage {:?} approved without a four-eyes check: no record of who started this rollout",
                     gate.name
                 )),
             }

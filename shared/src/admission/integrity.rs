@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 
 use super::audit::{approval_records_in, spec_change_record_in};
-use super::document::{annotations, newly_approved, profile_spec_changed_tree};
+use super::gates::{annotations, newly_approved};
 use super::{
     annotation_path, groups, username, UserInfo, Violation, APPROVALS_ANNOTATION, AUDIT_PREFIX,
     SPEC_CHANGE_ANNOTATION,
@@ -158,20 +158,21 @@ fn check_spec_change(
             return;
         }
     };
-    let changing = old.is_none_or(|old| profile_spec_changed_tree(old, new));
+    let changing = old.is_none_or(|old| crate::rollout::restart(old, new).is_some());
     let problem = if !changing {
-        "the record of the last spec.profileSpec change was edited, but this request does not \
-         change spec.profileSpec; only the promotion webhook writes audit records"
+        "the record of the last change that started a new rollout was edited, but this request \
+         does not start a new rollout (it changes neither spec.profileSpec nor stage names, order \
+         or selectors); only the promotion webhook writes audit records"
             .to_string()
     } else if record.user != username(user) {
         format!(
-            "the record of the last spec.profileSpec change names user {:?}, but the request comes from {:?}",
+            "the record of the last change that started a new rollout names user {:?}, but the request comes from {:?}",
             record.user,
             username(user)
         )
     } else if !super::audit::is_current(&record.time, now) {
         format!(
-            "the record of the last spec.profileSpec change has time {:?}, which is not the time of this request",
+            "the record of the last change that started a new rollout has time {:?}, which is not the time of this request",
             record.time
         )
     } else {
@@ -302,7 +303,7 @@ mod tests {
         let spec = json!({"user": "alice", "time": "2026-03-01T12:00:00Z"}).to_string();
         let edited = promotion(false, "1", json!({SPEC_CHANGE_ANNOTATION: spec.clone()}));
         let v = check_audit_integrity(Some(&removed), &edited, &user("alice"), now());
-        assert!(v[0].message.contains("does not change spec.profileSpec"));
+        assert!(v[0].message.contains("does not start a new rollout"));
         let changed = promotion(false, "2", json!({SPEC_CHANGE_ANNOTATION: spec}));
         assert_eq!(
             check_audit_integrity(Some(&removed), &changed, &user("alice"), now()),

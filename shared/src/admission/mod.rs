@@ -15,19 +15,15 @@
 //! - [`check_governance`]: who may approve (approver groups, four eyes).
 
 mod audit;
-mod document;
+mod gates;
 mod governance;
 mod integrity;
 mod mutation;
-#[cfg(test)]
-mod properties;
 
 pub use audit::{
     approval_records, spec_change_record, ApprovalRecord, AuditParseError, SpecChangeRecord,
 };
-pub use document::{
-    is_deleting, newly_approved_stages, profile_spec_changed, profile_spec_changed_tree,
-};
+pub use gates::{is_deleting, newly_approved_stages};
 pub use governance::{
     check_governance, check_governance_tree, GovernanceOutcome, GovernancePolicy,
 };

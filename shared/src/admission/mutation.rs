@@ -3,10 +3,11 @@
 //! Rules (see the crate README for the user-facing description):
 //! - an approval that has been used (per the stored object's status the next stage is already
 //!   reached) is removed on the next UPDATE, as Sveltos does when `automaticReset` is not false;
-//! - when `spec.profileSpec` changes, Sveltos restarts the pipeline: every approval that resets
+//! - when the change starts a new rollout ([`crate::rollout::restart`]: `spec.profileSpec`, or
+//!   stage names, order or selectors), Sveltos restarts the pipeline: every approval that resets
 //!   automatically is removed, unless this very request turns it on;
-//! - turning an approval on records who, when and why; changing `profileSpec` records who and
-//!   when (a CREATE counts as a change).
+//! - turning an approval on records who, when and why; starting a new rollout records who and
+//!   when (a CREATE counts as one).
 //!
 //! The plan is idempotent: applying it and planning again for the result gives an empty patch,
 //! which keeps the webhook safe under `reinvocationPolicy: IfNeeded`.
@@ -20,25 +21,30 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::audit::{approval_records_in, spec_change_record_in, ApprovalRecord, SpecChangeRecord};
-use super::document::{
-    annotation, annotations, gates, gates_by_name, is_deleting, newly_approved, next_stage_reached,
-    profile_spec_changed_tree, Gate,
+use super::gates::{
+    annotation, annotations, approval_used, gates, gates_by_name, is_deleting, newly_approved, Gate,
 };
 use super::{
     UserInfo, APPROVALS_ANNOTATION, APPROVAL_REASON_ANNOTATION, MAX_REASON_CHARS,
     SPEC_CHANGE_ANNOTATION,
 };
+use crate::approval::Used;
+use crate::rollout::{self, Restart};
 use crate::tree::{field, to_owned_value, tree_of, Tree};
 
 /// Why an approval is removed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase", tag = "kind")]
 pub enum ResetCause {
-    /// The promotion it allowed has happened: `next_stage` is already in `status.stages`.
-    Consumed { next_stage: String },
-    /// `spec.profileSpec` changed: Sveltos restarts the pipeline and the old approval must not
-    /// carry over into the new rollout.
-    NewRollout,
+    /// The promotion it allowed has happened: `next_stage` is already in `status.stages`, or,
+    /// for a gate on the last stage (`next_stage` absent), the pipeline completed.
+    Consumed {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        next_stage: Option<String>,
+    },
+    /// The request starts a new rollout: Sveltos restarts the pipeline and the old approval must
+    /// not carry over into it.
+    NewRollout { restart: Restart },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -54,14 +60,26 @@ impl ApprovalReset {
     /// One line for an admission warning (kept under 120 characters for ordinary stage names).
     pub fn warning(&self) -> String {
         match &self.cause {
-            ResetCause::Consumed { next_stage } => format!(
-                "approval of stage {:?} removed: it was already used to promote to {:?}",
-                self.stage, next_stage
-            ),
-            ResetCause::NewRollout => format!(
-                "approval of stage {:?} reset: spec.profileSpec changed, the new rollout needs a new approval",
+            ResetCause::Consumed {
+                next_stage: Some(next),
+            } => format!(
+                "approval of stage {:?} removed: it was already used to promote to {next:?}",
                 self.stage
             ),
+            ResetCause::Consumed { next_stage: None } => format!(
+                "approval of stage {:?} removed: it was already used to complete the pipeline",
+                self.stage
+            ),
+            ResetCause::NewRollout { restart } => {
+                let what = match restart {
+                    Restart::ProfileSpec { .. } => "spec.profileSpec changed",
+                    Restart::Stages => "stage names, order or cluster selectors changed",
+                };
+                format!(
+                    "approval of stage {:?} reset: {what}, the new rollout needs a new approval",
+                    self.stage
+                )
+            }
         }
     }
 }
@@ -77,7 +95,8 @@ pub struct MutationPlan {
     pub reset_approvals: Vec<ApprovalReset>,
     /// Stages whose approval this request turns on (and which get an audit record).
     pub recorded_approvals: Vec<String>,
-    pub profile_spec_changed: bool,
+    /// The request starts a new rollout, and why.
+    pub restart: Option<Restart>,
 }
 
 impl MutationPlan {
@@ -118,12 +137,11 @@ pub fn plan_mutation_tree(
     if !new.is_object() || is_deleting(new) {
         return plan;
     }
-    let spec_changed = old.is_some_and(|old| profile_spec_changed_tree(old, new));
-    plan.profile_spec_changed = spec_changed;
+    plan.restart = old.and_then(|old| rollout::restart(old, new));
 
     let mut ops = Vec::new();
     if let Some(old) = old {
-        for reset in resets(old, new, spec_changed) {
+        for reset in resets(old, new, plan.restart.as_ref()) {
             ops.extend(remove_approval_ops(&reset));
             plan.warnings.push(reset.warning());
             plan.reset_approvals.push(reset);
@@ -143,7 +161,7 @@ pub fn plan_mutation_tree(
         reason,
         &mut annotation_edits,
     );
-    if spec_changed || old.is_none() {
+    if plan.restart.is_some() || old.is_none() {
         record_spec_change(old, new, user, now, &mut annotation_edits);
     }
     ops.extend(annotation_edits.into_ops(new));
@@ -152,7 +170,7 @@ pub fn plan_mutation_tree(
     plan
 }
 
-fn resets(old: &Tree, new: &Tree, spec_changed: bool) -> Vec<ApprovalReset> {
+fn resets(old: &Tree, new: &Tree, restart: Option<&Restart>) -> Vec<ApprovalReset> {
     let before = gates_by_name(old);
     gates(new)
         .into_iter()
@@ -161,12 +179,16 @@ fn resets(old: &Tree, new: &Tree, spec_changed: bool) -> Vec<ApprovalReset> {
         // one this request turns on is for the rollout being submitted.
         .filter(|gate| before.get(gate.name).is_some_and(|g| g.approved))
         .filter_map(|gate| {
-            let cause = if spec_changed {
-                ResetCause::NewRollout
-            } else {
-                ResetCause::Consumed {
-                    next_stage: next_stage_reached(old, gate.name)?.to_string(),
-                }
+            let cause = match restart {
+                Some(restart) => ResetCause::NewRollout {
+                    restart: restart.clone(),
+                },
+                None => ResetCause::Consumed {
+                    next_stage: match approval_used(old, gate.name)? {
+                        Used::PromotedTo(next) => Some(next.to_string()),
+                        Used::Completed => None,
+                    },
+                },
             };
             Some(ApprovalReset {
                 stage: gate.name.to_string(),
@@ -428,7 +450,7 @@ mod tests {
                 stage: "staging".into(),
                 index: 1,
                 cause: ResetCause::Consumed {
-                    next_stage: "production".into()
+                    next_stage: Some("production".into())
                 }
             }]
         );
@@ -465,7 +487,7 @@ mod tests {
         changed["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"] = json!("3.7.0");
         let plan = plan_mutation(Some(&sticky), &changed, &user("bob"), now());
         assert!(plan.reset_approvals.is_empty());
-        assert!(plan.profile_spec_changed);
+        assert!(matches!(plan.restart, Some(Restart::ProfileSpec { .. })));
     }
 
     #[test]
@@ -474,7 +496,12 @@ mod tests {
         let new = promotion(Some(true), &["dev", "staging"], "3.7.0");
         let plan = plan_mutation(Some(&old), &new, &user("carol"), now());
         assert_eq!(plan.reset_stage_names(), ["staging"]);
-        assert_eq!(plan.reset_approvals[0].cause, ResetCause::NewRollout);
+        assert!(matches!(
+            plan.reset_approvals[0].cause,
+            ResetCause::NewRollout {
+                restart: Restart::ProfileSpec { .. }
+            }
+        ));
         assert!(plan.warnings[0].contains("profileSpec changed"));
         let mutated = assert_idempotent(Some(&old), &new, &user("carol"));
         assert_eq!(

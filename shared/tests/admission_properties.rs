@@ -6,7 +6,7 @@ use chrono::{TimeDelta, TimeZone, Utc};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-use super::{
+use promotion_shared::admission::{
     check_audit_integrity, newly_approved_stages, plan_mutation, UserInfo,
     APPROVAL_REASON_ANNOTATION,
 };

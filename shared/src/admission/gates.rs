@@ -1,10 +1,13 @@
-//! Read-only views into the raw JSON of a ClusterPromotion. Every accessor tolerates any shape:
-//! a field of the wrong type reads as absent, so admission logic never fails on odd input (the
-//! validation engine is what reports such input).
+//! The manual gates of a ClusterPromotion as admission sees them, read from the raw JSON of the
+//! request objects, and the few other object accessors admission needs. Every accessor tolerates
+//! any shape: a field of the wrong type reads as absent, so admission logic never fails on odd
+//! input (the validation engine is what reports such input). The rules themselves (when an
+//! approval resets, when it has been used) are [`crate::approval`]'s.
 
 use std::collections::HashMap;
 
-use crate::tree::{field, pointer, same, tree_of, Object, Tree};
+use crate::approval::{self, Used};
+use crate::tree::{field, pointer, tree_of, Object, Tree};
 
 /// A stage's manual gate as the admission logic needs it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -13,8 +16,7 @@ pub(crate) struct Gate<'a> {
     pub name: &'a str,
     /// `trigger.manual.approved` is exactly `true`.
     pub approved: bool,
-    /// `trigger.manual.automaticReset` is not exactly `false` (absent means the CRD default,
-    /// `true`).
+    /// Sveltos clears `approved` after promoting ([`approval::resets_automatically`]).
     pub resets: bool,
 }
 
@@ -41,7 +43,7 @@ pub(crate) fn gates<'a>(object: &'a Tree) -> Vec<Gate<'a>> {
                 index,
                 name,
                 approved: flag("approved") == Some(true),
-                resets: flag("automaticReset") != Some(false),
+                resets: approval::resets_automatically(flag("automaticReset")),
             })
         })
         .collect()
@@ -79,39 +81,22 @@ pub fn newly_approved_stages(
         .collect()
 }
 
-fn profile_spec<'a, 'ctx>(object: &'a Tree<'ctx>) -> Option<&'a Tree<'ctx>> {
-    match pointer(object, "/spec/profileSpec") {
-        // Absent, null and `{}` all mean "no profile fields" to Sveltos (and hash the same).
-        Some(Tree::Object(map)) if map.is_empty() => None,
-        Some(Tree::Null) | None => None,
-        Some(value) => Some(value),
-    }
-}
-
-/// `spec.profileSpec` differs as JSON values (key order and formatting do not matter). A change
-/// makes Sveltos restart the pipeline: a new rollout.
-pub fn profile_spec_changed(old: &serde_json::Value, new: &serde_json::Value) -> bool {
-    profile_spec_changed_tree(&tree_of(old), &tree_of(new))
-}
-
-/// [`profile_spec_changed`] on parsed trees.
-pub fn profile_spec_changed_tree(old: &Tree, new: &Tree) -> bool {
-    match (profile_spec(old), profile_spec(new)) {
-        (None, None) => false,
-        (Some(a), Some(b)) => !same(a, b),
-        _ => true,
-    }
-}
-
-/// For the stage `name` in `object`: the stage after it, if `status.stages` says it is reached.
-pub(crate) fn next_stage_reached<'a>(object: &'a Tree, name: &str) -> Option<&'a str> {
-    let stages = stages(object);
-    let position = stages.iter().position(|s| name_of(s) == Some(name))?;
-    let next = name_of(stages.get(position + 1)?)?;
-    let reached = pointer(object, "/status/stages")
+/// What the approval on the stage `name` of `object` has been used for, per `object`'s status.
+pub(crate) fn approval_used<'a>(object: &'a Tree, name: &str) -> Option<Used<'a>> {
+    let names: Vec<&str> = stages(object).iter().filter_map(name_of).collect();
+    let index = names.iter().position(|n| *n == name)?;
+    let statuses = pointer(object, "/status/stages")
         .and_then(Tree::as_array)
-        .is_some_and(|list| list.iter().any(|s| name_of(s) == Some(next)));
-    reached.then_some(next)
+        .unwrap_or(&[]);
+    let reached: Vec<&str> = statuses.iter().filter_map(name_of).collect();
+    let last_description = names.last().and_then(|last| {
+        statuses
+            .iter()
+            .find(|s| name_of(s) == Some(*last))
+            .and_then(|s| field(s, "currentStatusDescription"))
+            .and_then(Tree::as_str)
+    });
+    approval::used(&names, index, &reached, last_description)
 }
 
 pub(crate) fn annotations<'a, 'ctx>(object: &'a Tree<'ctx>) -> Option<&'a Object<'ctx>> {
@@ -150,31 +135,28 @@ mod tests {
     }
 
     #[test]
-    fn profile_spec_comparison_is_semantic() {
-        let a = json!({"spec": {"profileSpec": {"syncMode": "Continuous", "tier": 100}}});
-        let b = json!({"spec": {"profileSpec": {"tier": 100, "syncMode": "Continuous"}}});
-        let c = json!({"spec": {"profileSpec": {"tier": 101, "syncMode": "Continuous"}}});
-        assert!(!profile_spec_changed(&a, &b));
-        assert!(profile_spec_changed(&a, &c));
-        let absent = json!({"spec": {}});
-        let empty = json!({"spec": {"profileSpec": {}}});
-        let null = json!({"spec": {"profileSpec": null}});
-        assert!(!profile_spec_changed(&absent, &empty));
-        assert!(!profile_spec_changed(&null, &empty));
-        assert!(profile_spec_changed(&absent, &a));
-    }
-
-    #[test]
-    fn next_stage_reached_follows_spec_order_and_status() {
+    fn approval_use_follows_spec_order_and_status() {
         let object = json!({
             "spec": {"stages": [{"name": "dev"}, {"name": "staging"}, {"name": "prod"}]},
             "status": {"stages": [{"name": "dev"}, {"name": "staging"}]}
         });
         let tree = tree_of(&object);
-        assert_eq!(next_stage_reached(&tree, "dev"), Some("staging"));
-        assert_eq!(next_stage_reached(&tree, "staging"), None);
-        assert_eq!(next_stage_reached(&tree, "prod"), None);
-        assert_eq!(next_stage_reached(&tree, "missing"), None);
+        assert_eq!(
+            approval_used(&tree, "dev"),
+            Some(Used::PromotedTo("staging"))
+        );
+        assert_eq!(approval_used(&tree, "staging"), None);
+        assert_eq!(approval_used(&tree, "prod"), None);
+        assert_eq!(approval_used(&tree, "missing"), None);
+        let done = json!({
+            "spec": {"stages": [{"name": "dev"}, {"name": "prod"}]},
+            "status": {"stages": [{"name": "dev"}, {"name": "prod",
+                "currentStatusDescription": "Successfully provisioned (2026-02-16T07:38:02Z)"}]}
+        });
+        assert_eq!(
+            approval_used(&tree_of(&done), "prod"),
+            Some(Used::Completed)
+        );
     }
 
     #[test]

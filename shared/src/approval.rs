@@ -1,0 +1,92 @@
+//! The rules of a manual gate's `approved` flag, as addon-controller applies them (v1.13.0
+//! `canManualAdvance`, `advanceToNextStage`): one definition for the live view, `approve`, shell
+//! completion and the webhook's mutation.
+//!
+//! - A stage with `trigger.manual` waits until `approved` is exactly `true`, then Sveltos promotes
+//!   to the next stage, or completes the pipeline when it is the last stage (Sveltos evaluates the
+//!   last stage's trigger too).
+//! - Unless `automaticReset` is exactly `false` (the CRD defaults it to `true`), Sveltos removes
+//!   `approved` in the reconcile that promotes.
+//! - An approval has been *used* once the promotion it allowed has happened: the next stage is in
+//!   `status.stages` of the current rollout, or, for the last stage, its trigger is satisfied.
+
+use crate::model::Stage;
+
+/// Sveltos clears `approved` after promoting unless `automaticReset` is exactly `false`.
+pub fn resets_automatically(automatic_reset: Option<bool>) -> bool {
+    automatic_reset != Some(false)
+}
+
+/// What an approval allowed, once it has happened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Used<'a> {
+    /// The pipeline promoted to this stage.
+    PromotedTo(&'a str),
+    /// The gate was on the last stage, and the pipeline completed.
+    Completed,
+}
+
+/// Whether the approval on `stages[index]` (stage names in spec order) has been used, given the
+/// names in `status.stages` and the last stage's status description.
+pub fn used<'a>(
+    stages: &[&'a str],
+    index: usize,
+    reached: &[&str],
+    last_description: Option<&str>,
+) -> Option<Used<'a>> {
+    match stages.get(index + 1) {
+        Some(next) => reached.contains(next).then_some(Used::PromotedTo(next)),
+        None if index < stages.len() => {
+            let last_reached = reached.contains(&stages[index]);
+            (last_reached && crate::status::trigger_satisfied(last_description))
+                .then_some(Used::Completed)
+        }
+        None => None,
+    }
+}
+
+/// The stage has a gate `approve` can open: a manual trigger, and not also an auto one (Sveltos
+/// rejects such a stage).
+pub fn approvable(stage: &Stage) -> bool {
+    stage.manual().is_some() && stage.auto().is_none()
+}
+
+/// Names of the stages with a gate `approve` can open, in spec order.
+pub fn approvable_stages(stages: &[Stage]) -> Vec<&str> {
+    stages
+        .iter()
+        .filter(|s| approvable(s))
+        .map(|s| s.name.as_str())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reset_follows_the_crd_default() {
+        assert!(resets_automatically(None));
+        assert!(resets_automatically(Some(true)));
+        assert!(!resets_automatically(Some(false)));
+    }
+
+    #[test]
+    fn an_approval_is_used_when_the_next_stage_is_reached_or_the_last_completes() {
+        let stages = ["dev", "staging", "prod"];
+        assert_eq!(
+            used(&stages, 0, &["dev", "staging"], None),
+            Some(Used::PromotedTo("staging"))
+        );
+        assert_eq!(used(&stages, 1, &["dev", "staging"], None), None);
+        let done = Some("Successfully provisioned (2026-02-16T07:38:02Z)");
+        assert_eq!(
+            used(&stages, 2, &["dev", "staging", "prod"], done),
+            Some(Used::Completed)
+        );
+        let waiting = Some("Paused: Awaiting Manual Approval (2026-02-16T07:38:02Z)");
+        assert_eq!(used(&stages, 2, &["dev", "staging", "prod"], waiting), None);
+        assert_eq!(used(&stages, 2, &["dev", "staging"], done), None);
+        assert_eq!(used(&stages, 7, &[], None), None);
+    }
+}
