@@ -96,6 +96,9 @@ pub enum Error {
     Refused(String),
     #[error("{path}: {reason}")]
     File { path: String, reason: String },
+    /// An object from the server that the plugin cannot interpret.
+    #[error("{0}")]
+    Invalid(String),
     #[error("{0}")]
     Io(String),
 }

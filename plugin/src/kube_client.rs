@@ -208,9 +208,9 @@ impl Kube {
         let req = self.build(KubeRequest::new(EVENTS_PATH).list(&lp), &what)?;
         let mut events: Vec<Value> = items(self.send(req, &what).await?)
             .into_iter()
-            .filter(|e| regards(e, name, uid))
+            .filter(|e| crate::events::regards(e, name, uid))
             .collect();
-        events.sort_by_key(|e| crate::view::event_time(e).unwrap_or_default());
+        events.sort_by_key(|e| crate::events::event_time(e).unwrap_or_default());
         Ok(events)
     }
 
@@ -300,21 +300,6 @@ fn items(list: Value) -> Vec<Value> {
     }
 }
 
-/// Whether an event (events.k8s.io `regarding` or core `involvedObject`) is about this promotion.
-fn regards(event: &Value, name: &str, uid: Option<&str>) -> bool {
-    let target = event
-        .get("regarding")
-        .or_else(|| event.get("involvedObject"));
-    let Some(t) = target else { return false };
-    let same_uid = match (uid, t.get("uid").and_then(Value::as_str)) {
-        (Some(a), Some(b)) if !b.is_empty() => a == b,
-        _ => true,
-    };
-    t.get("kind").and_then(Value::as_str) == Some(KIND)
-        && t.get("name").and_then(Value::as_str) == Some(name)
-        && same_uid
-}
-
 /// An error's message followed by its causes, without repeats.
 pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
     let mut parts: Vec<String> = vec![err.to_string()];
@@ -355,7 +340,6 @@ fn admission_denial(message: &str) -> Option<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn selector_lists_every_profile() {
@@ -363,16 +347,6 @@ mod tests {
             summaries_selector(&["p-dev".into(), "p-prod".into()]),
             "projectsveltos.io/cluster-profile-name in (p-dev,p-prod)"
         );
-    }
-
-    #[test]
-    fn events_are_matched_on_kind_name_and_uid() {
-        let ev = json!({"regarding": {"kind": "ClusterPromotion", "name": "p", "uid": "u1"}});
-        assert!(regards(&ev, "p", Some("u1")));
-        assert!(!regards(&ev, "p", Some("u2")));
-        assert!(!regards(&ev, "q", None));
-        let core = json!({"involvedObject": {"kind": "ClusterPromotion", "name": "p"}});
-        assert!(regards(&core, "p", Some("u1")));
     }
 
     #[test]

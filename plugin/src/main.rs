@@ -5,17 +5,19 @@ mod commands;
 mod connection;
 mod duration;
 mod error;
-mod follow;
+mod events;
+mod fetch;
 mod kube_client;
 mod output;
 mod render;
 mod view;
+mod watch;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::error::ErrorKind;
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
 use cli::{Cli, Command};
 use commands::Ctx;
@@ -29,7 +31,7 @@ fn main() -> ExitCode {
         let descriptions = kind == "__complete";
         let words = args[2..].to_vec();
         return ExitCode::from(block_on(async {
-            commands::complete::run(&words, descriptions).await
+            commands::complete::run(&Cli::command(), &words, descriptions).await
         }));
     }
     let cli = match Cli::try_parse_from(&args) {

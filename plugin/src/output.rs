@@ -3,12 +3,37 @@
 use std::io::Read;
 use std::path::Path;
 
+use clap::ValueEnum;
 use serde::Serialize;
 use serde_json::Value;
 
-use promotion_shared::model::{GROUP, KIND};
+use promotion_shared::model::{is_cluster_promotion, GROUP, KIND};
 
 use crate::error::{Error, Result};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+/// `-o` for commands that print a computed model (`describe`, `version`).
+pub enum ModelFormat {
+    Json,
+    Yaml,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+/// `-o` for `list`.
+pub enum ListFormat {
+    Json,
+    Yaml,
+    Name,
+    Wide,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+/// `-o` for commands that print the object the server stored (`approve`).
+pub enum ObjectFormat {
+    Json,
+    Yaml,
+    Name,
+}
 
 /// kubectl's resource/name form: `clusterpromotion.config.projectsveltos.io/NAME`.
 pub fn resource_name(name: &str) -> String {
@@ -90,10 +115,10 @@ pub fn parse_promotion(text: &str, label: &str) -> Result<Value> {
         match doc.get("kind").and_then(Value::as_str) {
             Some("List") => {
                 if let Some(items) = doc.get("items").and_then(Value::as_array) {
-                    found.extend(items.iter().filter(|i| is_promotion(i)).cloned());
+                    found.extend(items.iter().filter(|i| is_cluster_promotion(i)).cloned());
                 }
             }
-            _ if is_promotion(&doc) => found.push(doc),
+            _ if is_cluster_promotion(&doc) => found.push(doc),
             _ => {}
         }
     }
@@ -121,14 +146,6 @@ pub fn parse_promotion(text: &str, label: &str) -> Result<Value> {
             format!("{n} ClusterPromotions in this file; pass one at a time"),
         )),
     }
-}
-
-fn is_promotion(doc: &Value) -> bool {
-    doc.get("kind").and_then(Value::as_str) == Some(KIND)
-        && doc
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .is_some_and(|v| v.starts_with(&format!("{GROUP}/")))
 }
 
 #[cfg(test)]

@@ -11,12 +11,13 @@ use serde_json::Value;
 use promotion_shared::admission::{approval_records, spec_change_record, ApprovalRecord};
 use promotion_shared::cluster_summary::ClusterState;
 use promotion_shared::model::{
-    stage_profile_name, ClusterPromotion, CLUSTER_PROFILE_NAME_LABEL, STAGE_NAME_ANNOTATION,
+    stage_profile_name, ClusterPromotion, ProfileRole, CLUSTER_PROFILE_NAME_LABEL,
+    STAGE_NAME_ANNOTATION,
 };
 use promotion_shared::pipeline::{self, Observations, Phase, Pipeline, StageView};
 
 use crate::error::{Error, Result};
-use crate::kube_client::Kube;
+use crate::events::{event_view, EventView};
 
 pub const API_VERSION: &str = "kubectl-promotion.dev/v1alpha1";
 
@@ -40,38 +41,14 @@ impl Snapshot {
             events: Err(String::new()),
         }
     }
-
-    /// Read a promotion and, concurrently, its profiles, their ClusterSummaries and its Events.
-    /// Only the promotion itself is required; the rest degrades to a warning.
-    pub async fn fetch(kube: &Kube, name: &str) -> Result<Snapshot> {
-        let object = kube.get_promotion(name).await?;
-        let promotion = typed(&object)?;
-        let uid = promotion.metadata.uid.clone();
-        let profile_names: Vec<String> = promotion
-            .spec
-            .stages
-            .iter()
-            .map(|s| stage_profile_name(name, &s.name))
-            .collect();
-        let (profiles, summaries, events) = tokio::join!(
-            kube.list_stage_profiles(name),
-            kube.list_summaries(&profile_names),
-            kube.list_events(name, uid.as_deref()),
-        );
-        Ok(Snapshot {
-            object,
-            profiles: profiles.map_err(|e| e.to_string()),
-            summaries: summaries.map_err(|e| e.to_string()),
-            events: events.map_err(|e| e.to_string()),
-        })
-    }
 }
 
 /// Deserialize the stored object into the shared model, naming what is wrong.
 pub fn typed(object: &Value) -> Result<ClusterPromotion> {
-    serde_json::from_value(object.clone()).map_err(|e| Error::Api {
-        request: crate::error::Request::new("decode", crate::kube_client::PROMOTIONS),
-        message: format!("the object does not match the ClusterPromotion schema: {e}"),
+    serde_json::from_value(object.clone()).map_err(|e| {
+        Error::Invalid(format!(
+            "the object does not match the ClusterPromotion schema: {e}"
+        ))
     })
 }
 
@@ -83,12 +60,11 @@ pub fn observations(
     profiles: &[Value],
     summaries: &[Value],
 ) -> Observations {
-    let name = promotion.name();
     let by_profile: BTreeMap<String, String> = promotion
-        .spec
-        .stages
-        .iter()
-        .map(|s| (stage_profile_name(name, &s.name), s.name.clone()))
+        .generated_profiles()
+        .into_iter()
+        .filter(|p| p.role == ProfileRole::Stage)
+        .map(|p| (p.name, p.stage))
         .collect();
     let mut obs = Observations::new();
     for p in profiles {
@@ -171,20 +147,6 @@ pub struct ApprovalEntry {
     pub stage: String,
     #[serde(flatten)]
     pub record: ApprovalRecord,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct EventView {
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub reason: String,
-    pub message: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub time: Option<String>,
-    pub count: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source: Option<String>,
 }
 
 /// What the profile spec deploys, in a few words per item.
@@ -414,49 +376,14 @@ fn reference(r: &Value) -> String {
     }
 }
 
-/// The most recent time an event carries (events.k8s.io or core/v1 fields).
-pub fn event_time(e: &Value) -> Option<String> {
-    [
-        "/series/lastObservedTime",
-        "/deprecatedLastTimestamp",
-        "/lastTimestamp",
-        "/eventTime",
-        "/deprecatedFirstTimestamp",
-        "/firstTimestamp",
-        "/metadata/creationTimestamp",
-    ]
-    .iter()
-    .find_map(|p| e.pointer(p).and_then(Value::as_str))
-    .filter(|t| !t.is_empty())
-    .map(String::from)
-}
-
-fn event_view(e: &Value) -> EventView {
-    let s = |p: &str| e.pointer(p).and_then(Value::as_str).map(String::from);
-    let count = ["/series/count", "/deprecatedCount", "/count"]
-        .iter()
-        .find_map(|p| e.pointer(p).and_then(Value::as_u64))
-        .unwrap_or(1);
-    EventView {
-        kind: s("/type").unwrap_or_else(|| "Normal".into()),
-        reason: s("/reason").unwrap_or_default(),
-        message: s("/note").or_else(|| s("/message")).unwrap_or_default(),
-        time: event_time(e),
-        count,
-        source: s("/reportingController")
-            .or_else(|| s("/deprecatedSource/component"))
-            .or_else(|| s("/source/component"))
-            .filter(|c| !c.is_empty()),
-    }
-}
-
-/// The stage ClusterProfile names of a promotion, deduplicated.
+/// The names of the stage ClusterProfiles Sveltos generates for a promotion (the ones its
+/// ClusterSummaries point at), deduplicated.
 pub fn profile_names(promotion: &ClusterPromotion) -> Vec<String> {
     let set: BTreeSet<String> = promotion
-        .spec
-        .stages
-        .iter()
-        .map(|s| stage_profile_name(promotion.name(), &s.name))
+        .generated_profiles()
+        .into_iter()
+        .filter(|p| p.role == ProfileRole::Stage)
+        .map(|p| p.name)
         .collect();
     set.into_iter().collect()
 }
@@ -582,23 +509,5 @@ mod tests {
         let d = Description::build(&snap).unwrap();
         assert_eq!(d.warnings.len(), 1);
         assert!(d.warnings[0].starts_with("ClusterSummaries not shown"));
-    }
-
-    #[test]
-    fn events_of_both_api_groups_are_read() {
-        let new = json!({"type": "Normal", "reason": "Sveltos", "note": "Stage dev provisioned",
-                         "deprecatedCount": 3, "reportingController": "addon-controller",
-                         "deprecatedLastTimestamp": "2026-02-16T07:27:41Z"});
-        let v = event_view(&new);
-        assert_eq!(v.message, "Stage dev provisioned");
-        assert_eq!(v.count, 3);
-        assert_eq!(v.time.as_deref(), Some("2026-02-16T07:27:41Z"));
-        let old = json!({"type": "Warning", "reason": "R", "message": "m",
-                         "source": {"component": "c"}, "lastTimestamp": "2026-01-01T00:00:00Z"});
-        let v = event_view(&old);
-        assert_eq!(
-            (v.kind.as_str(), v.source.as_deref()),
-            ("Warning", Some("c"))
-        );
     }
 }

@@ -10,8 +10,6 @@
 //! - An approval has been *used* once the promotion it allowed has happened: the next stage is in
 //!   `status.stages` of the current rollout, or, for the last stage, its trigger is satisfied.
 
-use crate::model::Stage;
-
 /// Sveltos clears `approved` after promoting unless `automaticReset` is exactly `false`.
 pub fn resets_automatically(automatic_reset: Option<bool>) -> bool {
     automatic_reset != Some(false)
@@ -45,19 +43,10 @@ pub fn used<'a>(
     }
 }
 
-/// The stage has a gate `approve` can open: a manual trigger, and not also an auto one (Sveltos
-/// rejects such a stage).
-pub fn approvable(stage: &Stage) -> bool {
-    stage.manual().is_some() && stage.auto().is_none()
-}
-
-/// Names of the stages with a gate `approve` can open, in spec order.
-pub fn approvable_stages(stages: &[Stage]) -> Vec<&str> {
-    stages
-        .iter()
-        .filter(|s| approvable(s))
-        .map(|s| s.name.as_str())
-        .collect()
+/// A stage's gate can be opened by approving it: its trigger is manual, and not also auto
+/// (the CRD rejects such a trigger). On the last stage, approving completes the pipeline.
+pub fn approvable(has_manual: bool, has_auto: bool) -> bool {
+    has_manual && !has_auto
 }
 
 #[cfg(test)]

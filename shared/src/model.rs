@@ -302,6 +302,17 @@ impl ClusterPromotion {
         crate::approval::used(&names, index, &reached, last)
     }
 
+    /// Names of the stages whose gate `approve` can open ([`crate::approval::approvable`]), in
+    /// spec order.
+    pub fn approvable_stages(&self) -> Vec<&str> {
+        self.spec
+            .stages
+            .iter()
+            .filter(|s| crate::approval::approvable(s.manual().is_some(), s.auto().is_some()))
+            .map(|s| s.name.as_str())
+            .collect()
+    }
+
     /// The ClusterProfiles Sveltos generates for this promotion, stage by stage.
     pub fn generated_profiles(&self) -> Vec<GeneratedProfile> {
         self.spec

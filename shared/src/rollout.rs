@@ -199,11 +199,7 @@ fn profile_spec_restart(a: Option<&Tree>, b: Option<&Tree>) -> Restart {
 /// The members of an object that Go's encoder would write: null, `[]` and `{}` are left out.
 fn members<'a, 'ctx>(object: Option<&'a Tree<'ctx>>) -> Vec<(&'a str, &'a Tree<'ctx>)> {
     match object {
-        Some(Tree::Object(map)) => map
-            .iter()
-            .filter(|(_, v)| !is_empty(v))
-            .map(|(k, v)| (k, v))
-            .collect(),
+        Some(Tree::Object(map)) => map.iter().filter(|(_, v)| !is_empty(v)).collect(),
         _ => Vec::new(),
     }
 }

@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use clap::{Args, ValueEnum};
+
 use serde_json::Value;
 
 use promotion_shared::admission::APPROVAL_REASON_ANNOTATION;
@@ -12,12 +14,79 @@ use promotion_shared::model::ClusterPromotion;
 use promotion_shared::patch;
 use promotion_shared::pipeline::{self, Approval, Pipeline, StageState, TriggerKind};
 
+use super::wait::WaitFor;
 use super::{note, wait, Ctx};
-use crate::cli::{ApproveArgs, DryRun, ObjectFormat, WaitFor};
+use crate::duration;
 use crate::error::{exit, Error, Request, Result};
 use crate::kube_client::PROMOTIONS;
-use crate::output;
+use crate::output::{self, ObjectFormat};
 use crate::view;
+
+/// `--dry-run`, as kubectl spells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DryRun {
+    None,
+    Client,
+    Server,
+}
+
+#[derive(Args, Debug)]
+#[command(
+    about = "Approve a stage's manual gate so the pipeline promotes to the next stage",
+    long_about = "\
+Approve a stage's manual gate (spec.stages[i].trigger.manual.approved = true), which lets the
+pipeline promote from that stage to the next one.
+
+Without --stage, approves the stage that is awaiting approval. Refuses an unknown stage, a stage
+whose trigger is auto or absent, and the last stage, listing the stages that can be approved.
+Approving a stage the pipeline has not reached yet needs --pre-approve. Approving an already
+approved stage changes nothing.
+
+The write is a single JSON Patch guarded by `test` operations on the stage name at its index and
+on the stage's current manual trigger, so it can never approve a different stage or undo a
+concurrent change; on a conflict it re-reads and retries (bounded). No other field is touched
+(automaticReset stays as it is). --reason travels in the same patch as the annotation
+kubectl-promotion.dev/approval-reason, which the admission webhook records with your identity.",
+    after_help = "\
+Examples:
+  kubectl promotion approve kyverno-rollout
+  kubectl promotion approve kyverno-rollout --stage staging --reason \"CAB-1234\"
+  kubectl promotion approve kyverno-rollout --stage staging --dry-run=server -o yaml
+  kubectl promotion approve kyverno-rollout --stage staging --pre-approve
+  kubectl promotion approve kyverno-rollout --wait --timeout=10m
+
+Exit status: 0 approved (or already approved); 1 refused or error; with --wait, 2 if the pipeline
+fails and 3 if the next stage has not started within --timeout."
+)]
+pub struct ApproveArgs {
+    /// ClusterPromotion name
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// Stage whose gate to approve (default: the stage awaiting approval)
+    #[arg(long, value_name = "STAGE")]
+    pub stage: Option<String>,
+    /// Why; recorded with your identity by the admission webhook
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
+    /// none: approve; client: show the patch without sending it; server: let the server
+    /// validate and show the result without storing it
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = DryRun::None,
+          num_args = 0..=1, require_equals = true, default_missing_value = "client")]
+    pub dry_run: DryRun,
+    /// Allow approving a stage the pipeline has not reached yet
+    #[arg(long)]
+    pub pre_approve: bool,
+    /// Wait until the next stage has started
+    #[arg(long)]
+    pub wait: bool,
+    /// With --wait: how long to wait (e.g. 10m)
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = duration::parse_flag,
+          requires = "wait")]
+    pub timeout: Duration,
+    /// Print the object as stored by the server instead of the confirmation
+    #[arg(short = 'o', long = "output", value_enum, value_name = "FORMAT")]
+    pub output: Option<ObjectFormat>,
+}
 
 /// Attempts before giving up when the object keeps changing under us.
 pub const MAX_ATTEMPTS: u32 = 5;
@@ -34,15 +103,11 @@ pub struct Target {
     pub approval: Approval,
 }
 
-/// Stages whose gate can be approved: a manual trigger and a next stage.
+/// Stages whose gate can be approved ([`ClusterPromotion::approvable_stages`]).
 pub fn approvable(p: &ClusterPromotion) -> Vec<String> {
-    let n = p.spec.stages.len();
-    p.spec
-        .stages
-        .iter()
-        .enumerate()
-        .filter(|(i, s)| i + 1 < n && s.manual().is_some() && s.auto().is_none())
-        .map(|(_, s)| s.name.clone())
+    p.approvable_stages()
+        .into_iter()
+        .map(String::from)
         .collect()
 }
 

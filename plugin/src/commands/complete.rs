@@ -8,9 +8,8 @@
 
 use std::time::Duration;
 
-use clap::{Arg, Command, CommandFactory, Parser};
+use clap::{Arg, Command, Parser};
 
-use crate::cli::Cli;
 use crate::connection::{self, ConnectionFlags};
 use crate::kube_client::Kube;
 use crate::view;
@@ -183,9 +182,9 @@ fn connection_from(tokens: &[String]) -> ConnectionFlags {
         .unwrap_or_default()
 }
 
-/// Answer a completion request.
-pub async fn answer(words: &[String]) -> Answer {
-    let mut root = Cli::command();
+/// Answer a completion request against the program's command definition `root`.
+pub async fn answer(root: &Command, words: &[String]) -> Answer {
+    let mut root = root.clone();
     root.build();
     let (to_complete, before) = match words.split_last() {
         Some((last, rest)) => (last.clone(), rest.to_vec()),
@@ -393,8 +392,8 @@ async fn stage_names(conn: &ConnectionFlags, name: &str, prefix: &str, command: 
 }
 
 /// Entry point for `__complete` / `__completeNoDesc`.
-pub async fn run(words: &[String], descriptions: bool) -> u8 {
-    let a = answer(words).await;
+pub async fn run(root: &Command, words: &[String], descriptions: bool) -> u8 {
+    let a = answer(root, words).await;
     print!("{}", a.render(descriptions));
     eprintln!(
         "Completion ended with directive: {}",
@@ -406,6 +405,12 @@ pub async fn run(words: &[String], descriptions: bool) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::Cli;
+    use clap::CommandFactory;
+
+    async fn answer(words: &[String]) -> Answer {
+        super::answer(&Cli::command(), words).await
+    }
 
     fn w(words: &[&str]) -> Vec<String> {
         words.iter().map(|s| s.to_string()).collect()

@@ -1,18 +1,68 @@
 //! `describe NAME` / `describe -f FILE` / `describe NAME --watch`.
 
 use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args;
 
 use promotion_shared::pipeline::{Phase, StageState};
 use serde_json::Value;
 
 use super::Ctx;
-use crate::cli::{DescribeArgs, ModelFormat};
 use crate::error::{exit, Error, Result};
-use crate::follow::Follower;
+use crate::fetch;
 use crate::kube_client::Kube;
-use crate::output;
+use crate::output::{self, ModelFormat};
 use crate::render::{self, describe::Options};
 use crate::view::{self, Description, Snapshot};
+use crate::watch::Follower;
+
+#[derive(Args, Debug)]
+#[command(
+    about = "Show a ClusterPromotion's pipeline: stages, clusters, approvals and events",
+    long_about = "\
+Show a ClusterPromotion's pipeline at a glance: one block per stage in order with its derived
+state (not started, provisioning, provisioned, soaking until T, running health checks, waiting
+for window until T, awaiting approval, approved and pending, promoted, failed), selector, trigger,
+the matching clusters with their per-feature status (from the generated ClusterProfile
+<promotion>-<stage> and its ClusterSummaries), times and messages; then who approved what and
+who last changed the spec (the admission webhook's audit annotations), and the object's Events.
+
+With -f, describes a manifest offline (no cluster needed; cluster status is then unknown).
+With -o json|yaml, prints the computed model instead (field reference: plugin/docs/output.md).",
+    after_help = "\
+Examples:
+  kubectl promotion describe kyverno-rollout
+  kubectl promotion describe kyverno-rollout --all-clusters
+  kubectl promotion describe -f rollout.yaml            # offline, no cluster
+  kubectl promotion describe kyverno-rollout -o json | jq '.stages[] | {name, state}'
+  kubectl promotion describe kyverno-rollout -w         # follow until complete or failed
+
+Exit status: 0; 1 on error. With -w: 0 when the pipeline completes, 2 when it fails."
+)]
+pub struct DescribeArgs {
+    /// ClusterPromotion name (omit with -f)
+    #[arg(value_name = "NAME", required_unless_present = "filename")]
+    pub name: Option<String>,
+    /// Describe the ClusterPromotion in this manifest offline ("-" reads stdin)
+    #[arg(
+        short = 'f',
+        long = "filename",
+        value_name = "FILE",
+        conflicts_with = "watch"
+    )]
+    pub filename: Option<PathBuf>,
+    /// Output format: the computed model as json or yaml (default: human-readable)
+    #[arg(short = 'o', long = "output", value_enum, value_name = "FORMAT")]
+    pub output: Option<ModelFormat>,
+    /// Keep watching: redraw in place on a terminal, print changes otherwise; ends when the
+    /// pipeline completes or fails
+    #[arg(short = 'w', long)]
+    pub watch: bool,
+    /// List every cluster of every stage (default: the ones not provisioned, then a count)
+    #[arg(long)]
+    pub all_clusters: bool,
+}
 
 pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
     if let Some(path) = &args.filename {
@@ -39,7 +89,7 @@ pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
     if args.watch {
         return watch(ctx, args, &kube, name).await;
     }
-    let snap = Snapshot::fetch(&kube, name).await?;
+    let snap = fetch::snapshot(&kube, name).await?;
     let d = Description::build(&snap)?;
     print(ctx, args, &d)?;
     Ok(exit::OK)

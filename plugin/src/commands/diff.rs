@@ -5,7 +5,9 @@
 
 use std::collections::BTreeSet;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
 
 use serde_json::{Map, Value};
 
@@ -14,13 +16,52 @@ use promotion_shared::diff::{
     appended_check_names, comparable_profile_spec, semantic_diff, Change, ChangeKind,
 };
 use promotion_shared::model::{stage_profile_name, ClusterPromotion, GROUP, KIND, VERSION};
+use promotion_shared::rollout::{self, Restart};
 
 use super::Ctx;
-use crate::cli::DiffArgs;
 use crate::error::{exit, Error, Result};
 use crate::output;
 use crate::render::{self, Style, Tone};
 use crate::view;
+
+#[derive(Args, Debug)]
+#[command(
+    about = "Show what a manifest change or a promotion would change",
+    long_about = "\
+Two comparisons, with `kubectl diff` conventions (exit 0: no differences, 1: differences,
+>1: error; KUBECTL_EXTERNAL_DIFF honoured; coloured unified YAML on a terminal):
+
+  diff [NAME] -f FILE   the live ClusterPromotion against FILE as the server would store it
+                    (a server-side dry run, so defaults and the admission webhook's
+                    mutations show), then the consequences: whether the pipeline restarts
+                    from the first stage, which approvals the webhook resets, stages added
+                    or removed.
+  diff NAME --stage S   what promoting past stage S changes at the next stage: the ClusterProfile
+                    spec deployed at S against the one at the next stage, leaving out the
+                    stage selector and the post-delay health checks Sveltos appends.",
+    after_help = "\
+Examples:
+  kubectl promotion diff -f rollout.yaml
+  kubectl promotion diff kyverno-rollout -f rollout.yaml
+  KUBECTL_EXTERNAL_DIFF=\"colordiff -N -u\" kubectl promotion diff -f rollout.yaml
+  kubectl promotion diff kyverno-rollout --stage staging"
+)]
+pub struct DiffArgs {
+    /// ClusterPromotion name (taken from FILE when omitted with -f)
+    #[arg(value_name = "NAME", required_unless_present = "filename")]
+    pub name: Option<String>,
+    /// Manifest to compare with the live object ("-" reads stdin)
+    #[arg(
+        short = 'f',
+        long = "filename",
+        value_name = "FILE",
+        conflicts_with = "stage"
+    )]
+    pub filename: Option<PathBuf>,
+    /// Show what promoting past this stage changes at the next stage
+    #[arg(long, value_name = "STAGE", requires = "name")]
+    pub stage: Option<String>,
+}
 
 pub const EXTERNAL_DIFF_ENV: &str = "KUBECTL_EXTERNAL_DIFF";
 
@@ -248,35 +289,44 @@ pub fn consequences(live: &Value, requested: &Value, merged: &Value) -> Vec<Stri
         .first()
         .map(|s| s.name.clone())
         .unwrap_or_default();
-    let empty = Value::Null;
-    let profile_changes = semantic_diff(
-        live.pointer("/spec/profileSpec").unwrap_or(&empty),
-        merged.pointer("/spec/profileSpec").unwrap_or(&empty),
-    );
     let old_names = stage_names(&old);
     let new_names = stage_names(&new);
-    let selectors_changed = old.spec.stages.len() != new.spec.stages.len()
-        || old
-            .spec
-            .stages
-            .iter()
-            .zip(&new.spec.stages)
-            .any(|(a, b)| a.name != b.name || a.cluster_selector != b.cluster_selector);
-    if !profile_changes.is_empty() {
-        out.push(format!(
-            "the pipeline restarts from the first stage ({first}): spec.profileSpec changes ({}); \
-             later stages keep the current spec until they are promoted again",
-            summarize(&profile_changes)
-        ));
-    } else if selectors_changed {
-        out.push(format!(
+    match rollout::restart_of(live, merged) {
+        Some(Restart::ProfileSpec { fields, reordered }) => {
+            let empty = Value::Null;
+            let changes = semantic_diff(
+                live.pointer("/spec/profileSpec").unwrap_or(&empty),
+                merged.pointer("/spec/profileSpec").unwrap_or(&empty),
+            );
+            // The readable diff matches list elements by identity; a list whose only change is
+            // its order shows no element change, so name it.
+            let mut parts: Vec<String> = Vec::new();
+            if !changes.is_empty() {
+                parts.push(summarize(&changes));
+            }
+            parts.extend(
+                reordered
+                    .iter()
+                    .map(|f| format!("{f} reordered (Sveltos hashes this list in order)")),
+            );
+            if parts.is_empty() {
+                parts.push(fields.join(", "));
+            }
+            out.push(format!(
+                "the pipeline restarts from the first stage ({first}): spec.profileSpec changes ({}); \
+                 later stages keep the current spec until they are promoted again",
+                parts.join("; ")
+            ));
+        }
+        Some(Restart::Stages) => out.push(format!(
             "the pipeline restarts from the first stage ({first}): stage names, order or \
              selectors change"
-        ));
-    } else {
-        out.push(
-            "the pipeline does not restart (only triggers or other fields change)".to_string(),
-        );
+        )),
+        None => out.push(
+            "the pipeline does not restart (only triggers, the order of lists Sveltos sorts, or \
+             other fields change)"
+                .to_string(),
+        ),
     }
     let added: Vec<&String> = new_names
         .iter()
@@ -308,10 +358,13 @@ pub fn consequences(live: &Value, requested: &Value, merged: &Value) -> Vec<Stri
     let plan = plan_mutation(Some(live), requested, &user, chrono::Utc::now());
     for reset in &plan.reset_approvals {
         let why = match &reset.cause {
-            ResetCause::Consumed { next_stage } => {
-                format!("it was already used to promote to {next_stage}")
+            ResetCause::Consumed {
+                next_stage: Some(next),
+            } => format!("it was already used to promote to {next}"),
+            ResetCause::Consumed { next_stage: None } => {
+                "it was already used to complete the pipeline".to_string()
             }
-            ResetCause::NewRollout => "the new rollout needs a new approval".to_string(),
+            ResetCause::NewRollout { .. } => "the new rollout needs a new approval".to_string(),
         };
         out.push(format!(
             "the admission webhook resets the approval of stage {}: {why}",

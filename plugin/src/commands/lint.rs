@@ -10,13 +10,20 @@ use clap::{Args, ValueEnum};
 use serde::Serialize;
 use serde_json::Value;
 
-use promotion_shared::model::{GROUP, KIND};
+use promotion_shared::model::is_cluster_promotion;
 use promotion_shared::source::{parse_documents, position_of_byte, Pos, SourceDocument};
 use promotion_shared::validation::{validate, Finding, Severity, VALIDATION_STACK_BYTES};
 
 use crate::render::{Style, Tone};
 
 #[derive(Args, Debug, Clone)]
+#[command(
+    about = "Check ClusterPromotion manifests offline (schema, CEL, Lua, schedules)",
+    after_help = "\
+Examples:
+  kubectl promotion lint -f rollout.yaml
+  kubectl promotion lint -f manifests/"
+)]
 pub struct LintArgs {
     /// Files or directories to check (directories recursively: *.yaml, *.yml, *.json); `-` reads stdin
     #[arg(value_name = "PATH")]
@@ -289,7 +296,7 @@ fn not_yaml(file: &str, pos: Pos, code: &'static str, message: String) -> Locate
 fn lint_document(file: &str, doc: &SourceDocument, located: &mut Vec<Located>, tally: &mut Tally) {
     match &doc.value {
         Value::Null => {}
-        v if is_promotion(v) => {
+        v if is_cluster_promotion(v) => {
             tally.promotions += 1;
             push_findings(file, doc, "", validate(v), located);
         }
@@ -300,7 +307,7 @@ fn lint_document(file: &str, doc: &SourceDocument, located: &mut Vec<Located>, t
                 .map(Vec::as_slice)
                 .unwrap_or(&[]);
             for (i, item) in items.iter().enumerate() {
-                if is_promotion(item) {
+                if is_cluster_promotion(item) {
                     tally.promotions += 1;
                     push_findings(file, doc, &format!("items[{i}]."), validate(item), located);
                 } else {
@@ -310,15 +317,6 @@ fn lint_document(file: &str, doc: &SourceDocument, located: &mut Vec<Located>, t
         }
         _ => tally.skipped += 1,
     }
-}
-
-fn is_promotion(v: &Value) -> bool {
-    let group = v
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .and_then(|a| a.split_once('/'))
-        .map(|(g, _)| g);
-    v.get("kind").and_then(Value::as_str) == Some(KIND) && group == Some(GROUP)
 }
 
 fn push_findings(

@@ -2,19 +2,47 @@
 
 use std::io::Write;
 
+use clap::Args;
+
 use serde::Serialize;
 use serde_json::Value;
 
-use promotion_shared::model::{stage_profile_name, ClusterPromotion};
+use promotion_shared::model::{ClusterPromotion, ProfileRole};
 use promotion_shared::pipeline::{self, Phase};
 
 use super::{warn, Ctx};
-use crate::cli::{ListArgs, ListFormat};
 use crate::duration;
 use crate::error::{exit, Error, Result};
-use crate::output;
+use crate::output::{self, ListFormat};
 use crate::render::{table, Style};
 use crate::view::{self, API_VERSION};
+
+#[derive(Args, Debug)]
+#[command(
+    visible_alias = "get",
+    about = "List ClusterPromotions with their current stage and state",
+    after_help = "\
+Columns: NAME, STAGES (reached/total), CURRENT (stage), STATE (pipeline phase),
+AWAITING-APPROVAL (the gate to approve, as stage → next), AGE. -o wide adds the frontier
+stage's message and the last promotion time.
+
+Examples:
+  kubectl promotion list
+  kubectl promotion get -l team=platform -o wide
+  kubectl promotion list -o name | xargs -n1 kubectl promotion describe
+  kubectl promotion list -o json | jq '.items[] | select(.phase == \"awaitingApproval\") | .name'"
+)]
+pub struct ListArgs {
+    /// Label selector to filter ClusterPromotions (e.g. team=platform,env!=dev)
+    #[arg(short = 'l', long = "selector", value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// Output format
+    #[arg(short = 'o', long = "output", value_enum, value_name = "FORMAT")]
+    pub output: Option<ListFormat>,
+    /// Do not print the header row
+    #[arg(long)]
+    pub no_headers: bool,
+}
 
 /// One row, and one item of `-o json|yaml` (field reference: plugin/docs/output.md).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -61,9 +89,11 @@ pub async fn run(ctx: &Ctx, args: &ListArgs) -> Result<u8> {
     let frontier: Vec<String> = promotions
         .iter()
         .filter_map(|p| {
-            p.stage_statuses()
-                .last()
-                .map(|s| stage_profile_name(p.name(), &s.name))
+            let stage = &p.stage_statuses().last()?.name;
+            p.generated_profiles()
+                .into_iter()
+                .find(|g| &g.stage == stage && g.role == ProfileRole::Stage)
+                .map(|g| g.name)
         })
         .collect();
     let summaries = match kube.list_summaries(&frontier).await {

@@ -2,9 +2,28 @@
 
 use serde::Serialize;
 
-use crate::cli::{ModelFormat, VersionArgs};
+use clap::Args;
+
 use crate::error::{exit, Result};
-use crate::output;
+use crate::output::{self, ModelFormat};
+
+#[derive(Args, Debug)]
+#[command(
+    about = "Print the plugin version, git commit and target",
+    after_help = "\
+Examples:
+  kubectl promotion version
+  kubectl promotion version --short
+  kubectl promotion version -o json"
+)]
+pub struct VersionArgs {
+    /// Print only the version number
+    #[arg(long)]
+    pub short: bool,
+    /// Output format
+    #[arg(short = 'o', long = "output", value_enum, value_name = "FORMAT")]
+    pub output: Option<ModelFormat>,
+}
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

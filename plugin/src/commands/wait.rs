@@ -3,15 +3,75 @@
 //! Exit 0 when the condition holds, 2 when the pipeline fails first, 3 on timeout, 1 on any other
 //! error, so a CI script can tell "rollout broke" from "took too long" from "tool broke".
 
+use std::time::Duration;
+
+use clap::Args;
 use promotion_shared::pipeline::{Phase, StageState};
 use tokio::time::Instant;
 
 use super::{note, Ctx};
-use crate::cli::{WaitArgs, WaitFor};
+use crate::duration;
 use crate::error::{exit, Error, Result};
-use crate::follow::Follower;
 use crate::kube_client::Kube;
 use crate::view::{self, Description, Snapshot};
+use crate::watch::Follower;
+
+#[derive(Args, Debug)]
+#[command(
+    about = "Wait until a pipeline completes, awaits approval, or reaches a stage",
+    after_help = "\
+Conditions:
+  --for=complete      the last stage is done
+  --for=approval      a stage waits for manual approval (to notify an approver from CI)
+  --for=stage=NAME    the pipeline has reached stage NAME
+
+Exit status: 0 the condition holds; 2 the pipeline failed first; 3 the timeout elapsed;
+1 any other error. Follows watch events (re-listing when a watch drops), not polling.
+
+Examples:
+  kubectl promotion wait kyverno-rollout --for=complete --timeout=30m
+  kubectl promotion wait kyverno-rollout --for=approval --timeout=1h && notify-approvers
+  kubectl promotion wait kyverno-rollout --for=stage=production --timeout=0   # check once"
+)]
+pub struct WaitArgs {
+    /// ClusterPromotion name
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// Condition: complete, approval, or stage=NAME
+    #[arg(long = "for", value_name = "CONDITION", value_parser = parse_condition)]
+    pub condition: WaitFor,
+    /// How long to wait (e.g. 30s, 10m, 1h); 0 checks once
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration::parse_flag)]
+    pub timeout: Duration,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WaitFor {
+    Complete,
+    Approval,
+    Stage(String),
+}
+
+impl std::fmt::Display for WaitFor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WaitFor::Complete => write!(f, "complete"),
+            WaitFor::Approval => write!(f, "approval"),
+            WaitFor::Stage(s) => write!(f, "stage={s}"),
+        }
+    }
+}
+
+fn parse_condition(text: &str) -> Result<WaitFor, String> {
+    match text {
+        "complete" | "completed" => Ok(WaitFor::Complete),
+        "approval" | "awaiting-approval" => Ok(WaitFor::Approval),
+        _ => match text.strip_prefix("stage=") {
+            Some(s) if !s.is_empty() => Ok(WaitFor::Stage(s.to_string())),
+            _ => Err("expected complete, approval or stage=NAME".into()),
+        },
+    }
+}
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -196,6 +256,18 @@ fn humantime(d: std::time::Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn conditions_parse() {
+        assert_eq!(parse_condition("complete"), Ok(WaitFor::Complete));
+        assert_eq!(parse_condition("approval"), Ok(WaitFor::Approval));
+        assert_eq!(
+            parse_condition("stage=prod"),
+            Ok(WaitFor::Stage("prod".into()))
+        );
+        assert!(parse_condition("stage=").is_err());
+        assert!(parse_condition("ready").is_err());
+    }
     use serde_json::{json, Value};
 
     fn d(status: Value, summaries: Vec<Value>) -> Description {

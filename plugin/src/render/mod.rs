@@ -10,7 +10,15 @@ use std::io::IsTerminal;
 use owo_colors::OwoColorize;
 use promotion_shared::pipeline::{Phase, StageState};
 
-use crate::cli::ColorChoice;
+use clap::ValueEnum;
+
+/// `--color`: when to use colour and symbols.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
 
 /// Whether to decorate output. `NO_COLOR` (any non-empty value) and `TERM=dumb` switch it off
 /// unless colour is forced with `--color=always`.

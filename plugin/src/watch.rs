@@ -1,4 +1,4 @@
-//! Following one promotion through watch events: the ClusterPromotion itself and the
+//! Watching one promotion through watch events: the ClusterPromotion itself and the
 //! ClusterSummaries of its stage profiles. Used by `wait`, `describe --watch` and
 //! `approve --wait`.
 //!
