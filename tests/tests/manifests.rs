@@ -12,7 +12,6 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use base64::Engine as _;
-use serde::Deserialize as _;
 use serde_json::{json, Value};
 
 // The server's routes, from the server itself, so the manifests cannot drift from them.
@@ -86,8 +85,9 @@ fn render(dir: &Path) -> Install {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8(out.stdout).expect("kustomize output is UTF-8");
-    let objects = serde_yaml_ng::Deserializer::from_str(&text)
-        .map(|doc| Value::deserialize(doc).expect("kustomize output is valid YAML"))
+    let objects = serde_saphyr::from_multiple::<Value>(&text)
+        .expect("kustomize output is valid YAML")
+        .into_iter()
         .filter(|doc| !doc.is_null())
         .collect();
     Install { objects }
@@ -598,7 +598,7 @@ fn cluster_promotion_crd() -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("crds/config.projectsveltos.io_clusterpromotions.yaml");
     let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
+    serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
 }
 
 fn check_webhook_configuration(config: &Value, path: &str, service: &str, namespace: &str) {

@@ -196,7 +196,8 @@ fn describe_offline_needs_no_cluster() {
         .env_clear()
         .output()
         .unwrap();
-    let v: Value = serde_yaml_ng::from_slice(&yaml.stdout).expect("describe -o yaml is YAML");
+    let v: Value = serde_saphyr::from_str(&String::from_utf8_lossy(&yaml.stdout))
+        .expect("describe -o yaml is YAML");
     assert_eq!(v["phase"], "progressing");
     assert_eq!(v["stages"][2]["state"], "soaking");
     assert_eq!(v["stages"][2]["until"], "2026-02-16T06:36:24Z");
@@ -294,7 +295,7 @@ fn list_shows_every_promotion() {
     assert_eq!(items[1]["phase"], "failed");
 
     let yaml: Value =
-        serde_yaml_ng::from_str(&env.run(&["list", "-o", "yaml"]).expect(0).stdout).unwrap();
+        serde_saphyr::from_str(&env.run(&["list", "-o", "yaml"]).expect(0).stdout).unwrap();
     assert_eq!(yaml["items"][0]["name"], "core-payment-processor-ci");
 
     let none = env.run(&["list", "-l", "team=nobody"]).expect(0);

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 fn write(env: &Env, name: &str, v: &Value) -> String {
     let path = env.path(name);
-    std::fs::write(&path, serde_yaml_ng::to_string(v).unwrap()).unwrap();
+    std::fs::write(&path, serde_saphyr::to_string(v).unwrap()).unwrap();
     path.to_str().unwrap().to_string()
 }
 
