@@ -508,6 +508,26 @@ mod tests {
     }
 
     #[test]
+    fn stages_hash_equals_what_sveltos_wrote() {
+        // examples/kyverno-rollout-auto.yaml: status.stagesHash as a real addon-controller wrote it.
+        let object = promotion(
+            json!({}),
+            json!([
+                {"name": "dev", "clusterSelector": {"matchLabels": {"env": "dev"}},
+                 "trigger": {"auto": {"delay": "2m"}}},
+                {"name": "staging", "clusterSelector": {"matchLabels": {"env": "staging"}},
+                 "trigger": {"auto": {"delay": "2m"}}},
+                {"name": "production", "clusterSelector": {"matchLabels": {"env": "prod"}},
+                 "trigger": {"auto": {"delay": "2m"}}}
+            ]),
+        );
+        assert_eq!(
+            stages_hash(&tree_of(&object)).as_deref(),
+            Some("K+oVryzpxI5/sCfRe03pIwhkVZ00YPTFDNpRVYmpLOk=")
+        );
+    }
+
+    #[test]
     fn drift_exclusions_sort_by_their_paths() {
         let a = promotion(
             json!({"driftExclusions": [{"paths": ["/b", "/a"]}, {"paths": ["/0"]}]}),
