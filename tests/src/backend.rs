@@ -138,7 +138,7 @@ impl StandInBackend {
             }
         });
         let admin = Objects::new(client(
-            &server.url().to_string(),
+            server.url(),
             server.ca_pem(),
             tokens.of(User::Admin),
         )?);

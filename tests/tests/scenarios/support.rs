@@ -40,3 +40,31 @@ impl<T, E: std::fmt::Display> Expect<T> for Result<T, E> {
         self.unwrap_or_else(|e| panic!("[{}] {what}: {e}", cluster.kind().name()))
     }
 }
+
+/// A way the stand-in answers differently from kube-apiserver, found by these scenarios and not
+/// fixed yet (the stand-in has its own owner). Listed so that the scenario still checks the real
+/// server exactly, and notices when the stand-in is fixed.
+pub struct Difference {
+    pub what: &'static str,
+}
+
+/// A refused connection to a webhook, in the `failed calling webhook` message.
+pub const DIAL_ERROR_TEXT: Difference = Difference {
+    what: "kube-apiserver reports a refused webhook connection as Go's `dial tcp ADDR: connect: \
+           connection refused`; the stand-in as hyper's `client error (Connect): tcp connect \
+           error: Connection refused (os error 111)`",
+};
+
+/// `holds` is what kube-apiserver does. Asserted on the real server; on the stand-in the known
+/// `difference` must still show, so a fixed stand-in fails here until the entry is removed.
+#[track_caller]
+pub fn as_kube_apiserver_does(cluster: &Cluster, holds: bool, difference: &Difference, context: &str) {
+    match cluster.kind() {
+        promotion_e2e::backend::BackendKind::Envtest => assert!(holds, "{context}"),
+        promotion_e2e::backend::BackendKind::StandIn => assert!(
+            !holds,
+            "the stand-in no longer differs ({}); remove this Difference: {context}",
+            difference.what
+        ),
+    }
+}

@@ -6,7 +6,9 @@ use promotion_e2e::backend::Cluster;
 use promotion_e2e::envtest::{FailurePolicy, User};
 use promotion_shared::admission::SPEC_CHANGE_ANNOTATION;
 
-use super::support::{assert_contains, example, kubectl, Expect};
+use super::support::{
+    as_kube_apiserver_does, assert_contains, example, kubectl, Expect, DIAL_ERROR_TEXT,
+};
 
 pub fn webhook_down_fail_refuses_and_ignore_admits(cluster: &Cluster) {
     let backend = cluster.kind().name();
@@ -39,10 +41,11 @@ pub fn webhook_down_fail_refuses_and_ignore_admits(cluster: &Cluster) {
         &out.stderr,
         &[
             &format!("Error from server (InternalError): error when creating \"{path}\": Internal error occurred: failed calling webhook \"mutate.kubectl-promotion.dev\": failed to call webhook: Post \"{url}/mutate?timeout=5s\": "),
-            "connect: connection refused",
         ],
         &context,
     );
+    let dial = format!("{url}/mutate?timeout=5s\": dial tcp {addr}: connect: connection refused\n", addr = url.trim_start_matches("https://"));
+    as_kube_apiserver_does(cluster, out.stderr.ends_with(&dial), &DIAL_ERROR_TEXT, &context);
     assert!(
         cluster
             .promotion(&name)
