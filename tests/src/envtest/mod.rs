@@ -76,7 +76,7 @@ pub enum EnvtestError {
     Object(#[from] ObjectError),
     #[error("{0}")]
     Setup(String),
-    #[error("the shared real API server failed to start earlier in this test binary: {0}")]
+    #[error("the real API server of this test binary did not start: {0}")]
     Earlier(String),
 }
 
