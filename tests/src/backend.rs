@@ -509,6 +509,19 @@ impl Cluster {
         self.dir.path().join(format!("kubeconfig-{}", user.name()))
     }
 
+    /// A kube-rs client as `user`, built in the caller's tokio runtime when there is one.
+    pub fn client(&self, user: User) -> Result<kube::Client, BackendError> {
+        Ok(crate::envtest::client_from_kubeconfig(
+            user.name(),
+            &self.kubeconfig(user),
+        )?)
+    }
+
+    /// Object access as `user` (see [`Cluster::put`] for the admin's).
+    pub fn objects_as(&self, user: User) -> Result<Objects, BackendError> {
+        Ok(Objects::new(self.client(user)?))
+    }
+
     pub fn dir(&self) -> &Path {
         self.dir.path()
     }

@@ -84,6 +84,11 @@ pub const EVENT: Kind = Kind {
     api_version: "v1",
     kind: "Event",
 };
+/// The same Events through the `events.k8s.io` group (RBAC treats it as another resource).
+pub const EVENTS_K8S_IO_EVENT: Kind = Kind {
+    api_version: "events.k8s.io/v1",
+    kind: "Event",
+};
 pub const NAMESPACE: Kind = Kind {
     api_version: "v1",
     kind: "Namespace",

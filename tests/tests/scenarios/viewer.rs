@@ -2,7 +2,8 @@
 //! `events.k8s.io` Events, and cannot change a promotion.
 
 use promotion_e2e::backend::Cluster;
-use promotion_e2e::envtest::User;
+use promotion_e2e::envtest::objects::{CLUSTER_PROMOTION, EVENTS_K8S_IO_EVENT};
+use promotion_e2e::envtest::{self, User};
 use serde_json::json;
 
 use super::support::{assert_contains, example, kubectl, Expect};
