@@ -415,19 +415,34 @@ fn stop_shared_at_exit() {
 }
 
 /// etcd syncs every write and preallocates 64 MiB of WAL: on tmpfs that costs neither disk
-/// space nor fsync time, and the data is thrown away anyway.
+/// space nor fsync time, and the data is thrown away anyway. Containers often get a 64 MiB
+/// `/dev/shm`, too small: then the temp folder.
 fn data_root() -> PathBuf {
+    const NEEDED: u64 = 256 << 20;
     let shm = Path::new("/dev/shm");
-    let writable = shm.is_dir()
-        && tempfile::Builder::new()
-            .prefix("promotion-envtest-probe-")
-            .tempfile_in(shm)
-            .is_ok();
-    if writable {
+    if free_bytes(shm).is_some_and(|free| free >= NEEDED) {
         shm.to_path_buf()
     } else {
         std::env::temp_dir()
     }
+}
+
+/// Space an unprivileged writer may use under `path` (`None` if it cannot be asked).
+// The statvfs fields are u64 here but narrower on 32-bit targets.
+#[allow(clippy::useless_conversion)]
+fn free_bytes(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let mut stats = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: a NUL-terminated path and a buffer of the right type; read only on success.
+    let stats = unsafe {
+        if libc::statvfs(c_path.as_ptr(), stats.as_mut_ptr()) != 0 {
+            return None;
+        }
+        stats.assume_init()
+    };
+    let writable = unsafe { libc::access(c_path.as_ptr(), libc::W_OK) } == 0;
+    writable.then(|| u64::from(stats.f_bavail).saturating_mul(u64::from(stats.f_frsize)))
 }
 
 fn flag(name: &str, path: &Path) -> String {

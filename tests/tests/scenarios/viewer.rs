@@ -114,6 +114,26 @@ pub fn a_viewer_reads_promotions_and_core_events_but_not_events_k8s_io(cluster: 
         "[{backend}] {out}"
     );
 
+    // The same answers through a kube-rs client of the viewer.
+    let objects = cluster
+        .objects_as(User::Viewer)
+        .or_fail(cluster, "a client for the viewer");
+    let (promotions, events) = envtest::block_on(async move {
+        let promotions = objects.list(CLUSTER_PROMOTION, None).await;
+        let events = objects.list(EVENTS_K8S_IO_EVENT, Some("default")).await;
+        (promotions, events)
+    });
+    let promotions = promotions.or_fail(cluster, "the viewer lists promotions");
+    assert!(
+        promotions
+            .iter()
+            .any(|p| p["metadata"]["name"] == name.as_str()),
+        "[{backend}] {name} among {} promotions",
+        promotions.len()
+    );
+    let denied = events.expect_err("the viewer may not list events.k8s.io Events");
+    assert_eq!(denied.code(), Some(403), "[{backend}] {denied}");
+
     let out = kubectl(
         cluster,
         User::Viewer,
