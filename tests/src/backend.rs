@@ -490,17 +490,14 @@ impl Cluster {
     /// `object` made this scenario's: a cluster-scoped object renamed with [`Cluster::name`], a
     /// namespaced one moved into [`Cluster::namespace`], both labelled with the session.
     pub fn adopt(&self, mut object: Value) -> Value {
+        let namespace = self.namespace();
         let namespaced = object["metadata"].get("namespace").is_some();
-        let meta = &mut object["metadata"];
-        if namespaced {
-            meta["namespace"] = json!(self.namespace());
-        } else if let Some(name) = meta["name"].as_str() {
-            meta["name"] = json!(self.name(name));
-        }
-        if !meta["labels"].is_object() {
-            meta["labels"] = json!({});
-        }
-        meta["labels"][SESSION_LABEL] = json!(self.session);
+        adopt_into(
+            &mut object,
+            &self.session,
+            namespaced.then_some(namespace.as_str()),
+            &|base| self.name(base),
+        );
         object
     }
 
@@ -649,6 +646,25 @@ impl Cluster {
     }
 }
 
+/// [`Cluster::adopt`]: `namespace` is `Some` for namespaced objects.
+fn adopt_into(
+    object: &mut Value,
+    session: &str,
+    namespace: Option<&str>,
+    name: &dyn Fn(&str) -> String,
+) {
+    let meta = &mut object["metadata"];
+    if let Some(namespace) = namespace {
+        meta["namespace"] = json!(namespace);
+    } else if let Some(base) = meta["name"].as_str() {
+        meta["name"] = json!(name(base));
+    }
+    if !meta["labels"].is_object() {
+        meta["labels"] = json!({});
+    }
+    meta["labels"][SESSION_LABEL] = json!(session);
+}
+
 impl Drop for Cluster {
     fn drop(&mut self) {
         // Best effort: a dead webhook left registered only ever matches this session's labels.
@@ -657,5 +673,73 @@ impl Drop for Cluster {
             let namespace = self.namespace();
             let _ = self.delete(NAMESPACE, None, &namespace);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::envtest::FailurePolicy;
+
+    fn rendered() -> WebhookConfigurations {
+        WebhookConfigurations::rendered("https://127.0.0.1:9443", "CA PEM").expect("render")
+    }
+
+    #[test]
+    fn the_stand_in_gets_what_the_installed_configurations_say() {
+        let config = admission_config(&rendered()).expect("convertible");
+        assert_eq!(
+            config.mutate_url.as_deref(),
+            Some("https://127.0.0.1:9443/mutate")
+        );
+        assert_eq!(
+            config.validate_url.as_deref(),
+            Some("https://127.0.0.1:9443/validate")
+        );
+        assert_eq!(config.mutating_name, "mutate.kubectl-promotion.dev");
+        assert_eq!(config.validating_name, "validate.kubectl-promotion.dev");
+        assert_eq!(config.ca_pem, "CA PEM");
+        assert_eq!(config.timeout, Duration::from_secs(5));
+        assert!(!config.ignore_failures, "failurePolicy Fail as installed");
+        assert_eq!(config.resources, vec!["clusterpromotions".to_string()]);
+        assert!(!config.include_status);
+
+        let ignore = admission_config(&rendered().with_failure_policy(FailurePolicy::Ignore))
+            .expect("convertible");
+        assert!(ignore.ignore_failures);
+    }
+
+    #[test]
+    fn what_the_stand_in_cannot_model_is_refused_not_approximated() {
+        let mut configs = rendered();
+        configs.validating["webhooks"][0]["failurePolicy"] = json!("Ignore");
+        let err = admission_config(&configs).expect_err("policies differ");
+        assert!(err.to_string().contains("failurePolicy"), "{err}");
+    }
+
+    #[test]
+    fn adopted_objects_carry_the_session() {
+        // No server needed: naming is local.
+        let session = "e7";
+        let name = |base: &str| format!("{base}-{session}");
+        let cluster_scoped = json!({"metadata": {"name": "gate"}});
+        let namespaced = json!({"metadata": {"name": "cm", "namespace": "default"}});
+        let adopt = |mut object: Value| {
+            let namespaced = object["metadata"].get("namespace").is_some();
+            adopt_into(
+                &mut object,
+                session,
+                namespaced.then_some("scenario-e7"),
+                &name,
+            );
+            object
+        };
+        let a = adopt(cluster_scoped);
+        assert_eq!(a["metadata"]["name"], "gate-e7");
+        assert_eq!(a["metadata"]["labels"][SESSION_LABEL], "e7");
+        let b = adopt(namespaced);
+        assert_eq!(b["metadata"]["name"], "cm");
+        assert_eq!(b["metadata"]["namespace"], "scenario-e7");
+        assert_eq!(b["metadata"]["labels"][SESSION_LABEL], "e7");
     }
 }
