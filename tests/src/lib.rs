@@ -2,5 +2,7 @@
 //! the example manifests, and helpers to find and run the workspace's binaries.
 
 pub mod apiserver;
+pub mod backend;
 pub mod bins;
+pub mod envtest;
 pub mod fixtures;

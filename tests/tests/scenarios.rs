@@ -1,0 +1,76 @@
+//! End-to-end scenarios, each run on both backends from the same body: the stand-in API server
+//! (`standin::…`) and a real kube-apiserver with etcd (`envtest::…`, see
+//! `promotion_e2e::envtest`). A scenario that passes on one and fails on the other is a bug in
+//! the stand-in or in the plugin.
+//!
+//! Real-server scenarios need `KUBEBUILDER_ASSETS`. Without it (and without `CI=true`) they are
+//! reported as *ignored*, never as passed, and one line says how to enable them; this file uses
+//! its own harness (libtest-mimic, `harness = false`) because the built-in one can only ignore a
+//! test at compile time. Under `CI=true` they always run, so missing assets fail the run.
+
+mod scenarios {
+    pub mod support;
+    pub mod verdicts;
+    pub mod viewer;
+    pub mod webhook_down;
+}
+
+use std::time::Instant;
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use promotion_e2e::backend::{BackendKind, Cluster};
+use promotion_e2e::envtest::{self, Envtest, Gate};
+
+type Scenario = fn(&Cluster);
+
+const SCENARIOS: &[(&str, Scenario)] = &[
+    (
+        "every_example_gets_its_verdict_at_dry_run_and_apply",
+        scenarios::verdicts::every_example_gets_its_verdict_at_dry_run_and_apply,
+    ),
+    (
+        "a_viewer_reads_promotions_and_core_events_but_not_events_k8s_io",
+        scenarios::viewer::a_viewer_reads_promotions_and_core_events_but_not_events_k8s_io,
+    ),
+    (
+        "webhook_down_fail_refuses_and_ignore_admits",
+        scenarios::webhook_down::webhook_down_fail_refuses_and_ignore_admits,
+    ),
+];
+
+fn main() {
+    let args = Arguments::from_args();
+    let gate = envtest::gate();
+    if let Gate::Skip(reason) = &gate {
+        eprintln!("envtest scenarios ignored: {reason}");
+    }
+    let skip_real = matches!(gate, Gate::Skip(_));
+    let trials = BackendKind::ALL
+        .iter()
+        .flat_map(|&kind| {
+            SCENARIOS.iter().map(move |&(name, scenario)| {
+                Trial::test(format!("{}::{name}", kind.name()), move || {
+                    run(kind, scenario)
+                })
+                .with_ignored_flag(kind == BackendKind::Envtest && skip_real)
+            })
+        })
+        .collect();
+    let began = Instant::now();
+    let conclusion = libtest_mimic::run(&args, trials);
+    if let Some(server) = Envtest::shared_if_started() {
+        eprintln!(
+            "envtest: {} ready in {:.1?} (etcd, kube-apiserver, CRDs, RBAC); scenarios took {:.1?} in all",
+            server.version(),
+            server.startup(),
+            began.elapsed()
+        );
+    }
+    conclusion.exit();
+}
+
+fn run(kind: BackendKind, scenario: Scenario) -> Result<(), Failed> {
+    let cluster = Cluster::new(kind).map_err(|e| Failed::from(e.to_string()))?;
+    scenario(&cluster);
+    Ok(())
+}

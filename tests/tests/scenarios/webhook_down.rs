@@ -1,0 +1,122 @@
+//! The webhook goes down: with `failurePolicy: Fail` (as installed) the API server refuses
+//! ClusterPromotion writes with a message naming the webhook and the failed call; with
+//! `Ignore` it admits them unexamined. Updates the installed `matchConditions` exclude (a label)
+//! never need the webhook.
+
+use promotion_e2e::backend::Cluster;
+use promotion_e2e::envtest::{FailurePolicy, User};
+use promotion_shared::admission::SPEC_CHANGE_ANNOTATION;
+
+use super::support::{
+    as_kube_apiserver_does, assert_contains, example, kubectl, Expect, DIAL_ERROR_TEXT,
+    MATCH_CONDITIONS,
+};
+
+pub fn webhook_down_fail_refuses_and_ignore_admits(cluster: &Cluster) {
+    let backend = cluster.kind().name();
+    let mut webhook = cluster
+        .start_webhook(&[])
+        .or_fail(cluster, "starting promotion-webhook");
+    let configs = webhook
+        .configurations()
+        .or_fail(cluster, "rendering manifests/");
+    cluster
+        .register_webhooks(configs.clone())
+        .or_fail(cluster, "registering the webhook");
+    let url = webhook.base_url();
+
+    // Admitted while the webhook is up.
+    let existing = cluster.adopt(example("kyverno-manual-gate.yaml"));
+    let existing_name = existing["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let existing_path = cluster
+        .write_manifest("gate.yaml", &existing)
+        .or_fail(cluster, "writing the manifest");
+    let out = kubectl(
+        cluster,
+        User::Admin,
+        &["apply", "-f", &existing_path.to_string_lossy()],
+    );
+    assert_eq!(out.code, 0, "[{backend}] webhook up: {out}");
+
+    webhook.stop();
+
+    // The installed matchConditions skip the webhook for updates that change neither spec nor
+    // annotations, so labelling (or removing a finalizer) never depends on it being up.
+    let out = kubectl(
+        cluster,
+        User::Admin,
+        &["label", "clusterpromotion", &existing_name, "team=platform"],
+    );
+    let labelled = out.code == 0
+        && out.stdout
+            == format!("clusterpromotion.config.projectsveltos.io/{existing_name} labeled\n");
+    as_kube_apiserver_does(
+        cluster,
+        labelled,
+        &MATCH_CONDITIONS,
+        &format!("[{backend}] label with the webhook down: {out}"),
+    );
+
+    let promotion = cluster.adopt(example("payment-four-stages.yaml"));
+    let name = promotion["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let path = cluster
+        .write_manifest("payment.yaml", &promotion)
+        .or_fail(cluster, "writing the manifest");
+    let path = path.to_string_lossy();
+
+    let out = kubectl(cluster, User::Admin, &["apply", "-f", &path]);
+    let context = format!("[{backend}] failurePolicy Fail: {out}");
+    assert_eq!(out.code, 1, "{context}");
+    assert_contains(
+        &out.stderr,
+        &[
+            &format!("Error from server (InternalError): error when creating \"{path}\": Internal error occurred: failed calling webhook \"mutate.kubectl-promotion.dev\": failed to call webhook: Post \"{url}/mutate?timeout=5s\": "),
+        ],
+        &context,
+    );
+    let dial = format!(
+        "{url}/mutate?timeout=5s\": dial tcp {addr}: connect: connection refused\n",
+        addr = url.trim_start_matches("https://")
+    );
+    as_kube_apiserver_does(
+        cluster,
+        out.stderr.ends_with(&dial),
+        &DIAL_ERROR_TEXT,
+        &context,
+    );
+    assert!(
+        cluster
+            .promotion(&name)
+            .or_fail(cluster, "reading")
+            .is_none(),
+        "{context}"
+    );
+
+    cluster
+        .register_webhooks(configs.with_failure_policy(FailurePolicy::Ignore))
+        .or_fail(cluster, "switching to failurePolicy Ignore");
+    let out = kubectl(cluster, User::Admin, &["apply", "-f", &path]);
+    let context = format!("[{backend}] failurePolicy Ignore: {out}");
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (
+            0,
+            format!("clusterpromotion.config.projectsveltos.io/{name} created\n").as_str()
+        ),
+        "{context}"
+    );
+    let stored = cluster
+        .promotion(&name)
+        .or_fail(cluster, "reading")
+        .unwrap_or_else(|| panic!("{context}: not stored"));
+    assert!(
+        stored["metadata"]["annotations"][SPEC_CHANGE_ANNOTATION].is_null(),
+        "no webhook saw it: {context}"
+    );
+}
