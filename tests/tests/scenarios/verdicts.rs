@@ -1,6 +1,6 @@
 //! Every example through `kubectl apply --dry-run=server` with the real webhook registered as
-//! installed, judged by `examples/VERDICTS.md` (verdict and field path, parsed from the table
-//! there), then a plain `kubectl apply` of the valid ones.
+//! installed, judged by `examples/VERDICTS.md` (every error and warning path, as
+//! `promotion_examples` reads the table), then a plain `kubectl apply` of the valid ones.
 
 use std::collections::BTreeSet;
 
@@ -10,56 +10,6 @@ use promotion_e2e::fixtures;
 use promotion_shared::admission::SPEC_CHANGE_ANNOTATION;
 
 use super::support::{assert_contains, kubectl, Expect};
-
-#[derive(Debug, PartialEq)]
-enum Verdict {
-    Valid,
-    Warning(String),
-    Error(String),
-}
-
-/// The table of VERDICTS.md: file → verdict, with the first field path of the third column.
-fn verdicts() -> Vec<(String, Verdict)> {
-    let path = fixtures::examples_dir().join("VERDICTS.md");
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-    let table: Vec<(String, Verdict)> = text
-        .lines()
-        .filter_map(|line| {
-            let cells: Vec<&str> = line
-                .trim()
-                .trim_matches('|')
-                .split('|')
-                .map(str::trim)
-                .collect();
-            let [file, verdict, what] = cells.as_slice() else {
-                return None;
-            };
-            if !file.ends_with(".yaml") {
-                return None;
-            }
-            let field = || {
-                what.split('`')
-                    .nth(1)
-                    .unwrap_or_else(|| panic!("VERDICTS.md: no `field path` for {file}: {what}"))
-                    .to_string()
-            };
-            let verdict = match *verdict {
-                "valid" if what.starts_with("warning at") => Verdict::Warning(field()),
-                "valid" => Verdict::Valid,
-                "error" => Verdict::Error(field()),
-                other => panic!("VERDICTS.md: unknown verdict {other:?} for {file}"),
-            };
-            Some((file.to_string(), verdict))
-        })
-        .collect();
-    assert!(
-        table.len() > 5,
-        "VERDICTS.md table not found in {}",
-        path.display()
-    );
-    table
-}
 
 pub fn every_example_gets_its_verdict_at_dry_run_and_apply(cluster: &Cluster) {
     let webhook = cluster
@@ -72,10 +22,10 @@ pub fn every_example_gets_its_verdict_at_dry_run_and_apply(cluster: &Cluster) {
         .register_webhooks(configs)
         .or_fail(cluster, "registering the webhook");
 
-    let verdicts = verdicts();
+    let verdicts = promotion_examples::verdicts();
     let examples = fixtures::load_examples().unwrap_or_else(|e| panic!("{e}"));
     let files: BTreeSet<&str> = examples.iter().map(|e| e.file.as_str()).collect();
-    let judged: BTreeSet<&str> = verdicts.iter().map(|(f, _)| f.as_str()).collect();
+    let judged: BTreeSet<&str> = verdicts.iter().map(|v| v.file.as_str()).collect();
     assert_eq!(
         files, judged,
         "examples/ and VERDICTS.md list the same files"
@@ -92,43 +42,42 @@ pub fn every_example_gets_its_verdict_at_dry_run_and_apply(cluster: &Cluster) {
             .write_manifest(&example.file, &manifest)
             .or_fail(cluster, "writing a manifest");
         let path = path.to_string_lossy();
-        let verdict = &verdicts
+        let verdict = verdicts
             .iter()
-            .find(|(f, _)| *f == example.file)
-            .unwrap_or_else(|| panic!("no verdict for {}", example.file))
-            .1;
+            .find(|v| v.file == example.file)
+            .unwrap_or_else(|| panic!("no verdict for {}", example.file));
         let out = kubectl(
             cluster,
             User::Admin,
             &["apply", "--dry-run=server", "-f", &path],
         );
         let context = format!("[{}] {}: {out}", cluster.kind().name(), example.file);
-        match verdict {
-            Verdict::Valid | Verdict::Warning(_) => {
-                assert_eq!(out.code, 0, "{context}");
-                assert_eq!(
-                    out.stdout,
-                    format!("clusterpromotion.config.projectsveltos.io/{name} created (server dry run)\n"),
-                    "{context}"
-                );
-                if let Verdict::Warning(field) = verdict {
-                    assert_contains(&out.stderr, &[&format!("Warning: {field}: ")], &context);
-                } else {
-                    assert!(!out.stderr.contains("Warning:"), "{context}");
-                }
-                valid.push((example.file.clone(), name.clone(), path.to_string()));
+        if verdict.valid {
+            assert_eq!(out.code, 0, "{context}");
+            assert_eq!(
+                out.stdout,
+                format!(
+                    "clusterpromotion.config.projectsveltos.io/{name} created (server dry run)\n"
+                ),
+                "{context}"
+            );
+            let warnings = verdict.warnings();
+            for field in &warnings {
+                assert_contains(&out.stderr, &[&format!("Warning: {field}: ")], &context);
             }
-            Verdict::Error(field) => {
-                assert_eq!(out.code, 1, "{context}");
-                assert_contains(
-                    &out.stderr,
-                    &[
-                        &format!("The ClusterPromotion \"{name}\" is invalid: "),
-                        &format!("{field}: "),
-                    ],
-                    &context,
-                );
-            }
+            // A warning starts with the field path it is about.
+            assert_eq!(
+                out.stderr.matches("Warning: spec.").count(),
+                warnings.len(),
+                "exactly the warnings of VERDICTS.md: {context}"
+            );
+            valid.push((example.file.clone(), name.clone(), path.to_string()));
+        } else {
+            assert_eq!(out.code, 1, "{context}");
+            let mut expected = vec![format!("The ClusterPromotion \"{name}\" is invalid: ")];
+            expected.extend(verdict.errors().iter().map(|field| format!("{field}: ")));
+            let expected: Vec<&str> = expected.iter().map(String::as_str).collect();
+            assert_contains(&out.stderr, &expected, &context);
         }
         let stored = cluster.promotion(&name).or_fail(cluster, "reading back");
         assert!(stored.is_none(), "a dry run stores nothing: {context}");
