@@ -22,6 +22,7 @@ pub mod schema;
 mod selectors;
 pub mod status;
 pub mod store;
+mod strategy;
 mod table;
 pub mod tls;
 mod watch;
