@@ -16,6 +16,7 @@ pub mod auth;
 mod discovery;
 mod events;
 mod handlers;
+mod impersonation;
 mod openapi;
 pub mod resources;
 pub mod schema;

@@ -37,19 +37,28 @@ use tokio::sync::watch as tokio_watch;
 
 use super::admission::AdmissionClient;
 use super::auth::{self, Attributes, Authorizer, Decision, DenyRule, UserInfo};
+use super::impersonation;
 use super::status::ApiError;
 use super::store::Store;
 use requestinfo::{RequestInfo, Verb};
 use responsewriters::Reply;
 use rest::RequestScope;
 
-/// One request as the server saw it (tests assert on what a client actually sent).
+/// One request as the server saw it (tests assert on what a client actually sent), with the
+/// identity it ran as: the impersonated user when impersonation was asked for and allowed (the
+/// audit log's `impersonatedUser`), the authenticated user otherwise, nobody when
+/// authentication failed.
 #[derive(Clone, Debug)]
 pub struct RecordedRequest {
     pub method: String,
     pub path: String,
     pub query: String,
+    /// Username; empty when authentication failed.
     pub user: String,
+    /// Groups, with the `system:authenticated` the server adds.
+    pub groups: Vec<String>,
+    pub uid: String,
+    pub extra: BTreeMap<String, Vec<String>>,
     pub content_type: String,
     pub body: String,
     pub status: u16,
@@ -113,6 +122,9 @@ pub(crate) async fn handle(State(app): State<Arc<AppState>>, req: Request<Body>)
             path: parts.uri.path().to_string(),
             query: parts.uri.query().unwrap_or_default().to_string(),
             user: identity.username,
+            groups: identity.groups,
+            uid: identity.uid,
+            extra: identity.extra,
             content_type,
             body: String::from_utf8_lossy(&bytes).into_owned(),
             status: code,
@@ -134,7 +146,10 @@ async fn serve(
     let path = uri.path();
     let query = rest::parse_query(uri.query());
     let tokens = read(&app.tokens).clone();
-    let user = auth::authenticate(headers, &tokens, &|a| app.decide(a), path)?;
+    let requestor = auth::authenticate(headers, &tokens)?;
+    *identity = requestor.clone();
+    let request_uri = uri.path_and_query().map_or(path, |p| p.as_str());
+    let user = impersonation::impersonate(headers, &requestor, &|a| app.decide(a), request_uri)?;
     *identity = user.clone();
     let accept = headers
         .get("accept")
