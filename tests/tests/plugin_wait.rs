@@ -1,9 +1,18 @@
 //! `kubectl promotion wait` and `describe --watch`: exit codes 0/2/3/1, driven by watch events
 //! (the promotion and its ClusterSummaries), surviving dropped watches and compaction.
+//!
+//! A test that changes the world while the plugin runs first waits for evidence that the plugin
+//! has seen the world as it was (the progress note of `wait`, the first view of `describe -w`)
+//! and, between two changes that must be seen apart, for the transition the first one prints.
+//! Nothing is ordered by sleeping, so no result depends on how fast the machine is; the only
+//! clock is [`PATIENCE`], after which a test fails with everything the plugin printed.
 
 mod plugin_common;
 
-use std::process::Stdio;
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use plugin_common::*;
@@ -12,26 +21,155 @@ use serde_json::{json, Value};
 
 const GATE: &str = "kyverno-rollout-man";
 
-/// Spawn the plugin and return its output once it exits (bounded).
-fn spawn(env: &Env, args: &[&str]) -> std::process::Child {
-    env.cmd()
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn kubectl-promotion")
+/// How long a running plugin may take to print an expected line or to exit: far more than it
+/// needs, only there so that a broken plugin fails the test instead of hanging it.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// The plugin's own `--timeout` where a test is not about timing out: as long as [`PATIENCE`],
+/// so that a slow machine cannot turn an expected exit 0, 1 or 2 into a 3.
+const PATIENT: &str = "--timeout=120s";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stream {
+    Stdout,
+    Stderr,
 }
 
-fn finish(child: std::process::Child) -> Output {
-    child
-        .wait_with_output()
-        .expect("wait for kubectl-promotion")
-        .into()
+/// The plugin, running, with its stdout and stderr read line by line as they are written.
+struct Running {
+    child: Child,
+    lines: Receiver<(Stream, String)>,
+    readers: Vec<JoinHandle<()>>,
+    stdout: String,
+    stderr: String,
 }
 
-/// Wait until the plugin has opened its watches (so that what follows is seen as events).
+fn forward(
+    stream: Stream,
+    pipe: impl Read + Send + 'static,
+    tx: mpsc::Sender<(Stream, String)>,
+) -> JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(pipe);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {
+                    let text = String::from_utf8_lossy(&line).into_owned();
+                    if tx.send((stream, text)).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    })
+}
+
+impl Running {
+    fn start(env: &Env, args: &[&str]) -> Running {
+        let mut child = env
+            .cmd()
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn kubectl-promotion");
+        let (tx, lines) = mpsc::channel();
+        let stdout = child.stdout.take().expect("piped stdout");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let readers = vec![
+            forward(Stream::Stdout, stdout, tx.clone()),
+            forward(Stream::Stderr, stderr, tx),
+        ];
+        Running {
+            child,
+            lines,
+            readers,
+            stdout: String::new(),
+            stderr: String::new(),
+        }
+    }
+
+    fn keep(&mut self, stream: Stream, line: &str) {
+        match stream {
+            Stream::Stdout => self.stdout.push_str(line),
+            Stream::Stderr => self.stderr.push_str(line),
+        }
+    }
+
+    /// Read until a line of `stream` contains `needle`; fails the test (showing everything read)
+    /// when the plugin closes its output first or [`PATIENCE`] runs out.
+    fn expect_line(&mut self, stream: Stream, needle: &str) -> String {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok((from, line)) => {
+                    self.keep(from, &line);
+                    if from == stream && line.contains(needle) {
+                        return line;
+                    }
+                }
+                Err(e) => {
+                    let why = match e {
+                        RecvTimeoutError::Timeout => format!("nothing after {PATIENCE:?}"),
+                        RecvTimeoutError::Disconnected => "the plugin closed its output".into(),
+                    };
+                    panic!(
+                        "waiting for {needle:?} on {stream:?}: {why}\n--- stdout\n{}--- stderr\n{}",
+                        self.stdout, self.stderr
+                    );
+                }
+            }
+        }
+    }
+
+    /// Everything the plugin printed, once it exited (killed after [`PATIENCE`]: a failure).
+    fn finish(mut self) -> Output {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok((from, line)) => self.keep(from, &line),
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {
+                    let _ = self.child.kill();
+                    panic!(
+                        "the plugin did not exit within {PATIENCE:?}\n--- stdout\n{}--- stderr\n{}",
+                        self.stdout, self.stderr
+                    );
+                }
+            }
+        }
+        for reader in self.readers.drain(..) {
+            let _ = reader.join();
+        }
+        // Both pipes are closed: the process has exited or is about to.
+        let status = self.child.wait().expect("wait for kubectl-promotion");
+        Output {
+            code: status.code().unwrap_or(-1),
+            stdout: std::mem::take(&mut self.stdout),
+            stderr: std::mem::take(&mut self.stderr),
+        }
+    }
+}
+
+impl Drop for Running {
+    /// A test that failed midway leaves no plugin running.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Wait until the plugin has opened its watches, for a test about what happens to open watches.
 fn watching(env: &Env) {
-    eventually(Duration::from_secs(30), "the plugin to watch", || {
+    eventually(PATIENCE, "the plugin to watch", || {
         let reqs = env.server.requests();
         let watches = |frag: &str| {
             reqs.iter().any(|r| {
@@ -59,7 +197,7 @@ fn promote_to_production(p: &mut Value) {
 fn conditions_that_already_hold_exit_0() {
     let env = Env::start(example_world("kyverno-manual-gate.yaml"));
     let out = env
-        .run(&["wait", GATE, "--for=approval", "--timeout=10s"])
+        .run(&["wait", GATE, "--for=approval", PATIENT])
         .expect(0);
     assert!(out.stdout.contains(
         "stage staging awaits approval (unblocks staging → production): kubectl promotion approve kyverno-rollout-man --stage staging"
@@ -77,12 +215,7 @@ fn conditions_that_already_hold_exit_0() {
 fn failed_pipeline_exits_2() {
     let env = Env::start(example_world("kyverno-failed-dev.yaml"));
     let out = env
-        .run(&[
-            "wait",
-            "kyverno-rollout-auto",
-            "--for=complete",
-            "--timeout=10s",
-        ])
+        .run(&["wait", "kyverno-rollout-auto", "--for=complete", PATIENT])
         .expect(2);
     assert!(
         out.stderr.contains(
@@ -120,7 +253,7 @@ fn timeout_exits_3() {
 fn other_errors_exit_1() {
     let env = Env::start(example_world("kyverno-manual-gate.yaml"));
     let out = env
-        .run(&["wait", GATE, "--for=stage=qa", "--timeout=5s"])
+        .run(&["wait", GATE, "--for=stage=qa", PATIENT])
         .expect(1);
     assert!(out.stderr.contains("has no stage \"qa\""), "{}", out.stderr);
     let out = env.run(&["wait", "missing", "--for=complete"]).expect(1);
@@ -148,9 +281,10 @@ fn a_stage_reached_later_is_seen_through_the_watch_even_after_it_drops() {
             .with_objects(example_world("kyverno-manual-gate.yaml"))
             .with_bookmark_interval(Duration::from_secs(3600)),
     );
-    let child = spawn(
-        &env,
-        &["wait", GATE, "--for=stage=production", "--timeout=60s"],
+    let mut plugin = Running::start(&env, &["wait", GATE, "--for=stage=production", PATIENT]);
+    plugin.expect_line(
+        Stream::Stderr,
+        "waiting for stage=production: at stage staging: awaiting approval",
     );
     watching(&env);
     // The server forgets its history and ends every watch: the plugin must re-watch, get 410
@@ -160,7 +294,7 @@ fn a_stage_reached_later_is_seen_through_the_watch_even_after_it_drops() {
     env.server.compact();
     env.server.drop_watches();
     update(&env, GATE, promote_to_production);
-    let out = finish(child).expect(0);
+    let out = plugin.finish().expect(0);
     assert!(
         out.stdout.contains("stage production reached"),
         "{}",
@@ -180,16 +314,15 @@ fn a_stage_reached_later_is_seen_through_the_watch_even_after_it_drops() {
 #[test]
 fn a_cluster_failing_later_ends_the_wait_with_2() {
     let env = Env::start(auto_rollout_two_clusters_each());
-    let child = spawn(
+    let mut plugin = Running::start(
         &env,
-        &[
-            "wait",
-            "kyverno-rollout-auto",
-            "--for=complete",
-            "--timeout=60s",
-        ],
+        &["wait", "kyverno-rollout-auto", "--for=complete", PATIENT],
     );
-    watching(&env);
+    // Progress is reported once the plugin has the rollout's state.
+    plugin.expect_line(
+        Stream::Stderr,
+        "waiting for complete: at stage production: soaking until 2026-02-16T06:36:24Z",
+    );
     env.set_features(
         "prod",
         "kyverno-rollout-auto-production-sveltos-prod02",
@@ -199,18 +332,11 @@ fn a_cluster_failing_later_ends_the_wait_with_2() {
             Some("health check 'kyverno-ready' for feature Helm failed"),
         )],
     );
-    let out = finish(child).expect(2);
+    let out = plugin.finish().expect(2);
     assert!(
         out.stderr
             .contains("cluster prod/prod02: Helm Failed: health check 'kyverno-ready'"),
         "{}",
-        out.stderr
-    );
-    assert!(
-        out.stderr.contains(
-            "waiting for complete: at stage production: soaking until 2026-02-16T06:36:24Z"
-        ),
-        "progress is reported: {}",
         out.stderr
     );
 }
@@ -218,12 +344,16 @@ fn a_cluster_failing_later_ends_the_wait_with_2() {
 #[test]
 fn describe_watch_appends_changes_and_ends_when_complete() {
     let env = Env::start(example_world("kyverno-manual-gate.yaml"));
-    let child = spawn(&env, &["describe", GATE, "-w"]);
-    watching(&env);
+    let mut plugin = Running::start(&env, &["describe", GATE, "-w"]);
+    plugin.expect_line(Stream::Stdout, "Stages:");
     update(&env, GATE, |p| {
         p["spec"]["stages"][1]["trigger"]["manual"]["approved"] = json!(true);
     });
-    std::thread::sleep(Duration::from_millis(300));
+    // The approval is seen on its own before the promotion that uses it happens.
+    plugin.expect_line(
+        Stream::Stdout,
+        "stage staging: awaiting approval → approved and pending",
+    );
     update(&env, GATE, |p| {
         p["spec"]["stages"][1]["trigger"]["manual"]
             .as_object_mut()
@@ -239,7 +369,7 @@ fn describe_watch_appends_changes_and_ends_when_complete() {
         last["currentStatusDescription"] =
             json!("All matching clusters are successfully deployed. (2026-02-16T08:02:00Z)");
     });
-    let out = finish(child).expect(0);
+    let out = plugin.finish().expect(0);
     let t = &out.stdout;
     // The full view once, then one line per change (not a redraw: stdout is not a terminal).
     assert_eq!(t.matches("Stages:").count(), 1, "{t}");
@@ -265,13 +395,13 @@ fn describe_watch_appends_changes_and_ends_when_complete() {
 #[test]
 fn describe_watch_exits_2_when_the_pipeline_fails() {
     let env = Env::start(example_world("kyverno-rollout-auto.yaml"));
-    let child = spawn(&env, &["describe", "kyverno-rollout-auto", "--watch"]);
-    watching(&env);
+    let mut plugin = Running::start(&env, &["describe", "kyverno-rollout-auto", "--watch"]);
+    plugin.expect_line(Stream::Stdout, "Stages:");
     env.set_features(
         "prod",
         "kyverno-rollout-auto-production-sveltos-prod01",
         &[("Helm", "FailedNonRetriable", Some("template error"))],
     );
-    let out = finish(child).expect(2);
+    let out = plugin.finish().expect(2);
     assert!(out.stdout.contains("stage production: soaking until 2026-02-16T06:36:24Z → failed (cluster prod/prod01: Helm FailedNonRetriable: template error)"), "{}", out.stdout);
 }

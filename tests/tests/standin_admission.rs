@@ -221,7 +221,7 @@ fn denial_carries_the_webhook_status_and_dry_run_and_impersonation_are_reported(
     let before = hook.reviews().len();
     let out = env
         .kubectl(&[
-            "--as", "bob", "--as-group", "approvers",
+            "--as", "bob", "--as-group", "approvers", "--as-uid", "bob-uid",
             "patch", "clusterpromotion", "kyverno-rollout-man", "--type=json", "--dry-run=server",
             "-p", r#"[{"op":"test","path":"/spec/stages/1/name","value":"staging"},{"op":"add","path":"/spec/stages/1/trigger/manual/approved","value":true}]"#,
             "-o", "jsonpath={.spec.stages[1].trigger.manual.approved} {.metadata.annotations.e2e/mutated}",
@@ -234,10 +234,9 @@ fn denial_carries_the_webhook_status_and_dry_run_and_impersonation_are_reported(
     let review = &reviews[before];
     assert_eq!(review["request"]["operation"], "UPDATE");
     assert_eq!(review["request"]["dryRun"], true);
-    assert_eq!(review["request"]["userInfo"]["username"], "bob");
     assert_eq!(
-        review["request"]["userInfo"]["groups"],
-        json!(["approvers", "system:authenticated"])
+        review["request"]["userInfo"],
+        json!({"username": "bob", "uid": "bob-uid", "groups": ["approvers", "system:authenticated"]})
     );
     assert_eq!(
         review["request"]["oldObject"]["spec"]["stages"][1]["trigger"]["manual"]["approved"],

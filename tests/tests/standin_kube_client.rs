@@ -353,4 +353,5 @@ async fn impersonation_headers_change_the_user() {
     api.get("kyverno-rollout-man").await.expect("get as bob");
     let last = server.requests().pop().expect("recorded");
     assert_eq!(last.user, "bob");
+    assert_eq!(last.groups, ["approvers", "system:authenticated"]);
 }

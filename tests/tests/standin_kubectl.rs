@@ -1,7 +1,9 @@
 //! The stand-in API server, driven by the real `kubectl` (v1.32 on PATH): what kubectl prints
 //! and exits with must be what it does against a real kube-apiserver.
 
-use promotion_e2e::apiserver::{DenyRule, StandIn, StandInHandle, StandInOptions, UserInfo};
+use promotion_e2e::apiserver::{
+    Decision, DenyRule, StandIn, StandInHandle, StandInOptions, UserInfo,
+};
 use promotion_e2e::bins::{KubeEnv, Output};
 use promotion_e2e::fixtures;
 use serde_json::Value;
@@ -430,6 +432,54 @@ fn unauthenticated_and_forbidden_requests_get_the_real_messages() {
         out.stderr.contains(r#"User "alice" cannot patch resource"#),
         "{out}"
     );
+}
+
+#[test]
+fn impersonated_groups_uid_and_extras_are_the_identity_and_each_is_authorized() {
+    let server = server_with(&["kyverno-manual-gate.yaml"]);
+    let env = KubeEnv::new(&server).expect("env");
+    // client-go sends `as-user-extra` keys escaped (`acme.com%2Fproject`); the server unescapes.
+    let kubeconfig = env.dir().join("impersonating");
+    let admin = std::fs::read_to_string(env.kubeconfig()).expect("kubeconfig");
+    let user = format!("    token: {}\n", server.token());
+    assert!(admin.contains(&user), "{admin}");
+    let impersonating = admin.replace(
+        &user,
+        &format!(
+            "{user}    as: alice\n    as-groups: [release-managers]\n    as-uid: alice-uid\n    as-user-extra:\n      scopes: [view, approve]\n      acme.com/project: [rollouts]\n"
+        ),
+    );
+    std::fs::write(&kubeconfig, impersonating).expect("write kubeconfig");
+    let kubeconfig = kubeconfig.to_string_lossy();
+    let raw = "/apis/config.projectsveltos.io/v1beta1/clusterpromotions/kyverno-rollout-man";
+
+    server.clear_requests();
+    let out = kubectl(&env, &["--kubeconfig", &kubeconfig, "get", "--raw", raw]);
+    assert!(out.success(), "{out}");
+    let seen = server.requests().pop().expect("recorded");
+    assert_eq!(seen.user, "alice");
+    assert_eq!(seen.groups, ["release-managers", "system:authenticated"]);
+    assert_eq!(seen.uid, "alice-uid");
+    assert_eq!(seen.extra["scopes"], ["view", "approve"]);
+    assert_eq!(seen.extra["acme.com/project"], ["rollouts"]);
+
+    // Each extra value needs its own `impersonate` permission; the refusal names the requestor,
+    // and the request is recorded as the requestor's.
+    server.set_authorizer(|a| {
+        if a.verb == "impersonate" && a.resource == "userextras" && a.name == "approve" {
+            Decision::Deny(None)
+        } else {
+            Decision::Allow
+        }
+    });
+    server.clear_requests();
+    let out = kubectl(&env, &["--kubeconfig", &kubeconfig, "get", "--raw", raw]);
+    assert_ne!(out.code, 0, "{out}");
+    assert!(out.stderr.contains(
+        r#"userextras.authentication.k8s.io "approve" is forbidden: User "admin" cannot impersonate resource "userextras/scopes" in API group "authentication.k8s.io" at the cluster scope"#
+    ), "{out}");
+    let refused = server.requests().pop().expect("recorded");
+    assert_eq!((refused.status, refused.user.as_str()), (403, "admin"));
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! Authentication (bearer tokens, impersonation headers) and authorization (a hook tests set to
-//! turn chosen requests into the real server's 403).
+//! Authentication (bearer tokens) and authorization (a hook tests set to turn chosen requests
+//! into the real server's 403, with `responsewriters.Forbidden`'s message).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -140,12 +140,11 @@ pub fn forbidden(a: &Attributes, reason: Option<&str>) -> ApiError {
     ApiError::forbidden(&a.api_group, &a.resource, &a.name, &msg)
 }
 
-/// Bearer token → user, then impersonation. `Err` is the 401/403 to send.
+/// Bearer token → user (with `system:authenticated`, as `AuthenticatedGroupAdder` adds it).
+/// `Err` is the 401 to send. Impersonation comes after, in [`super::impersonation`].
 pub fn authenticate(
     headers: &HeaderMap,
     tokens: &BTreeMap<String, UserInfo>,
-    authorize: &dyn Fn(&Attributes) -> Decision,
-    path: &str,
 ) -> Result<UserInfo, ApiError> {
     let token = headers
         .get("authorization")
@@ -155,72 +154,9 @@ pub fn authenticate(
             scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
         })
         .ok_or_else(ApiError::unauthorized)?;
-    let user = tokens
+    Ok(tokens
         .get(token)
         .cloned()
         .ok_or_else(ApiError::unauthorized)?
-        .with_authenticated();
-
-    let imp_user = headers
-        .get("impersonate-user")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    let imp_groups: Vec<String> = headers
-        .get_all("impersonate-group")
-        .iter()
-        .filter_map(|v| v.to_str().ok().map(str::to_string))
-        .collect();
-    let imp_uid = headers
-        .get("impersonate-uid")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    let Some(imp_user) = imp_user else {
-        if !imp_groups.is_empty() || imp_uid.is_some() {
-            return Err(ApiError::internal(format!(
-                "requested {imp_groups:?} without impersonating a user"
-            )));
-        }
-        return Ok(user);
-    };
-
-    let check = |resource: &str, name: &str| -> Result<(), ApiError> {
-        let a = Attributes {
-            user: user.clone(),
-            verb: "impersonate".into(),
-            api_group: String::new(),
-            api_version: "v1".into(),
-            resource: resource.into(),
-            subresource: String::new(),
-            namespace: String::new(),
-            name: name.into(),
-            resource_request: true,
-            path: path.into(),
-        };
-        match authorize(&a) {
-            Decision::Allow => Ok(()),
-            Decision::Deny(reason) => Err(forbidden(&a, reason.as_deref())),
-        }
-    };
-    check("users", &imp_user)?;
-    for g in &imp_groups {
-        check("groups", g)?;
-    }
-    let mut extra = BTreeMap::new();
-    for (name, value) in headers {
-        if let Some(key) = name.as_str().strip_prefix("impersonate-extra-") {
-            if let Ok(v) = value.to_str() {
-                extra
-                    .entry(key.to_string())
-                    .or_insert_with(Vec::new)
-                    .push(v.to_string());
-            }
-        }
-    }
-    Ok(UserInfo {
-        username: imp_user,
-        uid: imp_uid.unwrap_or_default(),
-        groups: imp_groups,
-        extra,
-    }
-    .with_authenticated())
+        .with_authenticated())
 }

@@ -88,6 +88,20 @@ pub fn now_rfc3339() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
+/// `metadata.resourceVersion`, empty when unset.
+pub(crate) fn rv_of(v: &Value) -> String {
+    v.pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+pub(crate) fn set_rv(v: &mut Value, rv: &str) {
+    if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert("resourceVersion".into(), json!(rv));
+    }
+}
+
 fn key_of(obj: &Value) -> Key {
     let ns = obj
         .pointer("/metadata/namespace")
@@ -298,9 +312,7 @@ pub(crate) fn commit(
 ) -> Value {
     state.rv += 1;
     let rv = state.rv;
-    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.insert("resourceVersion".into(), json!(rv.to_string()));
-    }
+    set_rv(&mut obj, &rv.to_string());
     let key = key_of(&obj);
     let stored = Stored::new(obj);
     let previous = state
@@ -336,9 +348,7 @@ pub(crate) fn commit_delete(
     let rv = state.rv;
     // The DELETED event carries the object at the deletion's resourceVersion.
     let mut last = (*removed.value).clone();
-    if let Some(meta) = last.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.insert("resourceVersion".into(), json!(rv.to_string()));
-    }
+    set_rv(&mut last, &rv.to_string());
     let stored = Stored::new(last);
     let change = Arc::new(Change {
         rv,
