@@ -3,6 +3,8 @@
 
 pub mod admission;
 pub mod diff;
+#[cfg(feature = "health-runtime")]
+pub mod health;
 pub mod model;
 pub mod observe;
 pub mod patch;
