@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::commands::health::HealthArgs;
 use crate::commands::lint::LintArgs;
 use crate::connection::ConnectionFlags;
 use crate::duration;
@@ -233,6 +234,13 @@ Examples:
   kubectl promotion lint -f manifests/"
     )]
     Lint(LintArgs),
+
+    #[command(
+        about = "Run a promotion's health checks (Lua and CEL) exactly as Sveltos would",
+        long_about = crate::commands::health::LONG_ABOUT,
+        after_help = crate::commands::health::AFTER_HELP
+    )]
+    Health(HealthArgs),
 }
 
 #[derive(Args, Debug)]

@@ -6,6 +6,7 @@ mod connection;
 mod duration;
 mod error;
 mod follow;
+mod health;
 mod kube_client;
 mod output;
 mod render;
@@ -62,6 +63,7 @@ fn main() -> ExitCode {
         Command::Approve(a) => block_on(commands::approve::run(&ctx, a)),
         Command::Diff(a) => block_on(commands::diff::run(&ctx, a)),
         Command::Wait(a) => block_on(commands::wait::run(&ctx, a)),
+        Command::Health(a) => block_on(commands::health::run(&ctx, a)),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -9,6 +9,7 @@
 pub mod cel_eval;
 pub mod gofmt;
 pub mod lua_runtime;
+pub mod metrics;
 pub mod preload;
 pub mod result;
 pub mod select;
@@ -146,14 +147,36 @@ fn evaluate_check(
     });
     if selected.is_empty() {
         let text = format!("validateHealth: {} did not fetch any resource", check.name);
-        let hint = if served == KindServed::Unknown
-            && !candidates.iter().any(|o| select::same_kind(check, o))
-        {
+        let same_kind: Vec<&Value> = candidates
+            .iter()
+            .filter(|o| select::same_kind(check, o))
+            .collect();
+        let hint = if same_kind.is_empty() && served == KindServed::Unknown {
             format!(
                 " (no {} {} among the objects given; if the cluster has no such kind at all, \
                  Sveltos skips the check instead and it passes)",
                 check.api_version(),
                 check.kind
+            )
+        } else if !check.namespace.is_empty()
+            && !same_kind
+                .iter()
+                .any(|o| select::namespace_of(o) == check.namespace)
+        {
+            format!(
+                " ({} {} exist, but none in namespace {}: Sveltos lists with the field selector \
+                 metadata.namespace={}, which a cluster-scoped kind never matches)",
+                same_kind.len(),
+                check.kind,
+                check.namespace,
+                check.namespace
+            )
+        } else if !same_kind.is_empty() {
+            format!(
+                " ({} {} exist, but none matches the label selector {})",
+                same_kind.len(),
+                check.kind,
+                select::label_selector(&check.label_filters)
             )
         } else {
             String::new()
