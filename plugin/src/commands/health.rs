@@ -60,12 +60,7 @@ pub struct HealthArgs {
     )]
     pub name: Option<String>,
     /// ClusterPromotion manifest (offline mode; "-" reads stdin)
-    #[arg(
-        short = 'f',
-        long = "filename",
-        value_name = "FILE",
-        requires = "objects"
-    )]
+    #[arg(short = 'f', long = "filename", value_name = "FILE")]
     pub filename: Option<PathBuf>,
     /// Objects to check (offline): YAML/JSON files or directories, searched recursively
     #[arg(long = "object", value_name = "FILE_OR_DIR", conflicts_with = "name")]
