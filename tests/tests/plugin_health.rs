@@ -204,3 +204,30 @@ fn a_stage_without_clusters_and_a_missing_promotion() {
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("\"nope\" not found"), "{}", out.stderr);
 }
+
+#[test]
+fn the_stage_profile_names_the_clusters_once_sveltos_created_it() {
+    let cluster = managed("true");
+    let env = fleet(&cluster);
+    env.put(json!({
+        "apiVersion": "config.projectsveltos.io/v1beta1", "kind": "ClusterProfile",
+        "metadata": {"name": "web-rollout-dev",
+                     "labels": {"config.projectsveltos.io/promotionname": "web-rollout"}},
+        "spec": {"clusterSelector": {"matchLabels": {"env": "dev"}}},
+        "status": {"matchingClusters": [
+            {"apiVersion": "lib.projectsveltos.io/v1beta1", "kind": "SveltosCluster",
+             "namespace": "dev", "name": "dev01"}]}
+    }));
+    let out = env.run(&["health", "web-rollout", "--stage", "dev"]);
+    assert_eq!(
+        out.code, 0,
+        "only dev01 is in the profile's status: {}{}",
+        out.stdout, out.stderr
+    );
+    assert!(out.stdout.contains("Cluster dev/dev01"), "{}", out.stdout);
+    assert!(
+        !out.stdout.contains("dev02") && !out.stdout.contains("dev03"),
+        "{}",
+        out.stdout
+    );
+}

@@ -303,3 +303,92 @@ fn evaluate_object(
     e.rules = rules;
     e
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn promotion(check: Value) -> Value {
+        json!({"spec": {
+            "profileSpec": {"policyRefs": [{"kind": "ConfigMap", "name": "x"}], "validateHealths": [check]},
+            "stages": [{"name": "dev"}]
+        }})
+    }
+
+    fn run(check: Value, objects: &[Value]) -> CheckReport {
+        let c = checks(&promotion(check), None).unwrap().remove(0);
+        run_check(&c, objects, KindServed::Unknown, &Inputs::default())
+    }
+
+    fn cm(name: &str, ready: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": name, "namespace": "apps"}, "data": {"ready": ready}})
+    }
+
+    const LUA_READY: &str =
+        "function evaluate() return {healthy = obj.data.ready == 'yes', message = 'not ready'} end";
+
+    #[test]
+    fn lua_and_cel_are_anded() {
+        let both = |rule: &str| {
+            json!({"name": "c", "featureID": "Resources", "version": "v1", "kind": "ConfigMap",
+                   "script": LUA_READY, "evaluateCEL": [{"name": "r", "rule": rule}]})
+        };
+        // Lua healthy, CEL false: unhealthy, and Sveltos' text has no quoted message.
+        let r = run(both("resource.data.ready == 'no'"), &[cm("a", "yes")]);
+        assert_eq!(r.status(), Status::Unhealthy);
+        assert_eq!(
+            r.sveltos_error().unwrap(),
+            "health check 'c' for feature Resources failed: resource ConfigMap apps/a is not healthy"
+        );
+        // Lua unhealthy, CEL true: unhealthy with the Lua message.
+        let r = run(both("resource.data.ready == 'no'"), &[cm("a", "no")]);
+        assert_eq!(r.status(), Status::Unhealthy);
+        assert!(r.sveltos_error().unwrap().ends_with(
+            "resource ConfigMap apps/a is not healthy \"resource apps/a is not healthy: not ready\""
+        ));
+        // Both healthy.
+        let r = run(both("resource.data.ready == 'yes'"), &[cm("a", "yes")]);
+        assert_eq!(r.status(), Status::Healthy);
+        assert_eq!(r.sveltos_error(), None);
+    }
+
+    #[test]
+    fn the_first_failing_object_in_list_order_is_what_sveltos_records() {
+        let check = json!({"name": "c", "featureID": "Resources", "version": "v1",
+                           "kind": "ConfigMap", "script": LUA_READY});
+        let r = run(check, &[cm("b", "no"), cm("a", "yes"), cm("c", "no")]);
+        let names: Vec<&str> = r
+            .evaluations
+            .iter()
+            .map(|e| e.object.as_ref().unwrap().name.as_str())
+            .collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert!(r.sveltos_error().unwrap().contains("ConfigMap apps/b"));
+    }
+
+    #[test]
+    fn selection_empty_unserved_and_not_evaluated() {
+        let check = json!({"name": "c", "featureID": "Resources", "version": "v1",
+                           "kind": "ConfigMap", "namespace": "other"});
+        let r = run(check.clone(), &[cm("a", "yes")]);
+        assert_eq!(r.status(), Status::Unhealthy);
+        assert_eq!(
+            r.evaluations[0].sveltos_error.as_deref(),
+            Some("validateHealth: c did not fetch any resource")
+        );
+        let c = checks(&promotion(check), None).unwrap().remove(0);
+        let r = run_check(&c, &[], KindServed::No, &Inputs::default());
+        assert_eq!(
+            r.status(),
+            Status::Healthy,
+            "an unknown kind is skipped by Sveltos"
+        );
+        let helm = json!({"name": "h", "featureID": "Helm", "version": "v1", "kind": "ConfigMap"});
+        let r = run(helm, &[cm("a", "yes")]);
+        assert_eq!(r.status(), Status::NotEvaluated);
+        assert!(r.evaluations[0].message.contains("helmCharts is empty"));
+        assert_eq!(r.evaluations[0].healthy, None);
+    }
+}
