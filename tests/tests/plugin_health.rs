@@ -82,7 +82,7 @@ fn fleet(managed: &StandInHandle) -> Env {
     let kc = std::fs::read(managed.write_kubeconfig(dir.path()).unwrap()).unwrap();
     let unreachable = String::from_utf8(kc.clone())
         .unwrap()
-        .replace(managed.url().as_str(), "https://127.0.0.1:1");
+        .replace(managed.url(), "https://127.0.0.1:1");
     let env = Env::start([
         namespace("dev"),
         promotion(),
