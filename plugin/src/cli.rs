@@ -6,7 +6,7 @@ use clap::{Parser, Subcommand};
 
 use crate::commands::{
     approve::ApproveArgs, completion::CompletionArgs, describe::DescribeArgs, diff::DiffArgs,
-    lint::LintArgs, list::ListArgs, version::VersionArgs, wait::WaitArgs,
+    health::HealthArgs, lint::LintArgs, list::ListArgs, version::VersionArgs, wait::WaitArgs,
 };
 use crate::connection::ConnectionFlags;
 use crate::render::ColorChoice;
@@ -85,6 +85,7 @@ pub enum Command {
     Completion(CompletionArgs),
     Version(VersionArgs),
     Lint(LintArgs),
+    Health(HealthArgs),
 }
 
 #[cfg(test)]

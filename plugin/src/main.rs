@@ -7,6 +7,7 @@ mod duration;
 mod error;
 mod events;
 mod fetch;
+mod health;
 mod kube_client;
 mod output;
 mod render;
@@ -64,6 +65,7 @@ fn main() -> ExitCode {
         Command::Approve(a) => block_on(commands::approve::run(&ctx, a)),
         Command::Diff(a) => block_on(commands::diff::run(&ctx, a)),
         Command::Wait(a) => block_on(commands::wait::run(&ctx, a)),
+        Command::Health(a) => block_on(commands::health::run(&ctx, a)),
     };
     match result {
         Ok(code) => ExitCode::from(code),

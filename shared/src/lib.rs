@@ -14,6 +14,8 @@ pub mod admission;
 pub mod approval;
 pub mod cluster_summary;
 pub mod diff;
+#[cfg(feature = "health-runtime")]
+pub mod health;
 pub mod model;
 pub mod patch;
 pub mod pipeline;

@@ -5,6 +5,7 @@ pub mod complete;
 pub mod completion;
 pub mod describe;
 pub mod diff;
+pub mod health;
 pub mod lint;
 pub mod list;
 pub mod version;

@@ -1,0 +1,394 @@
+//! Run a ClusterPromotion's health checks (`ValidateHealth`) locally and reach the verdict
+//! Sveltos would: the same object selection ([`select`]), the same Lua sequence in a sandboxed
+//! LuaJIT with libsveltos' preloads ([`lua_runtime`], [`preload`]), the same CEL evaluation
+//! ([`cel_eval`]), AND'ed as addon-controller's `validateHealthPolicy` does, with the error text
+//! Sveltos would record ([`result`]).
+//!
+//! Behind the `health-runtime` feature so that the webhook never links a Lua VM.
+
+pub mod cel_eval;
+pub mod gofmt;
+pub mod lua_runtime;
+pub mod metrics;
+pub mod preload;
+pub mod result;
+pub mod select;
+pub mod spec;
+
+#[cfg(test)]
+mod lua_tests;
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+pub use lua_runtime::{Budget, Limit, LuaOutcome};
+pub use result::{CheckReport, Evaluation, ObjectRef, Status};
+pub use spec::{checks, Check, SpecError};
+
+/// Whether the cluster serves the check's kind: a live run knows, an offline run does not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KindServed {
+    Yes,
+    /// No such group/version/kind: Sveltos skips the check and it passes.
+    No,
+    Unknown,
+}
+
+/// What a check is evaluated with.
+#[derive(Clone, Debug, Default)]
+pub struct Inputs {
+    /// Metric query results by query name (`--metrics NAME=FILE`).
+    pub metrics: BTreeMap<String, f64>,
+    pub budget: Budget,
+}
+
+/// Evaluate one check against candidate objects (those of other kinds, namespaces or labels are
+/// left out exactly as Sveltos' LIST would leave them out).
+pub fn run_check(
+    check: &Check,
+    candidates: &[Value],
+    served: KindServed,
+    inputs: &Inputs,
+) -> CheckReport {
+    let evaluations = evaluate_check(check, candidates, served, inputs);
+    CheckReport {
+        check: check.clone(),
+        evaluations,
+    }
+}
+
+fn evaluate_check(
+    check: &Check,
+    candidates: &[Value],
+    served: KindServed,
+    inputs: &Inputs,
+) -> Vec<Evaluation> {
+    let not_evaluated = |why: String| vec![Evaluation::new(check, None, Status::NotEvaluated, why)];
+    if !check.feature_deployed {
+        return not_evaluated(match spec::feature_list(&check.feature) {
+            Some(list) => format!(
+                "Sveltos never runs this check: featureID {} but spec.profileSpec.{list} is empty, \
+                 and Sveltos only checks a feature it deploys",
+                check.feature
+            ),
+            None => format!(
+                "Sveltos never runs this check: featureID {:?} is not Resources, Helm or Kustomize",
+                check.feature
+            ),
+        });
+    }
+    if check.job_check {
+        return not_evaluated(
+            "jobCheck runs a Job in the managed cluster and waits for it (a Sveltos Enterprise \
+             feature); the local runner does not run Jobs"
+                .into(),
+        );
+    }
+    let mut metrics = BTreeMap::new();
+    if check.uses_metrics() {
+        let missing: Vec<&str> = check
+            .metric_queries
+            .iter()
+            .filter(|q| !inputs.metrics.contains_key(q.as_str()))
+            .map(String::as_str)
+            .collect();
+        if !missing.is_empty() {
+            return not_evaluated(format!(
+                "metric {} {} no value: Sveltos queries metricSource for it; pass {} with a \
+                 Prometheus instant-query response",
+                if missing.len() == 1 {
+                    "query"
+                } else {
+                    "queries"
+                },
+                missing
+                    .iter()
+                    .map(|m| format!("'{m}'"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                missing
+                    .iter()
+                    .map(|m| format!("--metrics {m}=FILE"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ));
+        }
+        for q in &check.metric_queries {
+            if let Some(v) = inputs.metrics.get(q) {
+                metrics.insert(q.clone(), *v);
+            }
+        }
+    }
+    if check.kind.is_empty() {
+        return vec![metrics_only(check, &metrics, inputs)];
+    }
+    if served == KindServed::No {
+        let mut e = Evaluation::new(
+            check,
+            None,
+            Status::Healthy,
+            format!(
+                "the cluster does not serve {} {}: Sveltos skips the check, so it passes",
+                check.api_version(),
+                check.kind
+            ),
+        );
+        e.sveltos_error = None;
+        return vec![e];
+    }
+    let mut selected: Vec<&Value> = candidates
+        .iter()
+        .filter(|o| select::selects(check, o))
+        .collect();
+    selected.sort_by(|a, b| {
+        (select::namespace_of(a), select::name_of(a))
+            .cmp(&(select::namespace_of(b), select::name_of(b)))
+    });
+    if selected.is_empty() {
+        let text = format!("validateHealth: {} did not fetch any resource", check.name);
+        let same_kind: Vec<&Value> = candidates
+            .iter()
+            .filter(|o| select::same_kind(check, o))
+            .collect();
+        let hint = if same_kind.is_empty() && served == KindServed::Unknown {
+            format!(
+                " (no {} {} among the objects given; if the cluster has no such kind at all, \
+                 Sveltos skips the check instead and it passes)",
+                check.api_version(),
+                check.kind
+            )
+        } else if !check.namespace.is_empty()
+            && !same_kind
+                .iter()
+                .any(|o| select::namespace_of(o) == check.namespace)
+        {
+            format!(
+                " ({} {} exist, but none in namespace {}: Sveltos lists with the field selector \
+                 metadata.namespace={}, which a cluster-scoped kind never matches)",
+                same_kind.len(),
+                check.kind,
+                check.namespace,
+                check.namespace
+            )
+        } else if !same_kind.is_empty() {
+            format!(
+                " ({} {} exist, but none matches the label selector {})",
+                same_kind.len(),
+                check.kind,
+                select::label_selector(&check.label_filters)
+            )
+        } else {
+            String::new()
+        };
+        let mut e = Evaluation::new(check, None, Status::Unhealthy, format!("{text}{hint}"));
+        e.sveltos_error = Some(text);
+        return vec![e];
+    }
+    selected
+        .into_iter()
+        .map(|o| evaluate_object(check, o, &metrics, inputs))
+        .collect()
+}
+
+fn metrics_only(check: &Check, metrics: &BTreeMap<String, f64>, inputs: &Inputs) -> Evaluation {
+    let Some(script) = &check.script else {
+        let text = format!(
+            "validateHealth {}: metric-only check (no kind set) requires a Lua script",
+            check.name
+        );
+        let mut e = Evaluation::new(check, None, Status::Error, text.clone());
+        e.sveltos_error = Some(text);
+        return e;
+    };
+    match lua_runtime::evaluate(script, None, metrics, &inputs.budget) {
+        LuaOutcome::Healthy => Evaluation::new(check, None, Status::Healthy, "Lua: healthy".into()),
+        LuaOutcome::Unhealthy { message } => {
+            let mut e = Evaluation::new(check, None, Status::Unhealthy, message.clone());
+            e.sveltos_error = Some(format!("metric health check failed: {message}"));
+            e
+        }
+        LuaOutcome::Error { message } => {
+            let mut e = Evaluation::new(check, None, Status::Error, message.clone());
+            e.sveltos_error = Some(message);
+            e
+        }
+        LuaOutcome::Stopped { message, .. } => {
+            Evaluation::new(check, None, Status::Stopped, message)
+        }
+    }
+}
+
+/// Lua, then CEL; both must pass. Sveltos stops at the first failure; every rule is still shown
+/// here, because knowing which rule would have passed is the point of running locally.
+fn evaluate_object(
+    check: &Check,
+    object: &Value,
+    metrics: &BTreeMap<String, f64>,
+    inputs: &Inputs,
+) -> Evaluation {
+    let obj = ObjectRef::of(object);
+    let lua = check
+        .script
+        .as_deref()
+        .map(|s| lua_runtime::evaluate(s, Some(object), metrics, &inputs.budget));
+    let (cel_ok, rules) = cel_eval::evaluate(&check.rules, object);
+    let not_healthy = format!("resource {} is not healthy", obj.display());
+    let mut e = match &lua {
+        Some(LuaOutcome::Error { message }) => {
+            let mut e = Evaluation::new(
+                check,
+                Some(obj.clone()),
+                Status::Error,
+                format!("Lua: {message}"),
+            );
+            e.sveltos_error = Some(message.clone());
+            e
+        }
+        Some(LuaOutcome::Stopped { message, .. }) => Evaluation::new(
+            check,
+            Some(obj.clone()),
+            Status::Stopped,
+            format!("Lua: {message}"),
+        ),
+        Some(LuaOutcome::Unhealthy { message }) => {
+            let mut e = Evaluation::new(
+                check,
+                Some(obj.clone()),
+                Status::Unhealthy,
+                format!("Lua: {message}"),
+            );
+            e.sveltos_error = Some(format!(
+                "{not_healthy} {}",
+                gofmt::quote(message.as_bytes())
+            ));
+            e
+        }
+        Some(LuaOutcome::Healthy) | None if !cel_ok => {
+            let skipped = rules.iter().filter(|r| r.result.is_none()).count();
+            let why = if skipped == 0 {
+                "no CEL rule returned true".to_string()
+            } else {
+                format!(
+                    "no CEL rule returned true ({skipped} of {} failed and Sveltos skips them)",
+                    rules.len()
+                )
+            };
+            let lua_part = if lua.is_some() { "Lua: healthy; " } else { "" };
+            let mut e = Evaluation::new(
+                check,
+                Some(obj.clone()),
+                Status::Unhealthy,
+                format!("{lua_part}CEL: {why}"),
+            );
+            e.sveltos_error = Some(not_healthy.clone());
+            e
+        }
+        _ => {
+            let mut parts = Vec::new();
+            if lua.is_some() {
+                parts.push("Lua: healthy".to_string());
+            }
+            if let Some(r) = rules.iter().find(|r| r.result == Some(true)) {
+                parts.push(format!("CEL: rule {:?} returned true", r.name));
+            }
+            if parts.is_empty() {
+                parts.push(
+                    "no script and no CEL rules: Sveltos treats the object as healthy".into(),
+                );
+            }
+            Evaluation::new(check, Some(obj.clone()), Status::Healthy, parts.join("; "))
+        }
+    };
+    e.rules = rules;
+    e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn promotion(check: Value) -> Value {
+        json!({"spec": {
+            "profileSpec": {"policyRefs": [{"kind": "ConfigMap", "name": "x"}], "validateHealths": [check]},
+            "stages": [{"name": "dev"}]
+        }})
+    }
+
+    fn run(check: Value, objects: &[Value]) -> CheckReport {
+        let c = checks(&promotion(check), None).unwrap().remove(0);
+        run_check(&c, objects, KindServed::Unknown, &Inputs::default())
+    }
+
+    fn cm(name: &str, ready: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": name, "namespace": "apps"}, "data": {"ready": ready}})
+    }
+
+    const LUA_READY: &str =
+        "function evaluate() return {healthy = obj.data.ready == 'yes', message = 'not ready'} end";
+
+    #[test]
+    fn lua_and_cel_are_anded() {
+        let both = |rule: &str| {
+            json!({"name": "c", "featureID": "Resources", "version": "v1", "kind": "ConfigMap",
+                   "script": LUA_READY, "evaluateCEL": [{"name": "r", "rule": rule}]})
+        };
+        // Lua healthy, CEL false: unhealthy, and Sveltos' text has no quoted message.
+        let r = run(both("resource.data.ready == 'no'"), &[cm("a", "yes")]);
+        assert_eq!(r.status(), Status::Unhealthy);
+        assert_eq!(
+            r.sveltos_error().unwrap(),
+            "health check 'c' for feature Resources failed: resource ConfigMap apps/a is not healthy"
+        );
+        // Lua unhealthy, CEL true: unhealthy with the Lua message.
+        let r = run(both("resource.data.ready == 'no'"), &[cm("a", "no")]);
+        assert_eq!(r.status(), Status::Unhealthy);
+        assert!(r.sveltos_error().unwrap().ends_with(
+            "resource ConfigMap apps/a is not healthy \"resource apps/a is not healthy: not ready\""
+        ));
+        // Both healthy.
+        let r = run(both("resource.data.ready == 'yes'"), &[cm("a", "yes")]);
+        assert_eq!(r.status(), Status::Healthy);
+        assert_eq!(r.sveltos_error(), None);
+    }
+
+    #[test]
+    fn the_first_failing_object_in_list_order_is_what_sveltos_records() {
+        let check = json!({"name": "c", "featureID": "Resources", "version": "v1",
+                           "kind": "ConfigMap", "script": LUA_READY});
+        let r = run(check, &[cm("b", "no"), cm("a", "yes"), cm("c", "no")]);
+        let names: Vec<&str> = r
+            .evaluations
+            .iter()
+            .map(|e| e.object.as_ref().unwrap().name.as_str())
+            .collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert!(r.sveltos_error().unwrap().contains("ConfigMap apps/b"));
+    }
+
+    #[test]
+    fn selection_empty_unserved_and_not_evaluated() {
+        let check = json!({"name": "c", "featureID": "Resources", "version": "v1",
+                           "kind": "ConfigMap", "namespace": "other"});
+        let r = run(check.clone(), &[cm("a", "yes")]);
+        assert_eq!(r.status(), Status::Unhealthy);
+        assert_eq!(
+            r.evaluations[0].sveltos_error.as_deref(),
+            Some("validateHealth: c did not fetch any resource")
+        );
+        let c = checks(&promotion(check), None).unwrap().remove(0);
+        let r = run_check(&c, &[], KindServed::No, &Inputs::default());
+        assert_eq!(
+            r.status(),
+            Status::Healthy,
+            "an unknown kind is skipped by Sveltos"
+        );
+        let helm = json!({"name": "h", "featureID": "Helm", "version": "v1", "kind": "ConfigMap"});
+        let r = run(helm, &[cm("a", "yes")]);
+        assert_eq!(r.status(), Status::NotEvaluated);
+        assert!(r.evaluations[0].message.contains("helmCharts is empty"));
+        assert_eq!(r.evaluations[0].healthy, None);
+    }
+}
