@@ -1,0 +1,224 @@
+use super::*;
+use crate::validation::Severity;
+
+fn check(script: &str) -> Vec<Finding> {
+    let mut out = Vec::new();
+    check_script(script, &FieldPath::root("script"), &mut out);
+    out
+}
+
+fn codes(script: &str) -> Vec<&'static str> {
+    check(script).iter().map(|f| f.code).collect()
+}
+
+const GOOD: &str = "function evaluate()\n  local hs = {healthy = false, message = \"x\"}\n  if obj.status ~= nil then hs.healthy = true end\n  return hs\nend\n";
+
+#[test]
+fn accepts_a_sveltos_script() {
+    assert!(check(GOOD).is_empty());
+}
+
+#[test]
+fn accepts_goto_like_gopher_lua() {
+    let s = "function evaluate(obj)\n  local hs = {healthy = true}\n  for i = 1, 3 do\n    if i == 2 then goto continue end\n    ::continue::\n  end\n  return hs\nend\n";
+    assert!(check(s).is_empty(), "{:?}", check(s));
+}
+
+#[test]
+fn rejects_lua_53_operators() {
+    let f = check("function evaluate() local x = 7 // 2 return {healthy = true} end");
+    assert_eq!(f[0].code, "lua-syntax");
+    assert_eq!(
+        f[0].message,
+        "Lua syntax error at line 1, column 34: near '/': syntax error"
+    );
+    let f = check("function evaluate() local x = 7 & 2 return {healthy = true} end");
+    assert_eq!(
+        f[0].message,
+        "Lua syntax error at line 1, column 33: near '&': Invalid token (Lua uses `and` / `or`)"
+    );
+}
+
+#[test]
+fn syntax_error_has_line_and_column() {
+    let f = check(
+        "function evaluate()\n  if obj.status != nil then\n    return {healthy = true}\n  end\nend\n",
+    );
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].code, "lua-syntax");
+    assert_eq!(f[0].inner, Some((2, 17)));
+    assert_eq!(
+        f[0].message,
+        "Lua syntax error at line 2, column 17: near '!': Invalid token (Lua writes \"not equal\" as ~=)"
+    );
+}
+
+#[test]
+fn missing_end_is_reported_at_the_end() {
+    let f = check("function evaluate()\n  return {healthy = true}\n");
+    assert_eq!(
+        codes("function evaluate()\n  return {healthy = true}\n"),
+        ["lua-syntax"]
+    );
+    assert_eq!(f[0].inner, Some((2, 25)));
+    assert!(
+        f[0].message.contains("at EOF: syntax error"),
+        "{}",
+        f[0].message
+    );
+}
+
+#[test]
+fn requires_global_evaluate() {
+    assert_eq!(
+        codes("function check() return {healthy = true} end"),
+        ["lua-no-evaluate"]
+    );
+    let local = check("local function evaluate() return {healthy = true} end");
+    assert_eq!(local[0].code, "lua-no-evaluate");
+    assert!(local[0].message.contains("local"));
+    assert_eq!(local[0].inner, Some((1, 16)));
+    assert!(check("evaluate = function() return {healthy = true} end").is_empty());
+    // `function evaluate` assigns a local `evaluate` when one is in scope.
+    assert_eq!(
+        codes("local evaluate\nfunction evaluate() return {healthy = true} end"),
+        ["lua-no-evaluate"]
+    );
+    assert!(
+        check("do local evaluate end\nfunction evaluate() return {healthy = true} end").is_empty()
+    );
+    // Built elsewhere: the result cannot be judged, and `evaluate` exists.
+    assert!(
+        check("local function make() return function() return {} end end\nevaluate = make()")
+            .is_empty()
+    );
+}
+
+#[test]
+fn warns_when_healthy_is_never_set() {
+    let f = check("function evaluate()\n  hs = {}\n  hs.status = \"Healthy\"\n  return hs\nend");
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].code, "lua-no-healthy");
+    assert_eq!(f[0].severity, Severity::Warning);
+    assert!(f[0].message.contains("status"));
+    for quiet in [
+        "function evaluate() return {[\"healthy\"] = true} end",
+        // Go's JSON decoding matches field names case-insensitively.
+        "function evaluate() return {Healthy = true} end",
+        "function evaluate() local hs = {} hs.HEALTHY = true return hs end",
+        // Keys computed at run time, or values from outside, could carry it.
+        "function evaluate() local hs = {} local k = 'heal' .. 'thy' hs[k] = true return hs end",
+        "function evaluate() return obj.status end",
+        "function evaluate() return json.decode(obj.data) end",
+        "function evaluate(o) return o end",
+        "function evaluate() local hs = {} fill(hs) return hs end",
+        "function evaluate() local hs = {} rawset(hs, 'x', true) return hs end",
+        "function evaluate() local t = obj.status local hs = t return hs end",
+        "function evaluate() local hs = {} for k, v in pairs(obj) do hs[k] = v end return hs end",
+        "function evaluate(...) return ... end",
+    ] {
+        assert!(check(quiet).is_empty(), "{quiet}: {:?}", check(quiet));
+    }
+    for warned in [
+        "function evaluate() return {status = 'Healthy'} end",
+        "function evaluate() local hs = {} local t = hs t.message = 'x' return t end",
+        "function evaluate() if obj then return nil end return {message = 'x'} end",
+        "function evaluate() end",
+    ] {
+        assert_eq!(codes(warned), ["lua-no-healthy"], "{warned}");
+    }
+}
+
+#[test]
+fn deep_nesting_is_a_finding_not_a_crash() {
+    let unary = format!("function evaluate() return {}1 end", "- ".repeat(5_000));
+    assert_eq!(codes(&unary), ["lua-too-deep"]);
+    let blocks = format!(
+        "function evaluate() {} return {{healthy = true}} {} end",
+        "do ".repeat(1_000),
+        "end ".repeat(1_000)
+    );
+    assert_eq!(codes(&blocks), ["lua-too-deep"]);
+    let chain = format!(
+        "function evaluate() return {{healthy = 1{}}} end",
+        " + 1".repeat(300)
+    );
+    assert_eq!(codes(&chain), ["lua-too-deep"]);
+    // Parentheses are not nodes of gopher-lua's tree, so they do not count.
+    let parens = format!(
+        "function evaluate() return {}{{healthy = true}}{} end",
+        "(".repeat(10_000),
+        ")".repeat(10_000)
+    );
+    assert!(check(&parens).is_empty());
+}
+
+#[test]
+fn deepest_script_fits_a_small_stack() {
+    // Just inside the limit, nesting through every kind of node the walks recurse on.
+    let mut script = String::from("function evaluate()\n");
+    for _ in 0..24 {
+        script.push_str("if x then local t = {f(a.b[c] + -d .. e, function() ");
+    }
+    script.push_str("return {healthy = true}");
+    for _ in 0..24 {
+        script.push_str(" end)} end");
+    }
+    script.push_str("\nreturn {healthy = true}\nend\n");
+    assert!(
+        codes(&script).iter().all(|c| *c != "lua-too-deep"),
+        "{:?}",
+        codes(&script)
+    );
+    let findings = std::thread::Builder::new()
+        .stack_size(1024 * 1024)
+        .spawn(move || codes(&script))
+        .unwrap()
+        .join()
+        .unwrap();
+    assert!(
+        findings.iter().all(|c| *c == "lua-no-healthy"),
+        "{findings:?}"
+    );
+}
+
+#[test]
+fn oversized_script_is_refused() {
+    assert_eq!(codes(&"-- x\n".repeat(20_000)), ["lua-too-large"]);
+}
+
+#[test]
+fn unterminated_string_is_a_syntax_error() {
+    let f = check("function evaluate() return {healthy = \"x} end");
+    assert_eq!(f[0].code, "lua-syntax");
+    assert!(
+        f[0].message.ends_with("at EOF: unterminated string"),
+        "{}",
+        f[0].message
+    );
+}
+
+#[test]
+fn compile_errors_are_reported_with_gopher_lua_lines() {
+    let f = check("function evaluate()\n  goto done\n  return {healthy = true}\nend\n");
+    assert_eq!(f.len(), 1);
+    assert_eq!(
+        f[0].message,
+        "Lua compile error at line 4: no visible label 'done' for <goto> at line 2"
+    );
+    assert_eq!(f[0].inner, Some((4, 1)));
+}
+
+#[test]
+fn later_independent_errors_follow_the_first() {
+    let script = "local function helper(c)\n  return c.status == \"True\"\nend\n\nfunction evaluate()\n  if obj.status != nil then return {healthy = true} end\nend\n\nlocal function other()\n  break\nend\n";
+    let f = check(script);
+    let messages: Vec<&str> = f.iter().map(|f| f.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        [
+            "Lua syntax error at line 6, column 17: near '!': Invalid token (Lua writes \"not equal\" as ~=)",
+            "Lua compile error at line 10: no loop to break",
+        ]
+    );
+}
