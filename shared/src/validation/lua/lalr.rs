@@ -76,11 +76,15 @@ pub struct Tables {
     pub gotos: Vec<u16>,
     pub rule_lhs: Vec<u16>,
     pub rule_len: Vec<u16>,
+    /// Kept for the tests that compare the tables with goyacc's report.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub shift_reduce_conflicts: usize,
+    #[cfg_attr(not(test), allow(dead_code))]
     pub reduce_reduce_conflicts: usize,
 }
 
 impl Tables {
+    #[cfg(test)]
     pub fn states(&self) -> usize {
         self.default.len()
     }

@@ -155,12 +155,6 @@ pub struct Token<'a> {
     pub column: i32,
 }
 
-impl Token<'_> {
-    pub fn text_lossy(&self) -> Cow<'_, str> {
-        String::from_utf8_lossy(&self.text)
-    }
-}
-
 /// A scan error: `near` is the text read so far, the position is the scanner's afterwards.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LexError {
@@ -613,7 +607,12 @@ mod tests {
             if t.kind == Tok::End {
                 return Ok(out);
             }
-            out.push((t.kind, t.text_lossy().into_owned(), t.line, t.column));
+            out.push((
+                t.kind,
+                String::from_utf8_lossy(&t.text).into_owned(),
+                t.line,
+                t.column,
+            ));
         }
     }
 

@@ -22,7 +22,7 @@ pub enum Op {
     SetTable,
     SetTableKs,
     NewTable,
-    SelfOp,
+    SelfCall,
     Add,
     Sub,
     Mul,
@@ -298,7 +298,7 @@ pub fn patch(
             Some(arg_a(inst) + arg_c(inst) - 2)
         } else if op == Op::Vararg as u32 {
             Some(arg_a(inst) + arg_b(inst) - 1)
-        } else if op == Op::SelfOp as u32 {
+        } else if op == Op::SelfCall as u32 {
             Some(arg_a(inst) + 1)
         } else if op == Op::LoadNil as u32 {
             Some(arg_b(inst))

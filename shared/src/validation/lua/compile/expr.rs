@@ -411,7 +411,7 @@ impl<'x> Compiler<'x> {
             let mut b = reg;
             self.expr_propagated(receiver, &mut reg, &mut b, false)?;
             let c = self.load_rk(&mut reg, call.method.as_deref().unwrap_or_default())?;
-            self.f().code.abc(Op::SelfOp, func_reg, b, c);
+            self.f().code.abc(Op::SelfCall, func_reg, b, c);
             reg = (b + 1).max(func_reg + 2);
             argc += 1;
         }

@@ -370,19 +370,19 @@ impl<'x> FuncState<'x> {
     /// `CheckUnresolvedGoto`, at the end of the function.
     pub fn check_unresolved_gotos(&self) -> Result<(), CompileError> {
         let first = self.blocks[self.block].first_goto;
-        for slot in self.unresolved.iter().skip(first) {
-            if let Some(goto) = slot {
-                let goto = &self.labels[*goto];
-                return Err(self.error(
+        match self.unresolved.iter().skip(first).flatten().next() {
+            Some(&goto) => {
+                let goto = &self.labels[goto];
+                Err(self.error(
                     self.last_line_defined,
                     format!(
                         "no visible label '{}' for <goto> at line {}",
                         String::from_utf8_lossy(goto.name),
                         goto.line
                     ),
-                ));
+                ))
             }
+            None => Ok(()),
         }
-        Ok(())
     }
 }
