@@ -222,3 +222,71 @@ fn later_independent_errors_follow_the_first() {
         ]
     );
 }
+
+/// gopher-lua's verdict in the form its errors print: `None` when `DoString` would run it.
+/// Parse errors read `line:L(column:C) near 'T': reason` or `at EOF: reason` (source name and
+/// padding dropped), compile errors `compile error near line(N) <string>: reason`.
+fn gopher_lua(src: &[u8]) -> Option<String> {
+    match parser::parse(&mut Scanner::new(src), MAX_NESTING) {
+        Err(Failure::Syntax(e)) if e.line == lexer::EOF_LINE => {
+            Some(format!("at EOF: {}", e.message))
+        }
+        Err(Failure::Syntax(e)) => Some(format!(
+            "line:{}(column:{}) near '{}': {}",
+            e.line,
+            e.column,
+            String::from_utf8_lossy(&e.near),
+            e.message
+        )),
+        Err(Failure::TooDeep { .. }) => Some("(deeper than this checker's limit)".into()),
+        Ok(chunk) => compile::compile(&chunk).first().map(|l| {
+            format!(
+                "compile error near line({}) <string>: {}",
+                l.error.line, l.error.message
+            )
+        }),
+    }
+}
+
+#[test]
+fn agrees_with_gopher_lua_on_the_corpus() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lua");
+    let corpus = std::fs::read_to_string(dir.join("gopher-lua-verdicts.jsonl")).unwrap();
+    let mut disagreements = Vec::new();
+    let mut cases = 0;
+    for (n, line) in corpus.lines().enumerate() {
+        let case: serde_json::Value = serde_json::from_str(line).unwrap();
+        let script = match (case["script"].as_str(), case["file"].as_str()) {
+            (Some(s), _) => s.as_bytes().to_vec(),
+            (None, Some(f)) => std::fs::read(dir.join(f)).unwrap(),
+            _ => panic!("line {}: no script", n + 1),
+        };
+        cases += 1;
+        let got = gopher_lua(&script);
+        let expected_reject = case["go"] == "reject";
+        let agrees = match &got {
+            None => !expected_reject,
+            Some(message) => {
+                expected_reject
+                    && case["message"].as_str().is_none_or(|m| m == message)
+                    && case["contains"]
+                        .as_str()
+                        .is_none_or(|c| message.contains(c))
+            }
+        };
+        if !agrees {
+            disagreements.push(format!(
+                "line {} ({}): gopher-lua {} {}, we say {:?}",
+                n + 1,
+                case["source"],
+                case["go"],
+                case.get("message")
+                    .or(case.get("contains"))
+                    .unwrap_or(&serde_json::Value::Null),
+                got
+            ));
+        }
+    }
+    assert!(cases > 150, "{cases} cases");
+    assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
+}
