@@ -259,7 +259,9 @@ impl<'a, S: TokenSource<'a>> Parser<'_, S> {
                 return Err(self.lexer.error("syntax error"));
             };
             let rule = usize::from(rule);
-            let base = stack.len() - usize::from(t.rule_len[rule]);
+            let Some(base) = stack.len().checked_sub(usize::from(t.rule_len[rule])) else {
+                return Err(internal());
+            };
             let depth = node_depth(PRODUCTIONS[rule].action, &stack[base..]);
             if depth > self.max_depth {
                 let (line, column) = self.lexer.last_start;

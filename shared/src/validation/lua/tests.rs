@@ -116,6 +116,11 @@ fn warns_when_healthy_is_never_set() {
         "function evaluate() local t = obj.status local hs = t return hs end",
         "function evaluate() local hs = {} for k, v in pairs(obj) do hs[k] = v end return hs end",
         "function evaluate(...) return ... end",
+        // An alias of the result escapes into a call, which may add any key.
+        "function evaluate() local hs = {} local t = hs table.insert(t, 1) return hs end",
+        // With metatables, an operator may return any table.
+        "local mt = setmetatable({}, {}) function evaluate() return mt + 1 end",
+        "function evaluate() local hs = {} load('hs.x = 1')() return hs end",
     ] {
         assert!(check(quiet).is_empty(), "{quiet}: {:?}", check(quiet));
     }
@@ -124,6 +129,8 @@ fn warns_when_healthy_is_never_set() {
         "function evaluate() local hs = {} local t = hs t.message = 'x' return t end",
         "function evaluate() if obj then return nil end return {message = 'x'} end",
         "function evaluate() end",
+        "function evaluate() local a = {} local b = a or {} b.message = 'x' return a end",
+        "function evaluate() return obj.ready == true end",
     ] {
         assert_eq!(codes(warned), ["lua-no-healthy"], "{warned}");
     }
