@@ -160,33 +160,71 @@ fn deep_nesting_is_a_finding_not_a_crash() {
     assert!(check(&parens).is_empty());
 }
 
+/// The deepest script of a shape that is still accepted (the next level is `lua-too-deep`).
+fn deepest_accepted(shape: impl Fn(usize) -> String) -> String {
+    let (mut ok, mut too_deep) = (1, 1);
+    while !codes(&shape(too_deep)).contains(&"lua-too-deep") {
+        ok = too_deep;
+        too_deep *= 2;
+    }
+    while too_deep - ok > 1 {
+        let mid = (ok + too_deep) / 2;
+        if codes(&shape(mid)).contains(&"lua-too-deep") {
+            too_deep = mid;
+        } else {
+            ok = mid;
+        }
+    }
+    shape(ok)
+}
+
 #[test]
 fn deepest_script_fits_a_small_stack() {
-    // Just inside the limit, nesting through every kind of node the walks recurse on.
-    let mut script = String::from("function evaluate()\n");
-    for _ in 0..24 {
-        script.push_str("if x then local t = {f(a.b[c] + -d .. e, function() ");
+    let shapes: [fn(usize) -> String; 5] = [
+        // Every kind of node the walks recurse through.
+        |n| {
+            let open = "if x then local t = {f(a.b[c] + -d .. e, function() ".repeat(n);
+            let close = " end)} end".repeat(n);
+            format!("function evaluate()\n{open}return 1{close}\nreturn {{healthy = true}}\nend\n")
+        },
+        |n| {
+            format!(
+                "function evaluate() return {{healthy = {}1}} end",
+                "- ".repeat(n)
+            )
+        },
+        |n| {
+            format!(
+                "function evaluate() return {{healthy = 1{}}} end",
+                " .. x".repeat(n)
+            )
+        },
+        |n| {
+            let ifs = "if x then elseif y then ".repeat(n);
+            format!(
+                "function evaluate() {ifs}{} return {{healthy = true}} end",
+                "end ".repeat(n)
+            )
+        },
+        |n| {
+            format!(
+                "x = {}1{}\nfunction evaluate() return {{healthy = true}} end",
+                "{".repeat(n),
+                "}".repeat(n)
+            )
+        },
+    ];
+    for shape in shapes {
+        let script = deepest_accepted(shape);
+        // Unoptimized frames are the largest; a tokio worker has 2 MiB.
+        let findings = std::thread::Builder::new()
+            .stack_size(1024 * 1024)
+            .spawn(move || codes(&script))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(!findings.contains(&"lua-too-deep"), "{findings:?}");
     }
-    script.push_str("return {healthy = true}");
-    for _ in 0..24 {
-        script.push_str(" end)} end");
-    }
-    script.push_str("\nreturn {healthy = true}\nend\n");
-    assert!(
-        codes(&script).iter().all(|c| *c != "lua-too-deep"),
-        "{:?}",
-        codes(&script)
-    );
-    let findings = std::thread::Builder::new()
-        .stack_size(1024 * 1024)
-        .spawn(move || codes(&script))
-        .unwrap()
-        .join()
-        .unwrap();
-    assert!(
-        findings.iter().all(|c| *c == "lua-no-healthy"),
-        "{findings:?}"
-    );
 }
 
 #[test]
