@@ -6,7 +6,8 @@
 //! - `0x` must be followed by a hex digit, and there are no hex fractions or `p` exponents
 //!   (`0x1p4` is the number `0x1` and then the name `p4`);
 //! - an exponent takes the next byte whatever it is (`1e`, `1e+` and `1ee5` are numbers);
-//! - a leading `#` line is an invalid token (only `LoadFile` skips it, `DoString` does not);
+//! - a leading `#!` line is not skipped (only `LoadFile` skips it, `DoString` does not): its
+//!   `#` is the length operator, which the parser then rejects;
 //! - escapes never fail (`\q` is `q`, `\999` wraps to a byte);
 //! - an error is reported at the scanner's position after the bytes it consumed, with the text
 //!   read so far as the "near" token; once the end of input has been read the position is EOF.

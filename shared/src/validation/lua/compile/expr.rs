@@ -322,7 +322,7 @@ impl<'x> Compiler<'x> {
                 _ => self.arithmetic(reg, e, ec)?,
             },
             ExprKind::Unary { op, operand } => self.unary(reg, e, *op, operand, ec)?,
-            ExprKind::Call(call) => return self.call(reg, call, e.line, ec),
+            ExprKind::Call(call) => return self.call(reg, call, ec),
             ExprKind::Function(f) => return self.function_expr(reg, f, ec),
         }
         Ok(used)
@@ -397,7 +397,7 @@ impl<'x> Compiler<'x> {
     }
 
     /// `compileFuncCallExpr`.
-    pub(super) fn call(&mut self, reg: i32, call: &'x Call<'x>, _line: i32, ec: Ec) -> R<i32> {
+    pub(super) fn call(&mut self, reg: i32, call: &'x Call<'x>, ec: Ec) -> R<i32> {
         let mut func_reg = reg;
         let mut reg = reg;
         if ec.ty == EcType::Local && ec.reg == i32::from(self.f().num_parameters) - 1 {

@@ -52,7 +52,7 @@ impl<'x> Compiler<'x> {
             StmtKind::Call(e) => {
                 let reg = self.current.reg_top();
                 if let ExprKind::Call(call) = &e.kind {
-                    self.call(reg, call, e.line, Ec::none(-1))?;
+                    self.call(reg, call, Ec::none(-1))?;
                 }
                 Ok(())
             }
