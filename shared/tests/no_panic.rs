@@ -128,39 +128,100 @@ proptest! {
     }
 }
 
-#[test]
-fn adversarial_sizes_are_findings() {
+/// Inputs at the size and nesting limits, each with the one finding it must get at the field
+/// it was put in (`None`: the input is valid and gets no finding there).
+fn adversarial_cases() -> Vec<(&'static str, Value, &'static str, Option<&'static str>)> {
     let base = example_values()
         .into_iter()
         .find(|v| v["metadata"]["name"] == "cel-broken")
-        .unwrap();
+        .expect("examples/cel-syntax-error.yaml");
+    let rule_path = "spec.profileSpec.validateHealths[0].evaluateCEL[0].rule";
+    let script_path = "spec.profileSpec.validateHealths[0].script";
     let with_rule = |rule: String| {
         let mut v = base.clone();
         v["spec"]["profileSpec"]["validateHealths"][0]["evaluateCEL"][0]["rule"] =
             Value::String(rule);
-        validate(&v)
+        v
     };
     let with_script = |script: String| {
         let mut v = base.clone();
-        v["spec"]["profileSpec"]["validateHealths"][0]["script"] = Value::String(script);
-        validate(&v)
+        let check = &mut v["spec"]["profileSpec"]["validateHealths"][0];
+        check.as_object_mut().unwrap().remove("evaluateCEL");
+        check["script"] = Value::String(script);
+        v
     };
-    let f = with_rule("resource.a == 1 && ".repeat(60_000) + "true");
-    assert!(f.iter().any(|f| f.code == "cel-too-large"), "{f:?}");
-    let f = with_rule(format!("{}true{}", "(".repeat(10_000), ")".repeat(10_000)));
-    assert!(f.iter().any(|f| f.is_error()), "{f:?}");
-    let f = with_rule(format!("resource{}", ".a".repeat(8_000)));
-    assert!(f.iter().all(|f| f.code != "internal"), "{f:?}");
-    let f = with_script(format!(
-        "function evaluate() return {}{{healthy=true}} end",
-        "#".repeat(30_000)
-    ));
-    assert!(f.iter().any(|f| f.code == "lua-too-deep"), "{f:?}");
-    let f = with_script(format!(
-        "function evaluate() return {{healthy = 1 {} }} end",
-        ".. 1 ".repeat(199)
-    ));
-    assert!(f.iter().all(|f| f.code != "internal"), "{f:?}");
+    vec![
+        (
+            "a CEL rule over the size cap",
+            with_rule("resource.a == 1 && ".repeat(60_000) + "true"),
+            rule_path,
+            Some("cel-too-large"),
+        ),
+        (
+            "10,000 nested parentheses in CEL",
+            with_rule(format!("{}true{}", "(".repeat(10_000), ")".repeat(10_000))),
+            rule_path,
+            Some("cel-too-large"),
+        ),
+        (
+            "4,000 nested parentheses in CEL (under the size cap)",
+            with_rule(format!("{}true{}", "(".repeat(4_000), ")".repeat(4_000))),
+            rule_path,
+            Some("cel-syntax"),
+        ),
+        (
+            "30,000 nested # in Lua",
+            with_script(format!(
+                "function evaluate() return {}{{healthy=true}} end",
+                "#".repeat(30_000)
+            )),
+            script_path,
+            Some("lua-too-deep"),
+        ),
+        (
+            "150 right-associative concatenations in Lua (valid)",
+            with_script(format!(
+                "function evaluate() return {{healthy = 1 {} }} end",
+                ".. 1 ".repeat(150)
+            )),
+            script_path,
+            None,
+        ),
+        (
+            "300 right-associative concatenations in Lua (over the checker's depth cap)",
+            with_script(format!(
+                "function evaluate() return {{healthy = 1 {} }} end",
+                ".. 1 ".repeat(300)
+            )),
+            script_path,
+            Some("lua-too-deep"),
+        ),
+        (
+            "a Lua script over the size cap",
+            with_script(format!(
+                "function evaluate() return {{healthy = true}} end\n{}",
+                "-- padding\n".repeat(7_000)
+            )),
+            script_path,
+            Some("lua-too-large"),
+        ),
+    ]
+}
+
+fn check_adversarial() {
+    for (what, object, path, expected) in adversarial_cases() {
+        let at_path: Vec<&'static str> = validate(&object)
+            .into_iter()
+            .filter(|f| f.path == path)
+            .map(|f| f.code)
+            .collect();
+        assert_eq!(at_path, expected.into_iter().collect::<Vec<_>>(), "{what}");
+    }
+}
+
+#[test]
+fn adversarial_sizes_are_findings() {
+    check_adversarial();
 }
 
 #[test]
@@ -176,11 +237,13 @@ fn deep_yaml_is_refused_not_crashed() {
 
 #[test]
 fn validation_runs_on_a_small_stack_thread() {
-    // Tokio workers have 2 MiB; the engine must not rely on the caller's stack.
-    let v = example_values();
+    // Tokio workers have 2 MiB; the engine must not rely on the caller's stack, even for the
+    // deepest inputs it accepts or refuses.
     let handle = std::thread::Builder::new()
         .stack_size(256 * 1024)
-        .spawn(move || v.iter().map(|v| validate(v).len()).sum::<usize>())
+        .spawn(check_adversarial)
         .unwrap();
-    assert!(handle.join().is_ok());
+    if let Err(panic) = handle.join() {
+        std::panic::resume_unwind(panic);
+    }
 }
