@@ -1,0 +1,66 @@
+//! Parsing with the `cel` crate's ANTLR parser, set up as cel-go's default `env.Parse`: the same
+//! grammar, backquoted field names allowed, optional syntax off. Macros are left as the calls
+//! they are written as ([`super::macros`] expands them as cel-go does), so that the recursion
+//! limits can be measured on the tree cel-go's parser visits.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use cel::common::ast::SourceInfo;
+use cel::parser::ParseError;
+use cel::{Env, IdedExpr};
+
+use super::depth::MAX_RECURSION_DEPTH;
+use super::issue::{Issue, Stage};
+
+pub struct Parsed {
+    pub expr: IdedExpr,
+    pub info: SourceInfo,
+}
+
+pub fn parse(rule: &str) -> Result<Parsed, Vec<Issue>> {
+    // The crate's own limit only counts `expr` nesting and checks it one level late, so at 250
+    // it never refuses what cel-go accepts; [`super::depth`] applies cel-go's exact limits.
+    let parser = Env::default()
+        .with_optional_support(false)
+        .parser()
+        .enable_ident_escape_syntax(true)
+        .max_recursion_depth(MAX_RECURSION_DEPTH as u16);
+    match catch_unwind(AssertUnwindSafe(|| parser.parse_with_source_info(rule))) {
+        Ok(Ok((expr, info))) => Ok(Parsed { expr, info }),
+        Ok(Err(errors)) => Err(errors.errors.iter().map(issue).collect()),
+        Err(_) => Err(vec![Issue::new(
+            Stage::Syntax,
+            None,
+            "the parser gave up on this input",
+        )]),
+    }
+}
+
+/// A parser error as cel-go words it: no `Syntax error: ` prefix (the finding says it), no Rust
+/// debug output.
+fn issue(e: &ParseError) -> Issue {
+    let source = e.source.as_ref().map(|s| s.to_string()).unwrap_or_default();
+    if e.msg.contains("Recursion limit of") || source.contains("Recursion limit of") {
+        return Issue::new(Stage::Syntax, None, recursion_limit_message());
+    }
+    let at = (e.pos.0 >= 1 && e.pos.1 >= 1).then(|| (e.pos.0 as usize, e.pos.1 as usize));
+    let msg = e.msg.strip_prefix("Syntax error: ").unwrap_or(&e.msg);
+    let message =
+        if msg.starts_with("invalid string literal") || msg.starts_with("invalid bytes literal") {
+            // cel-go's unescape: code points outside Unicode are the only escapes the grammar lets through.
+            if msg.contains("Unicode") || msg.contains("unicode") {
+                "invalid unicode code point".to_string()
+            } else {
+                "unable to unescape string".to_string()
+            }
+        } else if msg == "UNKNOWN" || msg.contains('{') && msg.contains("ParseError") {
+            "the parser gave up on this input".to_string()
+        } else {
+            msg.to_string()
+        };
+    Issue::new(Stage::Syntax, at, message)
+}
+
+pub fn recursion_limit_message() -> String {
+    format!("expression recursion limit exceeded: {MAX_RECURSION_DEPTH}")
+}
