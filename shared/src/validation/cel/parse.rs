@@ -27,7 +27,21 @@ pub fn parse(rule: &str) -> Result<Parsed, Vec<Issue>> {
         .max_recursion_depth(MAX_RECURSION_DEPTH as u16);
     match catch_unwind(AssertUnwindSafe(|| parser.parse_with_source_info(rule))) {
         Ok(Ok((expr, info))) => Ok(Parsed { expr, info }),
-        Ok(Err(errors)) => Err(errors.errors.iter().map(issue).collect()),
+        Ok(Err(errors)) => {
+            // The crate's visitor also complains about the holes syntax errors leave in the
+            // parse tree; cel-go's visitor stays silent about them when ANTLR reported anything.
+            let reported: Vec<&ParseError> = errors
+                .errors
+                .iter()
+                .filter(|e| !is_visitor_complaint(&e.msg))
+                .collect();
+            let shown = if reported.is_empty() {
+                errors.errors.iter().collect()
+            } else {
+                reported
+            };
+            Err(shown.into_iter().map(issue).collect())
+        }
         Err(_) => Err(vec![Issue::new(
             Stage::Syntax,
             None,
@@ -53,12 +67,35 @@ fn issue(e: &ParseError) -> Issue {
             } else {
                 "unable to unescape string".to_string()
             }
+        } else if let Some(m) = reserved_word_after_dot(msg) {
+            m
         } else if msg == "UNKNOWN" || msg.contains('{') && msg.contains("ParseError") {
             "the parser gave up on this input".to_string()
         } else {
             msg.to_string()
         };
     Issue::new(Stage::Syntax, at, message)
+}
+
+/// Messages of the crate's tree visitor about parse-tree nodes that a syntax error left empty.
+fn is_visitor_complaint(msg: &str) -> bool {
+    msg.starts_with("No `")
+        || msg.starts_with("Incomplete ")
+        || msg.starts_with("Unknown `")
+        || msg == "unsupported ident kind"
+        || msg == "unsupported ident type"
+}
+
+/// cel-go keeps the message of older versions when a keyword follows a `.`: "no viable
+/// alternative at input '.true'" becomes "mismatched input 'true' expecting IDENTIFIER".
+fn reserved_word_after_dot(msg: &str) -> Option<String> {
+    let word = msg
+        .strip_prefix("no viable alternative at input '")?
+        .strip_suffix('\'')?;
+    let keyword = ["true", "false", "null"]
+        .into_iter()
+        .find(|k| word.len() == k.len() + 1 && word.ends_with(k))?;
+    Some(format!("mismatched input '{keyword}' expecting IDENTIFIER"))
 }
 
 pub fn recursion_limit_message() -> String {

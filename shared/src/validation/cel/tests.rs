@@ -1,5 +1,4 @@
 use super::*;
-use crate::validation::Severity;
 
 fn check(rule: &str) -> Vec<Finding> {
     let mut out = Vec::new();
