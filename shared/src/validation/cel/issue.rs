@@ -63,10 +63,11 @@ impl<'a> Positions<'a> {
     }
 }
 
-/// 1-based line and column of the character at `offset` (the parser counts characters).
+/// 1-based line and column, in characters as cel-go counts them, of the byte at `offset` (the
+/// parser records byte offsets).
 pub fn line_column(source: &str, offset: usize) -> (usize, usize) {
     let (mut line, mut column) = (1, 1);
-    for c in source.chars().take(offset) {
+    for (_, c) in source.char_indices().take_while(|(i, _)| *i < offset) {
         if c == '\n' {
             line += 1;
             column = 1;

@@ -40,7 +40,16 @@ pub fn parse(rule: &str) -> Result<Parsed, Vec<Issue>> {
             } else {
                 reported
             };
-            Err(shown.into_iter().map(issue).collect())
+            let issues: Vec<Issue> = shown.into_iter().map(issue).collect();
+            // cel-go's parser stops at the recursion limit (the listener panics), so nothing
+            // else is reported with it.
+            match issues
+                .iter()
+                .find(|i| i.message == recursion_limit_message())
+            {
+                Some(limit) => Err(vec![limit.clone()]),
+                None => Err(issues),
+            }
         }
         Err(_) => Err(vec![Issue::new(
             Stage::Syntax,
