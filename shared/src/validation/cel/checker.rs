@@ -120,9 +120,10 @@ impl Checker<'_> {
     fn undeclared(&mut self, id: u64, name: &str, function: bool) {
         let at = self.positions.of(id);
         let message = format!("undeclared reference to '{name}' (in container '')");
-        self.issues.push(
-            Issue::new(Stage::Undeclared, at, message).with_hint(undeclared_hint(name, function)),
-        );
+        let mut issue =
+            Issue::new(Stage::Undeclared, at, message).with_hint(undeclared_hint(name, function));
+        issue.name = Some(name.to_string());
+        self.issues.push(issue);
     }
 
     fn type_mismatch(&mut self, id: u64, expected: &Type, actual: &Type) {

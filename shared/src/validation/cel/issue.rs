@@ -21,6 +21,8 @@ pub struct Issue {
     pub message: String,
     /// What a Sveltos user should do about it, when we know.
     pub hint: Option<&'static str>,
+    /// The name an undeclared reference refers to.
+    pub name: Option<String>,
 }
 
 impl Issue {
@@ -30,6 +32,7 @@ impl Issue {
             at,
             message: message.into(),
             hint: None,
+            name: None,
         }
     }
 

@@ -100,11 +100,15 @@ fn finding(path: &FieldPath, issues: &mut [Issue]) -> Finding {
         0 | 1 => String::new(),
         n => format!(" (and {} more after it)", n - 1),
     };
-    let f = Finding::error(
-        code,
-        path,
-        format!("{what}{place}: {}{hint}{more}", first.message),
-    );
+    let message = match &first.name {
+        // Said the way lint says names, then cel-go's words as Sveltos logs them.
+        Some(name) if first.stage == Stage::Undeclared => format!(
+            "undeclared reference to `{name}`{place}{hint}; cel-go: {}{more}",
+            first.message
+        ),
+        _ => format!("{what}{place}: {}{hint}{more}", first.message),
+    };
+    let f = Finding::error(code, path, message);
     match first.at {
         Some((line, column)) => f.at(line, column),
         None => f,
