@@ -397,7 +397,7 @@ impl Checker<'_> {
         let mut result = Type::Error;
         match (&ident, ident.kind()) {
             (_, Kind::Error) => {}
-            (Type::TypeOf(Some(t)), _) => {
+            (Type::Metatype(Some(t)), _) => {
                 result = (**t).clone();
                 if let Some(wkt) = well_known_name(&result) {
                     name = wkt.to_string();

@@ -66,7 +66,7 @@ fn issue(e: &ParseError) -> Issue {
     if e.msg.contains("Recursion limit of") || source.contains("Recursion limit of") {
         return Issue::new(Stage::Syntax, None, recursion_limit_message());
     }
-    let at = (e.pos.0 >= 1 && e.pos.1 >= 1).then(|| (e.pos.0 as usize, e.pos.1 as usize));
+    let at = (e.pos.0 >= 1 && e.pos.1 >= 1).then_some((e.pos.0 as usize, e.pos.1 as usize));
     let msg = e.msg.strip_prefix("Syntax error: ").unwrap_or(&e.msg);
     let message =
         if msg.starts_with("invalid string literal") || msg.starts_with("invalid bytes literal") {

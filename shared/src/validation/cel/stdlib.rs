@@ -417,7 +417,7 @@ fn build() -> Stdlib {
         Type::Null,
         STRING,
         Type::Timestamp,
-        Type::TypeOf(None),
+        Type::Metatype(None),
         UINT,
     ] {
         idents.insert(t.type_name().to_string(), Type::type_of(t));

@@ -59,8 +59,8 @@ pub enum Type {
     Timestamp,
     List(Arc<Type>),
     Map(Arc<Type>, Arc<Type>),
-    /// `type`, or `type(T)`: the type of a type value.
-    TypeOf(Option<Arc<Type>>),
+    /// `type`, or `type(T)`: the type of a type value (cel-go's `TypeType`).
+    Metatype(Option<Arc<Type>>),
     Param(Arc<str>),
     /// A protobuf message without a CEL equivalent (`google.protobuf.Empty`).
     Struct(Arc<str>),
@@ -108,7 +108,7 @@ impl Type {
     }
 
     pub fn type_of(t: Type) -> Type {
-        Type::TypeOf(Some(Arc::new(t)))
+        Type::Metatype(Some(Arc::new(t)))
     }
 
     pub fn param(name: &str) -> Type {
@@ -126,7 +126,7 @@ impl Type {
             Type::Timestamp => Kind::Timestamp,
             Type::List(_) => Kind::List,
             Type::Map(..) => Kind::Map,
-            Type::TypeOf(_) => Kind::Type,
+            Type::Metatype(_) => Kind::Type,
             Type::Param(_) => Kind::TypeParam,
             Type::Struct(_) => Kind::Struct,
             Type::Function(_) => Kind::Opaque,
@@ -145,7 +145,7 @@ impl Type {
             Type::Timestamp => "google.protobuf.Timestamp",
             Type::List(_) => "list",
             Type::Map(..) => "map",
-            Type::TypeOf(_) => "type",
+            Type::Metatype(_) => "type",
             Type::Param(name) | Type::Struct(name) => name,
             Type::Function(_) => "function",
         }
@@ -161,7 +161,7 @@ impl Type {
 
     fn param_count(&self) -> usize {
         match self {
-            Type::List(_) | Type::TypeOf(Some(_)) => 1,
+            Type::List(_) | Type::Metatype(Some(_)) => 1,
             Type::Map(..) => 2,
             Type::Function(types) => types.len(),
             _ => 0,
@@ -172,7 +172,7 @@ impl Type {
     pub fn params(&self) -> Vec<&Type> {
         match self {
             Type::List(e) => vec![e],
-            Type::TypeOf(Some(t)) => vec![t],
+            Type::Metatype(Some(t)) => vec![t],
             Type::Map(k, v) => vec![k, v],
             Type::Function(types) => types.iter().collect(),
             _ => Vec::new(),
@@ -183,7 +183,7 @@ impl Type {
     fn with_params(&self, mut params: Vec<Type>) -> Type {
         match self {
             Type::List(_) if params.len() == 1 => Type::List(Arc::new(params.remove(0))),
-            Type::TypeOf(Some(_)) if params.len() == 1 => Type::type_of(params.remove(0)),
+            Type::Metatype(Some(_)) if params.len() == 1 => Type::type_of(params.remove(0)),
             Type::Map(..) if params.len() == 2 => {
                 let value = params.remove(1);
                 Type::map(params.remove(0), value)
@@ -525,12 +525,13 @@ fn substitute_at(m: &Mapping, t: &Type, to_dyn: bool, depth: usize) -> Type {
     }
     match t {
         Type::Param(_) if to_dyn => Type::Dyn,
-        Type::Function(_) | Type::List(_) | Type::Map(..) | Type::TypeOf(Some(_)) => t.with_params(
-            t.params()
-                .into_iter()
-                .map(|p| substitute_at(m, p, to_dyn, depth + 1))
-                .collect(),
-        ),
+        Type::Function(_) | Type::List(_) | Type::Map(..) | Type::Metatype(Some(_)) => t
+            .with_params(
+                t.params()
+                    .into_iter()
+                    .map(|p| substitute_at(m, p, to_dyn, depth + 1))
+                    .collect(),
+            ),
         other => other.clone(),
     }
 }
@@ -551,7 +552,7 @@ mod tests {
             Type::type_of(Type::list(Type::Dyn)).to_string(),
             "type(list(dyn))"
         );
-        assert_eq!(Type::TypeOf(None).to_string(), "type");
+        assert_eq!(Type::Metatype(None).to_string(), "type");
         assert_eq!(Type::Wrapper(Prim::Bool).to_string(), "wrapper(bool)");
         assert_eq!(Type::Null.to_string(), "null");
         assert_eq!(Type::Timestamp.to_string(), "timestamp");
