@@ -17,6 +17,7 @@ use cel::common::ast::{
 use cel::IdedExpr;
 
 use super::issue::{Issue, Positions, Stage};
+use super::macros::FIRST_MACRO_ID;
 use super::stdlib::{self, Function, Stdlib};
 use super::types::{
     is_assignable, is_assignable_list, is_dyn, is_dyn_or_error, is_exact, most_general, substitute,
@@ -36,7 +37,7 @@ pub fn check(source: &str, expr: &IdedExpr, info: &SourceInfo) -> Checked {
     let mut c = Checker {
         lib: Stdlib::get(),
         positions: Positions::new(source, info),
-        types: HashMap::new(),
+        types: TypeTable::default(),
         mappings: Mapping::default(),
         next_var: 0,
         locals: Vec::new(),
@@ -60,7 +61,7 @@ pub fn check(source: &str, expr: &IdedExpr, info: &SourceInfo) -> Checked {
 struct Checker<'a> {
     lib: &'static Stdlib,
     positions: Positions<'a>,
-    types: HashMap<u64, Type>,
+    types: TypeTable,
     mappings: Mapping,
     next_var: usize,
     /// Comprehension variables, innermost last.
@@ -105,11 +106,11 @@ impl Checker<'_> {
     }
 
     fn type_of(&self, id: u64) -> Type {
-        self.types.get(&id).cloned().unwrap_or(Type::Error)
+        self.types.get(id).cloned().unwrap_or(Type::Error)
     }
 
     fn set_type(&mut self, id: u64, t: Type) {
-        self.types.insert(id, t);
+        self.types.set(id, t);
     }
 
     fn report(&mut self, stage: Stage, id: u64, message: String) {
@@ -141,13 +142,7 @@ impl Checker<'_> {
     }
 
     fn is_assignable(&mut self, t1: &Type, t2: &Type) -> bool {
-        match is_assignable(&self.mappings, t1, t2) {
-            Some(m) => {
-                self.mappings = m;
-                true
-            }
-            None => false,
-        }
+        is_assignable(&mut self.mappings, t1, t2)
     }
 
     /// cel-go's `Env.LookupIdent`: comprehension variables, then declared identifiers, then
@@ -282,29 +277,26 @@ impl Checker<'_> {
                 }
                 return ok.then_some(BOOL);
             }
-            let mut signature: Vec<Type> = std::iter::once(o.result.clone())
-                .chain(o.args.iter().cloned())
-                .collect();
-            if !o.type_params.is_empty() {
-                let mut fresh = Mapping::default();
+            let fresh: Vec<Type>;
+            let (params, declared) = if o.type_params.is_empty() {
+                (o.args.as_slice(), &o.result)
+            } else {
+                let mut vars = Mapping::default();
                 for p in &o.type_params {
                     let v = self.new_type_var();
-                    fresh.add(&Type::Param(p.clone()), v);
+                    vars.add(&Type::Param(p.clone()), v);
                 }
-                if let Type::Function(s) =
-                    substitute(&fresh, &Type::Function(signature.into()), false)
-                {
-                    signature = s.to_vec();
-                } else {
-                    return None;
-                }
-            }
-            let Some(m) = is_assignable_list(&self.mappings, &arg_types, &signature[1..]) else {
-                continue;
+                fresh = std::iter::once(&o.result)
+                    .chain(&o.args)
+                    .map(|t| substitute(&vars, t, false))
+                    .collect();
+                (&fresh[1..], &fresh[0])
             };
-            self.mappings = m;
+            if !is_assignable_list(&mut self.mappings, &arg_types, params) {
+                continue;
+            }
             declared_results.push(o.result.clone());
-            let fn_result = substitute(&self.mappings, &signature[0], false);
+            let fn_result = substitute(&self.mappings, declared, false);
             result = Some(match result {
                 None => fn_result,
                 Some(r) if !is_dyn(&r) && !is_exact(&fn_result, &r) => Type::Dyn,
@@ -498,6 +490,57 @@ impl Checker<'_> {
             return Some((f, types));
         }
         self.never_bool.get(&e.id).cloned()
+    }
+}
+
+/// Expression types by id. The parser numbers expressions 1, 2, … and macro expansion from
+/// [`FIRST_MACRO_ID`] on, so two vectors hold them densely; a hash map keyed by id cost more
+/// than the rest of the checker.
+#[derive(Default)]
+struct TypeTable {
+    parsed: Vec<Option<Type>>,
+    expanded: Vec<Option<Type>>,
+    /// Ids outside both runs, which neither numbering produces.
+    other: HashMap<u64, Type>,
+}
+
+/// Beyond any id a size-capped rule gets.
+const DENSE_IDS: u64 = 1 << 20;
+
+impl TypeTable {
+    fn slot(&mut self, id: u64) -> Option<&mut Option<Type>> {
+        let (table, index) = match id.checked_sub(FIRST_MACRO_ID) {
+            Some(i) => (&mut self.expanded, i),
+            None => (&mut self.parsed, id),
+        };
+        if index >= DENSE_IDS {
+            return None;
+        }
+        let index = index as usize;
+        if table.len() <= index {
+            table.resize(index + 1, None);
+        }
+        Some(&mut table[index])
+    }
+
+    fn set(&mut self, id: u64, t: Type) {
+        match self.slot(id) {
+            Some(slot) => *slot = Some(t),
+            None => {
+                self.other.insert(id, t);
+            }
+        }
+    }
+
+    fn get(&self, id: u64) -> Option<&Type> {
+        let (table, index) = match id.checked_sub(FIRST_MACRO_ID) {
+            Some(i) => (&self.expanded, i),
+            None => (&self.parsed, id),
+        };
+        match usize::try_from(index).ok().and_then(|i| table.get(i)) {
+            Some(t) => t.as_ref(),
+            None => self.other.get(&id),
+        }
     }
 }
 

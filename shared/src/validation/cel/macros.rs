@@ -17,7 +17,7 @@ use super::issue::{Issue, Positions, Stage};
 const ACCUMULATOR: &str = "@result";
 const LEGACY_ACCUMULATOR: &str = "__result__";
 /// Ids for expanded nodes, above any id the parser hands out for a size-capped rule.
-const FIRST_MACRO_ID: u64 = 1 << 32;
+pub const FIRST_MACRO_ID: u64 = 1 << 32;
 
 pub struct Expansion {
     pub expr: IdedExpr,

@@ -297,25 +297,54 @@ pub fn write_signature(
 }
 
 /// Bindings of type parameters, looked up by name as cel-go does.
+///
+/// cel-go tries each assignment on a copy of the bindings and keeps the copy on success; here
+/// a failed attempt is undone instead (the checker tries dozens of overloads per operator, and
+/// copying every binding made for the rule so far on each try dominated checking time).
 #[derive(Clone, Debug, Default)]
-pub struct Mapping(Vec<(Arc<str>, Type)>);
+pub struct Mapping {
+    bindings: Vec<(Arc<str>, Type)>,
+    /// Bindings replaced during the current attempt, with their previous types.
+    replaced: Vec<(usize, Type)>,
+}
 
 impl Mapping {
     pub fn find(&self, t: &Type) -> Option<&Type> {
         let Type::Param(name) = t else {
             return None;
         };
-        self.0.iter().find(|(n, _)| n == name).map(|(_, t)| t)
+        self.bindings
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, t)| t)
     }
 
     pub fn add(&mut self, from: &Type, to: Type) {
         let Type::Param(name) = from else {
             return;
         };
-        match self.0.iter_mut().find(|(n, _)| n == name) {
-            Some(slot) => slot.1 = to,
-            None => self.0.push((name.clone(), to)),
+        match self.bindings.iter().position(|(n, _)| n == name) {
+            Some(i) => {
+                let previous = std::mem::replace(&mut self.bindings[i].1, to);
+                self.replaced.push((i, previous));
+            }
+            None => self.bindings.push((name.clone(), to)),
         }
+    }
+
+    /// Runs `attempt`, keeping the bindings it made if it succeeds and undoing them if not.
+    fn attempt(&mut self, attempt: impl FnOnce(&mut Mapping) -> bool) -> bool {
+        let added_from = self.bindings.len();
+        self.replaced.clear();
+        let ok = attempt(self);
+        if !ok {
+            while let Some((i, previous)) = self.replaced.pop() {
+                self.bindings[i].1 = previous;
+            }
+            self.bindings.truncate(added_from);
+        }
+        self.replaced.clear();
+        ok
     }
 }
 
@@ -373,17 +402,15 @@ pub fn most_general(t1: &Type, t2: &Type) -> Type {
     }
 }
 
-/// The bindings under which `t1` is assignable to `t2`, or `None`.
-pub fn is_assignable(m: &Mapping, t1: &Type, t2: &Type) -> Option<Mapping> {
-    let mut copy = m.clone();
-    internal_is_assignable(&mut copy, t1, t2, 0).then_some(copy)
+/// Whether `t1` is assignable to `t2`; if so `m` holds the bindings that make it so, if not
+/// `m` is unchanged.
+pub fn is_assignable(m: &mut Mapping, t1: &Type, t2: &Type) -> bool {
+    m.attempt(|m| internal_is_assignable(m, t1, t2, 0))
 }
 
-/// The bindings under which each of `l1` is assignable to its counterpart in `l2`, or `None`.
-pub fn is_assignable_list(m: &Mapping, l1: &[Type], l2: &[Type]) -> Option<Mapping> {
-    let mut copy = m.clone();
-    internal_is_assignable_list(&mut copy, l1.iter(), l2.iter(), l1.len() == l2.len(), 0)
-        .then_some(copy)
+/// Whether each of `l1` is assignable to its counterpart in `l2`, binding as [`is_assignable`].
+pub fn is_assignable_list(m: &mut Mapping, l1: &[Type], l2: &[Type]) -> bool {
+    m.attempt(|m| internal_is_assignable_list(m, l1.iter(), l2.iter(), l1.len() == l2.len(), 0))
 }
 
 fn internal_is_assignable_list<'a>(
@@ -574,30 +601,48 @@ mod tests {
 
     #[test]
     fn parameters_bind_and_widen() {
-        let m = Mapping::default();
-        let m = is_assignable(&m, &INT, &param("_var0")).unwrap();
+        let mut m = Mapping::default();
+        assert!(is_assignable(&mut m, &INT, &param("_var0")));
         assert_eq!(m.find(&param("_var0")), Some(&INT));
-        // int then uint for the same parameter does not unify...
-        assert!(is_assignable(&m, &UINT, &param("_var0")).is_none());
+        // int then uint for the same parameter does not unify, and leaves the binding alone...
+        assert!(!is_assignable(&mut m, &UINT, &param("_var0")));
+        assert_eq!(m.find(&param("_var0")), Some(&INT));
         // ...but dyn widens the binding.
-        let m = is_assignable(&m, &Type::Dyn, &param("_var0")).unwrap();
+        assert!(is_assignable(&mut m, &Type::Dyn, &param("_var0")));
         assert_eq!(m.find(&param("_var0")), Some(&Type::Dyn));
     }
 
     #[test]
+    fn a_failed_attempt_undoes_its_bindings() {
+        let mut m = Mapping::default();
+        assert!(is_assignable(&mut m, &INT, &param("A")));
+        // B binds to int and A widens to dyn before the last pair fails.
+        let tried = [INT, Type::Dyn, UINT];
+        let against = [param("B"), param("A"), param("B")];
+        assert!(!is_assignable_list(&mut m, &tried, &against));
+        assert_eq!(m.find(&param("A")), Some(&INT));
+        assert_eq!(m.find(&param("B")), None);
+    }
+
+    #[test]
     fn occurs_check_refuses_self_reference() {
-        let m = Mapping::default();
+        let mut m = Mapping::default();
         let v = param("_var0");
-        assert!(is_assignable(&m, &Type::list(v.clone()), &v).is_none());
+        assert!(!is_assignable(&mut m, &Type::list(v.clone()), &v));
+        assert_eq!(m.find(&v), None);
     }
 
     #[test]
     fn null_assigns_to_legacy_nullables_only() {
-        let m = Mapping::default();
-        assert!(is_assignable(&m, &Type::Null, &Type::Duration).is_some());
-        assert!(is_assignable(&m, &Type::Null, &Type::Wrapper(Prim::String)).is_some());
-        assert!(is_assignable(&m, &Type::Null, &INT).is_none());
-        assert!(is_assignable(&m, &INT, &Type::Null).is_none());
+        let mut m = Mapping::default();
+        assert!(is_assignable(&mut m, &Type::Null, &Type::Duration));
+        assert!(is_assignable(
+            &mut m,
+            &Type::Null,
+            &Type::Wrapper(Prim::String)
+        ));
+        assert!(!is_assignable(&mut m, &Type::Null, &INT));
+        assert!(!is_assignable(&mut m, &INT, &Type::Null));
     }
 
     #[test]
