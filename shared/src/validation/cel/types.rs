@@ -64,8 +64,6 @@ pub enum Type {
     Param(Arc<str>),
     /// A protobuf message without a CEL equivalent (`google.protobuf.Empty`).
     Struct(Arc<str>),
-    /// cel-go's opaque `function` type, result first: only used while resolving overloads.
-    Function(Arc<[Type]>),
 }
 
 /// cel-go's `types.Kind`.
@@ -82,7 +80,6 @@ pub enum Kind {
     List,
     Map,
     Null,
-    Opaque,
     String,
     Struct,
     Timestamp,
@@ -129,7 +126,6 @@ impl Type {
             Type::Metatype(_) => Kind::Type,
             Type::Param(_) => Kind::TypeParam,
             Type::Struct(_) => Kind::Struct,
-            Type::Function(_) => Kind::Opaque,
         }
     }
 
@@ -147,7 +143,6 @@ impl Type {
             Type::Map(..) => "map",
             Type::Metatype(_) => "type",
             Type::Param(name) | Type::Struct(name) => name,
-            Type::Function(_) => "function",
         }
     }
 
@@ -163,7 +158,6 @@ impl Type {
         match self {
             Type::List(_) | Type::Metatype(Some(_)) => 1,
             Type::Map(..) => 2,
-            Type::Function(types) => types.len(),
             _ => 0,
         }
     }
@@ -174,7 +168,6 @@ impl Type {
             Type::List(e) => vec![e],
             Type::Metatype(Some(t)) => vec![t],
             Type::Map(k, v) => vec![k, v],
-            Type::Function(types) => types.iter().collect(),
             _ => Vec::new(),
         }
     }
@@ -188,7 +181,6 @@ impl Type {
                 let value = params.remove(1);
                 Type::map(params.remove(0), value)
             }
-            Type::Function(_) => Type::Function(params.into()),
             other => other.clone(),
         }
     }
@@ -248,16 +240,6 @@ impl fmt::Display for Type {
             Type::Null => f.write_str("null"),
             Type::Timestamp => f.write_str("timestamp"),
             Type::Param(name) => f.write_str(name),
-            Type::Function(types) => {
-                let (result, args) = types
-                    .split_first()
-                    .map_or((None, &[][..]), |(r, a)| (Some(r), a));
-                write_signature(f, None, args)?;
-                match result {
-                    Some(r) => write!(f, " -> {r}"),
-                    None => Ok(()),
-                }
-            }
             other => {
                 let params = other.params();
                 if params.is_empty() {
@@ -374,15 +356,6 @@ pub fn is_equal_or_less_specific(t1: &Type, t2: &Type) -> bool {
         return false;
     }
     match kind1 {
-        Kind::Opaque => {
-            t1.type_name() == t2.type_name()
-                && t1.param_count() == t2.param_count()
-                && t1
-                    .params()
-                    .into_iter()
-                    .zip(t2.params())
-                    .all(|(a, b)| is_equal_or_less_specific(a, b))
-        }
         Kind::List | Kind::Map => t1
             .params()
             .into_iter()
@@ -469,7 +442,7 @@ fn internal_is_assignable(m: &mut Mapping, t1: &Type, t2: &Type, depth: usize) -
         | Kind::Timestamp
         | Kind::Struct => t1.is_assignable_type(t2),
         Kind::Type => kind2 == Kind::Type,
-        Kind::Opaque | Kind::List | Kind::Map => {
+        Kind::List | Kind::Map => {
             kind1 == kind2
                 && t1.type_name() == t2.type_name()
                 && internal_is_assignable_list(
@@ -513,7 +486,7 @@ fn is_valid_type_substitution(m: &mut Mapping, t1: &Type, t2: &Type, depth: usiz
 fn internal_is_assignable_null(t: &Type) -> bool {
     matches!(
         t.kind(),
-        Kind::Opaque | Kind::Struct | Kind::Any | Kind::Duration | Kind::Timestamp
+        Kind::Struct | Kind::Any | Kind::Duration | Kind::Timestamp
     ) || t.is_assignable_type(&Type::Null)
 }
 
@@ -530,7 +503,7 @@ fn not_referenced_in(m: &Mapping, t: &Type, within: &Type, depth: usize) -> bool
             Some(sub) => not_referenced_in(m, t, sub, depth + 1),
             None => true,
         },
-        Kind::Opaque | Kind::List | Kind::Map => within
+        Kind::List | Kind::Map => within
             .params()
             .into_iter()
             .all(|p| not_referenced_in(m, t, p, depth + 1)),
@@ -552,13 +525,12 @@ fn substitute_at(m: &Mapping, t: &Type, to_dyn: bool, depth: usize) -> Type {
     }
     match t {
         Type::Param(_) if to_dyn => Type::Dyn,
-        Type::Function(_) | Type::List(_) | Type::Map(..) | Type::Metatype(Some(_)) => t
-            .with_params(
-                t.params()
-                    .into_iter()
-                    .map(|p| substitute_at(m, p, to_dyn, depth + 1))
-                    .collect(),
-            ),
+        Type::List(_) | Type::Map(..) | Type::Metatype(Some(_)) => t.with_params(
+            t.params()
+                .into_iter()
+                .map(|p| substitute_at(m, p, to_dyn, depth + 1))
+                .collect(),
+        ),
         other => other.clone(),
     }
 }
@@ -585,8 +557,6 @@ mod tests {
         assert_eq!(Type::Timestamp.to_string(), "timestamp");
         assert_eq!(Type::Any.to_string(), "any");
         assert_eq!(Type::Error.to_string(), "!error!");
-        let f = Type::Function(vec![BOOL, INT, STRING].into());
-        assert_eq!(f.to_string(), "(int, string) -> bool");
     }
 
     #[test]
