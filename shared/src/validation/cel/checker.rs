@@ -546,7 +546,7 @@ impl TypeTable {
 
 /// cel-go's extension libraries, which Sveltos does not load: their functions, and the
 /// namespaces that prefix some of them (`math.greatest`, `base64.encode`).
-const EXTENSION_FUNCTIONS: [&str; 27] = [
+const EXTENSION_FUNCTIONS: [&str; 26] = [
     "charAt",
     "indexOf",
     "lastIndexOf",
@@ -567,7 +567,6 @@ const EXTENSION_FUNCTIONS: [&str; 27] = [
     "sortBy",
     "first",
     "last",
-    "existsOne",
     "transformList",
     "transformMap",
     "transformMapEntry",
@@ -582,6 +581,9 @@ const EXTENSION_NAMESPACES: [&str; 7] = [
 fn undeclared_hint(name: &str, function: bool) -> Option<&'static str> {
     let name = name.strip_prefix('.').unwrap_or(name);
     if function {
+        if name == "existsOne" {
+            return Some("cel-go's default environment spells this macro `exists_one`");
+        }
         return EXTENSION_FUNCTIONS
             .contains(&name)
             .then_some("it comes from a cel-go extension library, and Sveltos loads none");

@@ -84,6 +84,11 @@ fn extension_functions_are_undeclared_with_a_hint() {
     );
     // `existsOne` is a macro cel-go declares but `cel.NewEnv` does not enable.
     assert_error("[].existsOne(x, x)", "cel-undeclared", "'existsOne'");
+    assert_error(
+        "[].existsOne(x, x)",
+        "cel-undeclared",
+        "spells this macro `exists_one`",
+    );
 }
 
 #[test]
