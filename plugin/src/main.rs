@@ -1,29 +1,15 @@
 //! `kubectl-promotion`: the `kubectl promotion` plugin for Sveltos ClusterPromotion.
 
-mod cli;
-mod commands;
-mod connection;
-mod duration;
-mod error;
-mod events;
-mod fetch;
-mod health;
-mod kube_client;
-mod output;
-mod render;
-mod view;
-mod watch;
-
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
 
-use cli::{Cli, Command};
-use commands::Ctx;
-use error::exit;
-use render::Style;
+use kubectl_promotion::cli::{Cli, Command};
+use kubectl_promotion::commands::{self, Ctx};
+use kubectl_promotion::error::{self, exit};
+use kubectl_promotion::render::Style;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();

@@ -1,0 +1,16 @@
+//! The `kubectl promotion` plugin as a library: the binary (`main.rs`) parses the command line
+//! and runs a command; the fuzz targets and benchmarks drive the same modules.
+
+pub mod cli;
+pub mod commands;
+pub mod connection;
+pub mod duration;
+pub mod error;
+pub mod events;
+pub mod fetch;
+pub mod health;
+pub mod kube_client;
+pub mod output;
+pub mod render;
+pub mod view;
+pub mod watch;
