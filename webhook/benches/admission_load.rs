@@ -380,7 +380,7 @@ fn in_process(body: &[u8], object: &Value) -> (f64, f64, f64) {
     });
     // Decoding: the envelope and the object as a tree (what the engine reads).
     let decode = time_micros(2_000, || {
-        std::hint::black_box(promotion_webhook::api::wire::decode(body).expect("decodes"));
+        std::hint::black_box(promotion_webhook::evaluation::wire::decode(body).expect("decodes"));
     });
     // The engine alone, on the tree the webhook parses the object into.
     let text = serde_json::to_string(object).expect("object");
@@ -476,7 +476,7 @@ fn review_body(uid: &str, operation: &str, object: &Value, old: Option<&Value>) 
 /// `managedFields` saves on a body that has them and costs on one that has none.
 fn decoding_against_full_tree(body: &[u8]) -> (f64, f64) {
     let decode = time_micros(2_000, || {
-        std::hint::black_box(promotion_webhook::api::wire::decode(body).expect("decodes"));
+        std::hint::black_box(promotion_webhook::evaluation::wire::decode(body).expect("decodes"));
     });
     let full = time_micros(2_000, || {
         std::hint::black_box(serde_json::from_slice::<Value>(body).expect("JSON"));

@@ -1,8 +1,15 @@
-//! From request bytes to response bytes, without I/O: decode the AdmissionReview, decide, and
-//! encode the answer. The decisions themselves live in `promotion_shared` (validation engine and
-//! admission logic); this module applies them to the admission protocol.
+//! From request bytes to response bytes, without I/O: decode the AdmissionReview ([`wire`], whose
+//! objects are parsed by `request_objects`), decide, and encode the answer. The decisions
+//! themselves live in `promotion_shared` (validation engine and admission logic); this module
+//! applies them to the admission protocol, and `messages` words the answers.
+//!
+//! Used by the HTTP handlers in [`crate::api`] (through [`Evaluator::review`]), by the fuzz
+//! harness [`crate::fuzzing`] and by the load benchmark; it depends on nothing in `api`, so all
+//! of it is testable without HTTP.
 
 mod messages;
+mod request_objects;
+pub mod wire;
 
 pub use messages::warning_lines;
 
@@ -17,9 +24,9 @@ use promotion_shared::model::{GROUP, PLURAL, VERSION};
 use promotion_shared::tree::{pointer, Tree};
 use promotion_shared::validation::{self, Finding};
 
-use crate::api::wire::{self, Answer, DecodeError, Request};
 use crate::metrics::{Endpoint, Verdict};
 use messages::{denial, Denial, Problem};
+use wire::{Answer, DecodeError, Request};
 
 /// What the access log and the metrics need to know about an answered review.
 #[derive(Clone, Debug, PartialEq, Eq)]

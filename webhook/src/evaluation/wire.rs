@@ -2,13 +2,16 @@
 //!
 //! A request is decoded in one pass, borrowing from the body: the envelope's strings, and the
 //! objects as borrowed JSON trees, as sent and in order, less `metadata.managedFields` (see
-//! [`super::tree`]). A typed round trip through `DynamicObject` or the Sveltos types would drop or
-//! reorder fields, and patches must address what the API server sent.
+//! `request_objects`). A typed round trip through `DynamicObject` or the Sveltos types would
+//! drop or reorder fields, and patches must address what the API server sent.
 //! The webhook configurations only send ClusterPromotion writes, so the objects are parsed
 //! straight away rather than scanned once as raw text and parsed again.
 //!
 //! Responses are encoded here rather than by kube-core, which writes `patch` as an array of
 //! numbers; the API (`[]byte`) specifies a base64 string.
+//!
+//! Used by [`super::Evaluator`] and by the fuzz harness ([`crate::fuzzing`]), which re-decodes
+//! the bodies it feeds through the evaluator.
 
 use std::borrow::Cow;
 
@@ -36,9 +39,17 @@ pub struct Request<'a> {
     pub name: Option<Cow<'a, str>>,
     pub operation: Operation,
     pub user_info: UserInfo,
-    #[serde(default, borrow, deserialize_with = "super::tree::optional_object")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "super::request_objects::optional_object"
+    )]
     pub object: Option<Tree<'a>>,
-    #[serde(default, borrow, deserialize_with = "super::tree::optional_object")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "super::request_objects::optional_object"
+    )]
     pub old_object: Option<Tree<'a>>,
     #[serde(default)]
     pub dry_run: Option<bool>,
