@@ -13,6 +13,8 @@ pub mod log_writer;
 pub mod logging;
 pub mod metrics;
 pub mod server;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod tls;
 
 use std::process::ExitCode;

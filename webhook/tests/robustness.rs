@@ -147,7 +147,7 @@ async fn slow_clients_are_cut_off() {
         "--request-timeout",
         "1s",
     ]));
-    let config = tls_config(&server.ca, &[b"http/1.1"], None);
+    let config = tls_config(server.ca(), &[b"http/1.1"], None);
     // Bounds only keep a broken server from hanging the test; the server's own timeouts end
     // these connections long before.
     let bound = Duration::from_secs(20);
