@@ -100,6 +100,48 @@ fn certs_refuses_incomplete_arguments() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--ca-key"));
 }
 
+#[test]
+fn certs_rerun_keeps_the_ca_unless_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    generate_certs(dir.path(), &[]);
+    let snapshot = || {
+        ["ca.crt", "ca.key", "tls.crt", "tls.key"]
+            .map(|file| std::fs::read(dir.path().join(file)).unwrap())
+    };
+    let before = snapshot();
+    let rerun = |extra: &[&str]| {
+        std::process::Command::new(support::BIN)
+            .args(["certs", "--dns", "localhost", "--out"])
+            .arg(dir.path())
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+
+    let out = rerun(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let ca_key = dir.path().join("ca.key");
+    assert!(
+        stderr.starts_with(&format!("promotion-webhook: {} exists", ca_key.display()))
+            && stderr.contains("--force"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "nothing reported as written");
+    assert_eq!(snapshot(), before, "nothing written");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 4);
+
+    let out = rerun(&["--force"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = snapshot();
+    assert_ne!(after[0], before[0], "a new CA certificate");
+    assert_ne!(after[1], before[1], "a new CA key");
+}
+
 #[tokio::test]
 async fn serves_tls_1_2_and_1_3_verified_by_name_and_address() {
     let server = Server::start();
