@@ -11,7 +11,7 @@ mod messages;
 mod request_objects;
 pub mod wire;
 
-pub use messages::warning_lines;
+pub use messages::warnings;
 
 use chrono::{DateTime, SubsecRound, Utc};
 use kube_core::admission::Operation;
@@ -143,15 +143,13 @@ impl Evaluator {
         let governance = check_governance_tree(old, new, user, &self.policy);
 
         let mut answer = Answer::allow(&request.uid);
-        for finding in findings.iter().filter(|f| !f.is_error()) {
-            answer.warnings.extend(warning_lines(&format!(
-                "{}: {}",
-                finding.path, finding.message
-            )));
-        }
-        for warning in &governance.warnings {
-            answer.warnings.extend(warning_lines(warning));
-        }
+        let texts: Vec<String> = findings
+            .iter()
+            .filter(|f| !f.is_error())
+            .map(|finding| format!("{}: {}", finding.path, finding.message))
+            .chain(governance.warnings.iter().cloned())
+            .collect();
+        answer.warnings = warnings(&texts);
 
         let forbidden: Vec<Problem> = integrity
             .iter()
@@ -191,9 +189,7 @@ impl Evaluator {
             return answer.deny(denial(Denial::Forbidden, name, &problems));
         }
         let plan = plan_mutation_tree(old, new, user, now);
-        for warning in &plan.warnings {
-            answer.warnings.extend(warning_lines(warning));
-        }
+        answer.warnings = warnings(&plan.warnings);
         if plan.is_empty() {
             return answer;
         }
