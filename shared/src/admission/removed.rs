@@ -1,32 +1,37 @@
 //! Approvals that an UPDATE takes away, each with the audit record of who had given it, so that
 //! no approval vanishes silently.
 //!
-//! An approval can go three ways: the request itself turns `approved` off or leaves it out (a
-//! `kubectl apply` of a manifest without it, a merge patch that replaces `spec.stages`), the
-//! request removes the stage, or the mutating webhook removes it ([`super::plan_mutation`]:
-//! consumed, or a new rollout). The first two are disjoint from the third by construction: the
-//! mutation only removes approvals that are still on in the request. [`removed_approvals`] lists
-//! every one of them once; the webhook warns with [`RemovedApproval::warning`], and the plugin's
-//! `diff` can list the same consequences before the request is sent.
+//! An approval can go three ways: the mutating webhook resets it ([`super::plan_mutation`]: it
+//! has been used, or `spec.profileSpec` changed and the new rollout needs a new one), the request
+//! turns `approved` off or leaves it out (a `kubectl apply` of a manifest without it, a merge
+//! patch that replaces `spec.stages`), or the request removes the stage. An approval the webhook
+//! would reset counts as reset even when the request already dropped it, so the answer is the
+//! same when the webhook is called again on its own output (`reinvocationPolicy: IfNeeded`), and
+//! the API server, which passes identical warnings on once, shows one warning per approval.
+//!
+//! [`removed_approvals`] lists every one of them once; the webhook warns with
+//! [`RemovedApproval::warning`], and the plugin's `diff` can list the same consequences before
+//! the request is sent.
 
 use serde::Serialize;
 use serde_json::Value;
 
 use super::audit::approval_records_in;
-use super::document::{gates, gates_by_name};
-use super::{is_deleting, ApprovalRecord, ApprovalReset, ResetCause};
+use super::document::{gates, gates_by_name, next_stage_reached, Gate};
+use super::{is_deleting, profile_spec_changed_tree, ApprovalRecord, ResetCause};
 use crate::tree::{tree_of, Tree};
 
 /// How an approval is lost.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase", tag = "kind")]
 pub enum RemovalCause {
+    /// The mutating webhook resets it (see [`super::plan_mutation`]), or would have had the
+    /// request kept it.
+    Reset(ResetCause),
     /// The request sets `approved` to false or leaves it out.
     Update,
     /// The request removes the stage from `spec.stages`.
     StageRemoved,
-    /// The mutating webhook removes it (see [`super::plan_mutation`]).
-    Reset(ResetCause),
 }
 
 /// One approval that the stored object has and the object after this request will not.
@@ -58,15 +63,15 @@ impl RemovedApproval {
             None => "no record of who gave it".to_string(),
         };
         let what = match &self.cause {
-            RemovalCause::Update => "removed by this update".to_string(),
-            RemovalCause::StageRemoved => {
-                "removed with the stage, which this update takes out of spec.stages".to_string()
-            }
             RemovalCause::Reset(ResetCause::Consumed { next_stage }) => {
                 format!("removed: it was already used to promote to {next_stage:?}")
             }
             RemovalCause::Reset(ResetCause::NewRollout) => {
                 "reset: spec.profileSpec changed, the new rollout needs a new approval".to_string()
+            }
+            RemovalCause::Update => "removed by this update".to_string(),
+            RemovalCause::StageRemoved => {
+                "removed with the stage, which this update takes out of spec.stages".to_string()
             }
         };
         format!("approval of stage {:?} ({given}) {what}", self.stage)
@@ -74,50 +79,65 @@ impl RemovedApproval {
 }
 
 /// Every approval `old` (the stored object) has that does not survive an UPDATE to `new` (the
-/// request object): those the request turns off or removes with their stage, and `resets` (the
-/// [`MutationPlan::reset_approvals`](super::MutationPlan::reset_approvals) of the same request).
-/// In the order of `old`'s stages, each stage at most once. Empty when `new` is not an object or
-/// is being deleted, as the mutation plans nothing then.
-pub fn removed_approvals(
-    old: &Value,
-    new: &Value,
-    resets: &[ApprovalReset],
-) -> Vec<RemovedApproval> {
-    removed_approvals_tree(&tree_of(old), &tree_of(new), resets)
+/// request object), in the order of `old`'s stages, each stage once. The resets among them are
+/// exactly the [`MutationPlan::reset_approvals`](super::MutationPlan::reset_approvals) of the
+/// same request (a property test holds the two to it). Empty when `new` is not an object or is
+/// being deleted, as the mutation plans nothing then.
+pub fn removed_approvals(old: &Value, new: &Value) -> Vec<RemovedApproval> {
+    removed_approvals_tree(&tree_of(old), &tree_of(new))
 }
 
 /// [`removed_approvals`] on parsed trees.
-pub fn removed_approvals_tree(
-    old: &Tree,
-    new: &Tree,
-    resets: &[ApprovalReset],
-) -> Vec<RemovedApproval> {
+pub fn removed_approvals_tree(old: &Tree, new: &Tree) -> Vec<RemovedApproval> {
     if !new.is_object() || is_deleting(new) {
         return Vec::new();
     }
     let after = gates_by_name(new);
-    // An unreadable annotation is reported by the integrity check; here it only means no record.
-    let records = approval_records_in(old).unwrap_or_default();
-    let mut removed: Vec<RemovedApproval> = Vec::new();
+    let spec_changed = profile_spec_changed_tree(old, new);
+    let mut lost: Vec<(&str, RemovalCause)> = Vec::new();
     for gate in gates(old).into_iter().filter(|g| g.approved) {
-        if removed.iter().any(|r| r.stage == gate.name) {
+        if lost.iter().any(|(stage, _)| *stage == gate.name) {
             continue;
         }
-        let cause = match after.get(gate.name) {
-            None => RemovalCause::StageRemoved,
-            Some(now) if !now.approved => RemovalCause::Update,
-            Some(_) => match resets.iter().find(|reset| reset.stage == gate.name) {
-                Some(reset) => RemovalCause::Reset(reset.cause.clone()),
-                None => continue,
-            },
+        let Some(now) = after.get(gate.name) else {
+            lost.push((gate.name, RemovalCause::StageRemoved));
+            continue;
         };
-        removed.push(RemovedApproval {
-            stage: gate.name.to_string(),
-            record: records.get(gate.name).cloned(),
-            cause,
-        });
+        let cause = match reset_cause(old, now, spec_changed) {
+            Some(reset) => RemovalCause::Reset(reset),
+            None if !now.approved => RemovalCause::Update,
+            None => continue,
+        };
+        lost.push((gate.name, cause));
     }
-    removed
+    if lost.is_empty() {
+        // The common UPDATE: no record annotation to parse.
+        return Vec::new();
+    }
+    // An unreadable annotation is reported by the integrity check; here it only means no record.
+    let records = approval_records_in(old).unwrap_or_default();
+    lost.into_iter()
+        .map(|(stage, cause)| RemovedApproval {
+            stage: stage.to_string(),
+            record: records.get(stage).cloned(),
+            cause,
+        })
+        .collect()
+}
+
+/// Why the mutation resets the approval of `stage` (its gate in the request) that `old` has,
+/// as [`super::plan_mutation`] decides it: unless `automaticReset` is false, a new rollout resets
+/// it, and otherwise having been used (the next stage is reached) does.
+fn reset_cause(old: &Tree, stage: &Gate, spec_changed: bool) -> Option<ResetCause> {
+    if !stage.resets {
+        return None;
+    }
+    if spec_changed {
+        return Some(ResetCause::NewRollout);
+    }
+    next_stage_reached(old, stage.name).map(|next| ResetCause::Consumed {
+        next_stage: next.to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -165,13 +185,7 @@ mod tests {
     }
 
     fn removals(old: &Value, new: &Value) -> Vec<RemovedApproval> {
-        let user = UserInfo {
-            username: Some("bob".into()),
-            ..UserInfo::default()
-        };
-        let now = Utc.with_ymd_and_hms(2026, 3, 2, 9, 0, 0).unwrap();
-        let plan = plan_mutation(Some(old), new, &user, now);
-        removed_approvals(old, new, &plan.reset_approvals)
+        removed_approvals(old, new)
     }
 
     #[test]
@@ -253,11 +267,10 @@ mod tests {
         let reset = removals(&old, &rollout);
         assert_eq!(reset.len(), 1);
         assert_eq!(reset[0].cause, RemovalCause::Reset(ResetCause::NewRollout));
-        // ... and one the request drops itself is the request's doing, listed once all the same.
+        // ... and one the request drops itself would have been reset all the same: the same
+        // cause, so that a second call on the webhook's own output says the same thing.
         rollout["spec"]["stages"][1]["trigger"]["manual"] = json!({});
-        let dropped = removals(&old, &rollout);
-        assert_eq!(dropped.len(), 1);
-        assert_eq!(dropped[0].cause, RemovalCause::Update);
+        assert_eq!(removals(&old, &rollout), reset);
     }
 
     #[test]
@@ -301,9 +314,11 @@ mod tests {
 
     proptest! {
         /// Exactly the approvals the stored object has and the admitted object (the request
-        /// after the webhook's patch) does not are listed, each once.
+        /// after the webhook's patch) does not are listed, each once; the resets among those
+        /// still on in the request are the plan's; and a second call on the admitted object (a
+        /// reinvocation) lists the same.
         #[test]
-        fn every_vanished_approval_is_listed_exactly_once(
+        fn every_vanished_approval_is_listed_once_and_the_same_again(
             old_flags in prop::collection::vec((flag(), flag()), 1..5),
             new_flags in prop::collection::vec(flag(), 0..5),
             reached in 0usize..6,
@@ -341,16 +356,29 @@ mod tests {
             let mut admitted = new.clone();
             json_patch::patch(&mut admitted, &plan.patch.0).expect("the plan applies");
 
-            let still: Vec<String> = approved_stages(&admitted);
+            let removed = removed_approvals(&old, &new);
+            let still = approved_stages(&admitted);
             let vanished: Vec<String> = approved_stages(&old)
                 .into_iter()
                 .filter(|s| !still.contains(s))
                 .collect();
-            let listed: Vec<String> = removed_approvals(&old, &new, &plan.reset_approvals)
-                .into_iter()
-                .map(|r| r.stage)
-                .collect();
+            let listed: Vec<String> = removed.iter().map(|r| r.stage.clone()).collect();
             prop_assert_eq!(listed, vanished);
+
+            let on_in_request = approved_stages(&new);
+            let resets: Vec<(String, RemovalCause)> = removed
+                .iter()
+                .filter(|r| on_in_request.contains(&r.stage))
+                .map(|r| (r.stage.clone(), r.cause.clone()))
+                .collect();
+            let planned: Vec<(String, RemovalCause)> = plan
+                .reset_approvals
+                .iter()
+                .map(|r| (r.stage.clone(), RemovalCause::Reset(r.cause.clone())))
+                .collect();
+            prop_assert_eq!(resets, planned);
+
+            prop_assert_eq!(removed_approvals(&old, &admitted), removed);
         }
     }
 }

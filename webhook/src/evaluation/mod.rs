@@ -18,7 +18,7 @@ use kube_core::admission::Operation;
 use kube_core::Status;
 use promotion_shared::admission::{
     check_audit_integrity_tree, check_governance_tree, is_deleting, plan_mutation_tree,
-    GovernancePolicy, Violation,
+    removed_approvals_tree, ApprovalReset, GovernancePolicy, RemovedApproval, Violation,
 };
 use promotion_shared::model::{GROUP, PLURAL, VERSION};
 use promotion_shared::tree::{pointer, Tree};
@@ -189,7 +189,29 @@ impl Evaluator {
             return answer.deny(denial(Denial::Forbidden, name, &problems));
         }
         let plan = plan_mutation_tree(old, new, user, now);
-        answer.warnings = warnings(&plan.warnings);
+        // Every approval this request takes away gets one warning naming who had given it, the
+        // mutation's own resets included: their plain wording in the plan is replaced by it.
+        // (Only here: the validating webhook sees the mutated object and cannot tell who removed
+        // what, and one warning per approval is enough.)
+        let removed = old
+            .map(|old| removed_approvals_tree(old, new))
+            .unwrap_or_default();
+        let resets: Vec<String> = plan
+            .reset_approvals
+            .iter()
+            .map(ApprovalReset::warning)
+            .collect();
+        let texts: Vec<String> = removed
+            .iter()
+            .map(RemovedApproval::warning)
+            .chain(
+                plan.warnings
+                    .iter()
+                    .filter(|w| !resets.contains(w))
+                    .cloned(),
+            )
+            .collect();
+        answer.warnings = warnings(&texts);
         if plan.is_empty() {
             return answer;
         }
