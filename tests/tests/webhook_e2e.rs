@@ -376,6 +376,19 @@ fn approve_records_the_requester_and_the_reason_and_describe_shows_them() {
             &format!("staging   admin   {time}   CAB-1234 signed off"),
         ],
     );
+
+    // The manifest kept in git says `approved: false`: applying it takes the approval away, and
+    // kubectl says whose it was.
+    let mut manifest = example(GATE_FILE);
+    manifest.as_object_mut().expect("object").remove("status");
+    let file = write(&env, "from-git.json", &manifest);
+    let applied = env.kubectl(&["apply", "-f", &file]);
+    assert_eq!(applied.code, 0, "{applied}");
+    let warning = format!(
+        "Warning: approval of stage \"staging\" (given by admin at {time}: \"CAB-1234 signed off\") removed by this update\n"
+    );
+    assert_eq!(applied.stderr.matches(&warning).count(), 1, "{applied}");
+    assert_eq!(staging_trigger(&env.promotion(GATE))["approved"], json!(false));
 }
 
 #[test]
@@ -421,9 +434,14 @@ fn a_new_rollout_resets_the_pending_approval_as_diff_predicts() {
         applied.stdout,
         format!("clusterpromotion.config.projectsveltos.io/{GATE} configured\n")
     );
+    let given = format!(
+        "given by {} at {}: \"3.6.2 ok\"",
+        record["user"].as_str().expect("user"),
+        record["time"].as_str().expect("time")
+    );
     assert_contains(
         &applied.stderr,
-        &["Warning: approval of stage \"staging\" reset: spec.profileSpec changed, the new rollout needs a new approval"],
+        &[&format!("Warning: approval of stage \"staging\" ({given}) reset: spec.profileSpec changed, the new rollout needs a new approval\n")],
     );
     let stored = env.promotion(GATE);
     assert_eq!(
