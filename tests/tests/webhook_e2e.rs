@@ -388,7 +388,10 @@ fn approve_records_the_requester_and_the_reason_and_describe_shows_them() {
         "Warning: approval of stage \"staging\" (given by admin at {time}: \"CAB-1234 signed off\") removed by this update\n"
     );
     assert_eq!(applied.stderr.matches(&warning).count(), 1, "{applied}");
-    assert_eq!(staging_trigger(&env.promotion(GATE))["approved"], json!(false));
+    assert_eq!(
+        staging_trigger(&env.promotion(GATE))["approved"],
+        json!(false)
+    );
 }
 
 #[test]
