@@ -174,7 +174,7 @@ async fn a_reset_by_the_webhook_is_one_warning_naming_who_gave_it() {
     );
     // Longer than the 120 characters the API documentation suggests, and still one line.
     assert!(expected.chars().count() > 120);
-    assert_eq!(warnings(&response), [expected.clone()]);
+    assert_eq!(warnings(&response), std::slice::from_ref(&expected));
     assert_eq!(approved(&apply(&new, &response)), None);
 
     // The same rollout with `approved` already dropped by the client (or by this webhook, called

@@ -269,9 +269,9 @@ mod tests {
         // 255 characters of sentence with spaces in it: one warning, never split at 120.
         let sentence = format!("spec.stages[1]: {}", "word ".repeat(48).trim_end());
         assert!(sentence.chars().count() > 120 && sentence.chars().count() <= ITEM_LIMIT);
-        assert_eq!(warning_lines(&sentence), [sentence.clone()]);
+        assert_eq!(warning_lines(&sentence), std::slice::from_ref(&sentence));
         let exactly = "é".repeat(ITEM_LIMIT);
-        assert_eq!(warning_lines(&exactly), [exactly.clone()]);
+        assert_eq!(warning_lines(&exactly), std::slice::from_ref(&exactly));
     }
 
     #[test]
