@@ -91,7 +91,7 @@ const ITEM_LIMIT: usize = 256;
 const TOTAL_LIMIT: usize = 4096;
 
 /// The warnings of one answer as the API server will pass them on: each made one
-/// `Warning:` line by [`warning_lines`], and, when together they would exceed what the API server
+/// `Warning:` line by `warning_lines`, and, when together they would exceed what the API server
 /// keeps, the ones that do not fit replaced by a last warning saying how many were left out.
 pub fn warnings<S: AsRef<str>>(texts: &[S]) -> Vec<String> {
     let lines: Vec<String> = texts
