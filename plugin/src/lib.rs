@@ -8,7 +8,6 @@ pub mod duration;
 pub mod error;
 pub mod events;
 pub mod fetch;
-pub mod health;
 pub mod kube_client;
 pub mod output;
 pub mod render;

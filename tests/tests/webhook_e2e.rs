@@ -10,12 +10,8 @@
 mod plugin_common;
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::{mpsc, Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use plugin_common::{example, example_world, forget_version, Env};
 use promotion_e2e::apiserver::{AdmissionConfig, StandInOptions, UserInfo};
@@ -24,6 +20,7 @@ use promotion_e2e::fixtures::{self, World};
 use promotion_shared::admission::{
     APPROVALS_ANNOTATION, APPROVAL_REASON_ANNOTATION, SPEC_CHANGE_ANNOTATION,
 };
+use promotion_webhook::testing;
 use serde_json::{json, Value};
 
 const GATE: &str = "kyverno-rollout-man";
@@ -32,131 +29,37 @@ const GATE_FILE: &str = "kyverno-manual-gate.yaml";
 // ---------------------------------------------------------------------------------------------
 // The webhook process
 
-/// A child process killed (and reaped) when dropped, so no test leaves one behind.
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A running `promotion-webhook serve` on 127.0.0.1 (ports chosen by the OS).
-struct Webhook {
-    _process: Process,
-    https: SocketAddr,
-    metrics: SocketAddr,
-    ca_pem: String,
-    logs: Arc<Mutex<Vec<String>>>,
-    _certs: tempfile::TempDir,
-}
+/// A running `promotion-webhook serve` on 127.0.0.1 (ports chosen by the OS), started by the
+/// webhook crate's own test helper and killed when dropped.
+struct Webhook(testing::Webhook);
 
 impl Webhook {
     /// Certificates from `promotion-webhook certs`, then `serve` with `extra` flags; returns once
     /// /readyz answers 200.
     fn start(extra: &[&str]) -> Webhook {
         let bin = bins::binary("promotion-webhook").unwrap_or_else(|e| panic!("{e}"));
-        let certs = tempfile::tempdir().expect("tempdir");
-        let out = bins::run(
-            Command::new(&bin)
-                .args(["certs", "--ip", "127.0.0.1", "--out"])
-                .arg(certs.path()),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        assert!(out.success(), "promotion-webhook certs: {out}");
-        let ca_pem = std::fs::read_to_string(certs.path().join("ca.crt")).expect("ca.crt");
-
-        let child = Command::new(&bin)
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--metrics-listen",
-                "127.0.0.1:0",
-                "--log-format",
-                "json",
-            ])
-            .arg("--tls-cert-file")
-            .arg(certs.path().join("tls.crt"))
-            .arg("--tls-key-file")
-            .arg(certs.path().join("tls.key"))
+        let webhook = testing::Launch::new(bin)
             .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn promotion-webhook serve");
-        let mut process = Process(child);
-        let stderr = process.0.stderr.take().expect("piped stderr");
-        let logs = Arc::new(Mutex::new(Vec::new()));
-        let (listening_tx, listening_rx) = mpsc::channel();
-        let sink = logs.clone();
-        // Drained for the whole life of the process, so logging never blocks the server; ends
-        // when the process does.
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                    if v["message"] == "listening" {
-                        let _ = listening_tx.send(v);
-                    }
-                }
-                sink.lock().unwrap_or_else(|p| p.into_inner()).push(line);
-            }
-        });
-        let listening = listening_rx
-            .recv_timeout(Duration::from_secs(60))
-            .unwrap_or_else(|_| {
-                panic!(
-                    "promotion-webhook did not report its addresses: {:?}",
-                    logs.lock().unwrap_or_else(|p| p.into_inner())
-                )
-            });
-        let address = |field: &str| -> SocketAddr {
-            listening[field]
-                .as_str()
-                .and_then(|a| a.parse().ok())
-                .unwrap_or_else(|| panic!("no {field} address in {listening}"))
-        };
-        let webhook = Webhook {
-            https: address("https"),
-            metrics: address("metrics"),
-            _process: process,
-            ca_pem,
-            logs,
-            _certs: certs,
-        };
-        webhook.wait_ready();
+            .start()
+            .unwrap_or_else(|e| panic!("{e}"));
         webhook
-    }
-
-    fn wait_ready(&self) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            if matches!(http_get(self.metrics, "/readyz"), Ok((200, _))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!("promotion-webhook never became ready: {:?}", self.logs());
-    }
-
-    fn logs(&self) -> Vec<String> {
-        self.logs.lock().unwrap_or_else(|p| p.into_inner()).clone()
+            .wait_ready(Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("{e}"));
+        Webhook(webhook)
     }
 
     /// The API server's webhook configuration for this instance (both webhooks, failurePolicy
     /// Fail, the generated CA as caBundle).
     fn admission(&self) -> AdmissionConfig {
-        let mut config = AdmissionConfig::new(&self.ca_pem);
-        config.mutate_url = Some(format!("https://{}/mutate", self.https));
-        config.validate_url = Some(format!("https://{}/validate", self.https));
+        let mut config = AdmissionConfig::new(&self.0.ca_pem);
+        config.mutate_url = Some(format!("https://{}/mutate", self.0.https));
+        config.validate_url = Some(format!("https://{}/validate", self.0.https));
         config
     }
 
     /// `promotion_webhook_admission_requests_total` for one series (0 before its first count).
     fn admissions(&self, endpoint: &str, operation: &str, verdict: &str) -> u64 {
-        let (code, body) = http_get(self.metrics, "/metrics").expect("GET /metrics");
+        let (code, body) = self.0.get("/metrics").expect("GET /metrics");
         assert_eq!(code, 200, "{body}");
         let labels = [
             format!("endpoint=\"{endpoint}\""),
@@ -175,28 +78,6 @@ impl Webhook {
             })
             .unwrap_or(0)
     }
-}
-
-/// A plain HTTP/1.1 GET (the webhook's metrics listener): status code and body.
-fn http_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response)?;
-    let code = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    Ok((code, body))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -495,6 +376,22 @@ fn approve_records_the_requester_and_the_reason_and_describe_shows_them() {
             &format!("staging   admin   {time}   CAB-1234 signed off"),
         ],
     );
+
+    // The manifest kept in git says `approved: false`: applying it takes the approval away, and
+    // kubectl says whose it was.
+    let mut manifest = example(GATE_FILE);
+    manifest.as_object_mut().expect("object").remove("status");
+    let file = write(&env, "from-git.json", &manifest);
+    let applied = env.kubectl(&["apply", "-f", &file]);
+    assert_eq!(applied.code, 0, "{applied}");
+    let warning = format!(
+        "Warning: approval of stage \"staging\" (given by admin at {time}: \"CAB-1234 signed off\") removed by this update\n"
+    );
+    assert_eq!(applied.stderr.matches(&warning).count(), 1, "{applied}");
+    assert_eq!(
+        staging_trigger(&env.promotion(GATE))["approved"],
+        json!(false)
+    );
 }
 
 #[test]
@@ -540,9 +437,14 @@ fn a_new_rollout_resets_the_pending_approval_as_diff_predicts() {
         applied.stdout,
         format!("clusterpromotion.config.projectsveltos.io/{GATE} configured\n")
     );
+    let given = format!(
+        "given by {} at {}: \"3.6.2 ok\"",
+        record["user"].as_str().expect("user"),
+        record["time"].as_str().expect("time")
+    );
     assert_contains(
         &applied.stderr,
-        &["Warning: approval of stage \"staging\" reset: spec.profileSpec changed, the new rollout needs a new approval"],
+        &[&format!("Warning: approval of stage \"staging\" ({given}) reset: spec.profileSpec changed, the new rollout needs a new approval\n")],
     );
     let stored = env.promotion(GATE);
     assert_eq!(

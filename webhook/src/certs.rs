@@ -25,6 +25,14 @@ pub enum CertsError {
     Write { path: PathBuf, reason: String },
     #[error("cannot create the certificate: {0}")]
     Generate(#[from] rcgen::Error),
+    #[error(
+        "{path} exists: a new CA would replace it, and every caBundle that trusts the old CA \
+         would stop verifying the webhook. Pass --ca-cert {ca_cert} --ca-key {path} to issue a \
+         new serving certificate from that CA, or --force to make a new CA anyway",
+        path = .path.display(),
+        ca_cert = .ca_cert.display()
+    )]
+    WouldReplaceCaKey { path: PathBuf, ca_cert: PathBuf },
 }
 
 /// The files written, for the caller to report.
@@ -42,6 +50,15 @@ const BACKDATE: ChronoDuration = ChronoDuration::hours(1);
 pub fn run(args: &CertsArgs) -> Result<Written, CertsError> {
     if args.dns.is_empty() && args.ip.is_empty() {
         return Err(CertsError::NoNames);
+    }
+    let creates_ca = args.ca_cert.is_none();
+    let ca_key = args.out.join("ca.key");
+    // Checked before anything is created or written: a refusal leaves the directory as it was.
+    if creates_ca && !args.force && fs::symlink_metadata(&ca_key).is_ok() {
+        return Err(CertsError::WouldReplaceCaKey {
+            ca_cert: args.out.join("ca.crt"),
+            path: ca_key,
+        });
     }
     fs::create_dir_all(&args.out).map_err(|e| CertsError::Write {
         path: args.out.clone(),
@@ -162,4 +179,78 @@ fn write(path: &Path, contents: &[u8], private: bool) -> Result<(), CertsError> 
     file.write_all(contents).map_err(error)?;
     file.sync_all().map_err(error)?;
     fs::rename(&tmp, path).map_err(error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(out: &Path) -> CertsArgs {
+        CertsArgs {
+            dns: vec!["localhost".into()],
+            ip: vec![],
+            out: out.to_path_buf(),
+            ca_cert: None,
+            ca_key: None,
+            force: false,
+            valid_days: 1,
+        }
+    }
+
+    fn contents(dir: &Path) -> Vec<(std::ffi::OsString, Vec<u8>)> {
+        let mut files: Vec<_> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (e.file_name(), fs::read(e.path()).unwrap())
+            })
+            .collect();
+        files.sort();
+        files
+    }
+
+    #[test]
+    fn an_existing_ca_key_is_replaced_only_with_force() {
+        let dir = tempfile::tempdir().unwrap();
+        run(&args(dir.path())).unwrap();
+        let before = contents(dir.path());
+        assert_eq!(before.len(), 4);
+
+        let err = run(&args(dir.path())).err().unwrap();
+        let ca_key = dir.path().join("ca.key");
+        assert!(matches!(&err, CertsError::WouldReplaceCaKey { path, .. } if *path == ca_key));
+        let message = err.to_string();
+        assert!(
+            message.starts_with(&format!("{} exists", ca_key.display()))
+                && message.contains("--force")
+                && message.contains(&format!("--ca-key {}", ca_key.display())),
+            "{message}"
+        );
+        assert_eq!(contents(dir.path()), before, "nothing written when refused");
+
+        // The way the message suggests: a new serving pair from the same CA.
+        let mut reuse = args(dir.path());
+        reuse.ca_cert = Some(dir.path().join("ca.crt"));
+        reuse.ca_key = Some(ca_key.clone());
+        run(&reuse).unwrap();
+        let reused = contents(dir.path());
+        assert_eq!(reused[..2], before[..2], "ca.crt and ca.key kept");
+        assert_ne!(reused[3], before[3], "a new tls.key");
+
+        let forced = CertsArgs {
+            force: true,
+            ..args(dir.path())
+        };
+        let written = run(&forced).unwrap();
+        assert_eq!(written.ca_key.as_deref(), Some(ca_key.as_path()));
+        assert_ne!(contents(dir.path())[1], before[1], "a new ca.key");
+    }
+
+    #[test]
+    fn a_directory_without_a_ca_key_gets_one() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("ca.crt"), "left over").unwrap();
+        let written = run(&args(dir.path())).unwrap();
+        assert!(written.ca_key.is_some_and(|key| key.exists()));
+    }
 }

@@ -136,6 +136,11 @@ pub struct CertsArgs {
     #[arg(long, env = "PROMOTION_WEBHOOK_CA_KEY", requires = "ca_cert")]
     pub ca_key: Option<PathBuf>,
 
+    /// Replace an existing ca.key in --out with a new CA. Without it, `certs` refuses, so that
+    /// re-running an install step never rotates the CA by accident.
+    #[arg(long, env = "PROMOTION_WEBHOOK_FORCE")]
+    pub force: bool,
+
     /// Validity of the serving certificate in days (a new CA gets ten times as long).
     #[arg(long, env = "PROMOTION_WEBHOOK_VALID_DAYS", default_value_t = 365, value_parser = clap::value_parser!(u32).range(1..=3650))]
     pub valid_days: u32,

@@ -14,8 +14,7 @@ use base64::Engine;
 use chrono::{DateTime, TimeZone, Utc};
 use serde_json::Value;
 
-use crate::api::wire;
-use crate::evaluation::Evaluator;
+use crate::evaluation::{wire, Evaluator};
 use crate::metrics::Endpoint;
 
 /// Fixed, so a fuzz finding reproduces.

@@ -1,7 +1,26 @@
 //! `promotion-webhook`: validating and mutating admission webhook for Sveltos ClusterPromotion.
 //!
-//! The binary is `main.rs`; everything lives here so that tests, the fuzz target and the
-//! benchmark drive the same code.
+//! The binary is `main.rs` (parse the command line, call [`run`]); everything lives here so that
+//! tests, the fuzz target and the benchmark drive the same code. The modules, and who uses them
+//! (no two depend on each other, directly or through others: `tests/module_cycles.rs`):
+//!
+//! - [`cli`]: the command line; [`config`] turns `serve`'s flags into one checked `ServeConfig`.
+//! - [`server`]: `serve` — runtime, both listeners, certificate reload, the shutdown sequence.
+//!   Builds the routers of [`api`] around an [`evaluation::Evaluator`].
+//! - [`api`]: HTTP only — routes, body limit, the errors that are not admission answers, probes.
+//!   Hands the body bytes to the evaluator and knows nothing of the AdmissionReview format.
+//! - [`evaluation`]: AdmissionReview bytes in, answer bytes out, no I/O: the codec
+//!   ([`evaluation::wire`]), the decisions of `promotion_shared` applied to the protocol, the
+//!   texts of denials and warnings. Used by `api`, by [`fuzzing`] and by the load benchmark.
+//! - [`metrics`]: Prometheus counters; `api`, `server` and `tls` record, `evaluation` names
+//!   endpoints and verdicts with its types.
+//! - [`tls`]: loading and reloading the serving pair (used by `server`); [`certs`]: the `certs`
+//!   subcommand (used by [`run`]).
+//! - [`logging`] and [`log_writer`]: structured logs, written in batches by one thread.
+//! - [`fuzzing`]: the admission path with its invariants checked, for the cargo-fuzz target
+//!   (`fuzz/`) and the bounded and regression runs in `tests/`.
+//! - `testing` (cargo feature `testing`): starts the real binary for this crate's tests and
+//!   benchmark and for the end-to-end tests; the server never uses it.
 
 pub mod api;
 pub mod certs;
@@ -13,6 +32,8 @@ pub mod log_writer;
 pub mod logging;
 pub mod metrics;
 pub mod server;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod tls;
 
 use std::process::ExitCode;

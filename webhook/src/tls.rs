@@ -252,6 +252,7 @@ mod tests {
             out: dir.to_path_buf(),
             ca_cert: None,
             ca_key: None,
+            force: false,
             valid_days: 30,
         })
         .expect("certs");

@@ -44,10 +44,12 @@ fn annotation(object: &Value, key: &str) -> Option<Value> {
     Some(serde_json::from_str(text).expect("audit annotations hold JSON"))
 }
 
-/// Send the mutated object again (as under `reinvocationPolicy: IfNeeded`): nothing more to do.
+/// Send the mutated object again (as under `reinvocationPolicy: IfNeeded`): nothing more to do,
+/// and nothing new to say (the API server passes identical warnings of one request on once).
 async fn assert_idempotent(
     server: &Server,
     old: Option<&Value>,
+    first: &Value,
     mutated: &Value,
     user: &support::User<'_>,
 ) {
@@ -64,7 +66,13 @@ async fn assert_idempotent(
         None,
         "second pass must not patch: {again}"
     );
-    assert!(again.get("warnings").is_none(), "{again}");
+    let said = warnings(first);
+    for warning in warnings(&again) {
+        assert!(
+            said.contains(&warning),
+            "new warning {warning:?} after {said:?}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -87,11 +95,11 @@ async fn consumed_approval_is_removed_on_the_next_update() {
             {"op": "remove", "path": "/spec/stages/1/trigger/manual/approved"}
         ]))
     );
-    let warned = warnings(&response);
-    assert_eq!(warned.len(), 1, "{warned:?}");
-    assert!(
-        warned[0].contains("staging") && warned[0].contains("production"),
-        "{warned:?}"
+    assert_eq!(
+        warnings(&response),
+        [
+            r#"approval of stage "staging" (no record of who gave it) removed: it was already used to promote to "production""#
+        ]
     );
 
     // Computed against the raw object: only `approved` goes, everything else stays as sent.
@@ -102,7 +110,86 @@ async fn consumed_approval_is_removed_on_the_next_update() {
         .unwrap()
         .remove("approved");
     assert_eq!(mutated, expected);
-    assert_idempotent(&server, Some(&old), &mutated, &BOB).await;
+    assert_idempotent(&server, Some(&old), &response, &mutated, &BOB).await;
+}
+
+/// The gate with staging approved by alice (with `reason`), as the mutation recorded it.
+fn approved_by_alice(reason: &str) -> Value {
+    let mut object = gate(Some(true), false);
+    let records = json!({"staging": {
+        "user": "alice",
+        "groups": ["system:authenticated", "release-managers"],
+        "time": "2026-03-01T12:00:00Z",
+        "reason": reason
+    }});
+    object["metadata"]["annotations"] = json!({APPROVALS: records.to_string()});
+    object
+}
+
+#[tokio::test]
+async fn an_update_that_drops_an_approval_warns_once_naming_who_gave_it() {
+    let server = Server::start();
+    let old = approved_by_alice("CAB-1");
+    // `kubectl apply` of the manifest kept in git, which has no `approved`.
+    let mut new = old.clone();
+    new["spec"]["stages"][1]["trigger"]["manual"]
+        .as_object_mut()
+        .unwrap()
+        .remove("approved");
+    let result = chain(&server, "drop", &new, Some(&old), &BOB).await;
+    assert!(result.allowed(), "{}", result.denial());
+    assert_eq!(patch_of(&result.mutate), None, "{}", result.mutate);
+    assert_eq!(
+        warnings(&result.mutate),
+        [
+            r#"approval of stage "staging" (given by alice at 2026-03-01T12:00:00Z: "CAB-1") removed by this update"#
+        ]
+    );
+    // The validating webhook sees the same loss and does not say it again.
+    let validated = result.validate.as_ref().expect("validated");
+    assert!(
+        !warnings(validated)
+            .iter()
+            .any(|w| w.contains("approval of stage")),
+        "{validated}"
+    );
+}
+
+#[tokio::test]
+async fn a_reset_by_the_webhook_is_one_warning_naming_who_gave_it() {
+    let server = Server::start();
+    let reason = "CAB-1042: canary in eu-west-1 clean for 24h, rollback plan in the change ticket";
+    let old = approved_by_alice(reason);
+    let mut new = old.clone();
+    new["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"] = json!("3.7.0");
+    let response = server
+        .review(
+            "/mutate",
+            &review("reset", "UPDATE", Some(&new), Some(&old), &BOB),
+        )
+        .await;
+    let expected = format!(
+        "approval of stage \"staging\" (given by alice at 2026-03-01T12:00:00Z: {reason:?}) reset: \
+         spec.profileSpec changed, the new rollout needs a new approval"
+    );
+    // Longer than the 120 characters the API documentation suggests, and still one line.
+    assert!(expected.chars().count() > 120);
+    assert_eq!(warnings(&response), std::slice::from_ref(&expected));
+    assert_eq!(approved(&apply(&new, &response)), None);
+
+    // The same rollout with `approved` already dropped by the client (or by this webhook, called
+    // again on its own output): the approval was going all the same, and is the same one warning.
+    new["spec"]["stages"][1]["trigger"]["manual"]
+        .as_object_mut()
+        .unwrap()
+        .remove("approved");
+    let response = server
+        .review(
+            "/mutate",
+            &review("dropped", "UPDATE", Some(&new), Some(&old), &BOB),
+        )
+        .await;
+    assert_eq!(warnings(&response), [expected]);
 }
 
 #[tokio::test]
@@ -159,7 +246,7 @@ async fn a_new_rollout_resets_approvals_and_records_who_changed_it() {
     assert_eq!(record["user"], "alice");
     assert!(record["time"].as_str().unwrap().ends_with('Z'));
     assert_eq!(mutated["spec"]["profileSpec"], new["spec"]["profileSpec"]);
-    assert_idempotent(&server, Some(&old), &mutated, &ALICE).await;
+    assert_idempotent(&server, Some(&old), &response, &mutated, &ALICE).await;
 }
 
 #[tokio::test]
@@ -209,7 +296,7 @@ async fn an_approval_in_the_same_request_as_a_new_rollout_survives_and_is_record
     assert_eq!(records["staging"]["reason"], "CHG-1234: canary looked good");
     assert!(mutated["metadata"]["annotations"].get(REASON).is_none());
     assert_eq!(annotation(mutated, SPEC_CHANGE).unwrap()["user"], "bob");
-    assert_idempotent(&server, Some(&old), mutated, &BOB).await;
+    assert_idempotent(&server, Some(&old), &result.mutate, mutated, &BOB).await;
 }
 
 #[tokio::test]
@@ -231,7 +318,7 @@ async fn approving_without_annotations_creates_the_map() {
     let records = annotation(&mutated, APPROVALS).unwrap();
     assert_eq!(records["staging"]["user"], "alice");
     assert!(records["staging"].get("reason").is_none());
-    assert_idempotent(&server, Some(&old), &mutated, &ALICE).await;
+    assert_idempotent(&server, Some(&old), &response, &mutated, &ALICE).await;
 }
 
 #[tokio::test]
@@ -249,7 +336,7 @@ async fn create_records_the_author_and_any_approval() {
         annotation(&result.object, APPROVALS).unwrap()["staging"]["user"],
         "alice"
     );
-    assert_idempotent(&server, None, &result.object, &ALICE).await;
+    assert_idempotent(&server, None, &result.mutate, &result.object, &ALICE).await;
 }
 
 #[tokio::test]
@@ -268,7 +355,7 @@ async fn every_example_survives_the_mutate_then_validate_chain() {
         // The audit annotations the mutation adds change nothing in the verdict.
         assert_eq!(validated["allowed"], plain["allowed"], "{file}");
         assert_eq!(validated.get("warnings"), plain.get("warnings"), "{file}");
-        assert_idempotent(&server, None, &result.object, &ALICE).await;
+        assert_idempotent(&server, None, &result.mutate, &result.object, &ALICE).await;
     }
 }
 

@@ -51,6 +51,13 @@ async fn bodies_that_are_not_admission_reviews_get_400_saying_why() {
     no_request["request"] = json!({"uid": "x"});
     let mut cases = cases;
     cases.push((serde_json::to_vec(&no_request).unwrap(), "missing field"));
+    // A fuzz finding: one byte of invalid UTF-8 in a field the decoder skips.
+    let not_utf8 = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../fuzz/regressions/invalid-utf8-in-skipped-field.json"),
+    )
+    .unwrap();
+    cases.push((not_utf8, "not valid JSON: it is not UTF-8"));
     for (body, needle) in cases {
         for path in ["/validate", "/mutate"] {
             let response = conn.post(path, body.clone()).await.expect("answered");
@@ -147,7 +154,7 @@ async fn slow_clients_are_cut_off() {
         "--request-timeout",
         "1s",
     ]));
-    let config = tls_config(&server.ca, &[b"http/1.1"], None);
+    let config = tls_config(server.ca(), &[b"http/1.1"], None);
     // Bounds only keep a broken server from hanging the test; the server's own timeouts end
     // these connections long before.
     let bound = Duration::from_secs(20);

@@ -100,6 +100,48 @@ fn certs_refuses_incomplete_arguments() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--ca-key"));
 }
 
+#[test]
+fn certs_rerun_keeps_the_ca_unless_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    generate_certs(dir.path(), &[]);
+    let snapshot = || {
+        ["ca.crt", "ca.key", "tls.crt", "tls.key"]
+            .map(|file| std::fs::read(dir.path().join(file)).unwrap())
+    };
+    let before = snapshot();
+    let rerun = |extra: &[&str]| {
+        std::process::Command::new(support::BIN)
+            .args(["certs", "--dns", "localhost", "--out"])
+            .arg(dir.path())
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+
+    let out = rerun(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let ca_key = dir.path().join("ca.key");
+    assert!(
+        stderr.starts_with(&format!("promotion-webhook: {} exists", ca_key.display()))
+            && stderr.contains("--force"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "nothing reported as written");
+    assert_eq!(snapshot(), before, "nothing written");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 4);
+
+    let out = rerun(&["--force"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = snapshot();
+    assert_ne!(after[0], before[0], "a new CA certificate");
+    assert_ne!(after[1], before[1], "a new CA key");
+}
+
 #[tokio::test]
 async fn serves_tls_1_2_and_1_3_verified_by_name_and_address() {
     let server = Server::start();
@@ -107,7 +149,7 @@ async fn serves_tls_1_2_and_1_3_verified_by_name_and_address() {
         (&rustls::version::TLS12, rustls::ProtocolVersion::TLSv1_2),
         (&rustls::version::TLS13, rustls::ProtocolVersion::TLSv1_3),
     ] {
-        let config = tls_config(&server.ca, &[b"http/1.1"], Some(version));
+        let config = tls_config(server.ca(), &[b"http/1.1"], Some(version));
         for name in ["localhost", "127.0.0.1"] {
             let (mut conn, info) = connect(server.https, config.clone(), name).await.unwrap();
             assert_eq!(info.version, Some(expected));
@@ -123,7 +165,7 @@ async fn serves_tls_1_2_and_1_3_verified_by_name_and_address() {
         }
     }
     // A name the certificate does not cover, or a CA that did not sign it, is refused.
-    let config = tls_config(&server.ca, &[b"http/1.1"], None);
+    let config = tls_config(server.ca(), &[b"http/1.1"], None);
     let err = connect(server.https, config, "example.com")
         .await
         .err()
@@ -202,11 +244,14 @@ async fn rotation_under_load_fails_no_request() {
     std::fs::create_dir(&volume_root).unwrap();
     let mut volume =
         SecretVolume::new(&volume_root, &first.join("tls.crt"), &first.join("tls.key"));
-    let ca = std::fs::read(first.join("ca.crt")).unwrap();
+    let ca = std::fs::read_to_string(first.join("ca.crt")).unwrap();
     let mut options = Options::default().args(&["--cert-reload-interval", "100ms"]);
-    options.cert = Some(volume_root.join("tls.crt"));
-    options.key = Some(volume_root.join("tls.key"));
-    let server = Server::spawn(options, dir, ca.clone());
+    options.tls = Some((
+        volume_root.join("tls.crt"),
+        volume_root.join("tls.key"),
+        ca.clone(),
+    ));
+    let server = Server::start_with(options);
 
     let stop = Arc::new(AtomicBool::new(false));
     let failures = Arc::new(Mutex::new(Vec::<String>::new()));
@@ -229,7 +274,7 @@ async fn rotation_under_load_fails_no_request() {
             seen_leaves.clone(),
         );
         let config = tls_config(
-            &ca,
+            ca.as_bytes(),
             if worker % 2 == 0 {
                 &[b"http/1.1"]
             } else {
@@ -318,17 +363,20 @@ async fn rotation_under_load_fails_no_request() {
         assert!(Instant::now() < deadline, "broken pair never noticed");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let before = served.load(Ordering::Relaxed);
+    let before = served.load(Ordering::SeqCst);
     assert!(wait_for_leaf(leaf_der(&second.join("tls.crt"))).await);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while served.load(Ordering::SeqCst) <= before {
+        assert!(
+            Instant::now() < deadline,
+            "nothing served after the broken swap"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     stop.store(true, Ordering::SeqCst);
     for worker in workers {
         worker.await.unwrap();
     }
-    assert!(
-        served.load(Ordering::Relaxed) > before,
-        "kept serving after the broken swap"
-    );
     let failures = failures.lock().unwrap();
     assert!(
         failures.is_empty(),

@@ -19,6 +19,7 @@ mod gates;
 mod governance;
 mod integrity;
 mod mutation;
+mod removed;
 
 pub use audit::{
     approval_records, spec_change_record, ApprovalRecord, AuditParseError, SpecChangeRecord,
@@ -30,6 +31,7 @@ pub use governance::{
 pub use integrity::{check_audit_integrity, check_audit_integrity_tree};
 pub use k8s_openapi::api::authentication::v1::UserInfo;
 pub use mutation::{plan_mutation, plan_mutation_tree, ApprovalReset, MutationPlan, ResetCause};
+pub use removed::{removed_approvals, removed_approvals_tree, RemovalCause, RemovedApproval};
 
 use std::fmt;
 

@@ -47,6 +47,28 @@ pub enum ResetCause {
     NewRollout { restart: Restart },
 }
 
+impl ResetCause {
+    /// What happens to the approval and why, after "approval of stage X": "removed: it was
+    /// already used to promote to \"production\"".
+    pub fn describe(&self) -> String {
+        match self {
+            ResetCause::Consumed {
+                next_stage: Some(next),
+            } => format!("removed: it was already used to promote to {next:?}"),
+            ResetCause::Consumed { next_stage: None } => {
+                "removed: it was already used to complete the pipeline".to_string()
+            }
+            ResetCause::NewRollout { restart } => {
+                let what = match restart {
+                    Restart::ProfileSpec { .. } => "spec.profileSpec changed",
+                    Restart::Stages => "stage names, order or cluster selectors changed",
+                };
+                format!("reset: {what}, the new rollout needs a new approval")
+            }
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalReset {
@@ -59,28 +81,11 @@ pub struct ApprovalReset {
 impl ApprovalReset {
     /// One line for an admission warning (kept under 120 characters for ordinary stage names).
     pub fn warning(&self) -> String {
-        match &self.cause {
-            ResetCause::Consumed {
-                next_stage: Some(next),
-            } => format!(
-                "approval of stage {:?} removed: it was already used to promote to {next:?}",
-                self.stage
-            ),
-            ResetCause::Consumed { next_stage: None } => format!(
-                "approval of stage {:?} removed: it was already used to complete the pipeline",
-                self.stage
-            ),
-            ResetCause::NewRollout { restart } => {
-                let what = match restart {
-                    Restart::ProfileSpec { .. } => "spec.profileSpec changed",
-                    Restart::Stages => "stage names, order or cluster selectors changed",
-                };
-                format!(
-                    "approval of stage {:?} reset: {what}, the new rollout needs a new approval",
-                    self.stage
-                )
-            }
-        }
+        format!(
+            "approval of stage {:?} {}",
+            self.stage,
+            self.cause.describe()
+        )
     }
 }
 
@@ -174,29 +179,42 @@ fn resets(old: &Tree, new: &Tree, restart: Option<&Restart>) -> Vec<ApprovalRese
     let before = gates_by_name(old);
     gates(new)
         .into_iter()
-        .filter(|gate| gate.approved && gate.resets)
+        .filter(|gate| gate.approved)
         // Only an approval that was already on can have been used or belong to the old rollout;
         // one this request turns on is for the rollout being submitted.
         .filter(|gate| before.get(gate.name).is_some_and(|g| g.approved))
         .filter_map(|gate| {
-            let cause = match restart {
-                Some(restart) => ResetCause::NewRollout {
-                    restart: restart.clone(),
-                },
-                None => ResetCause::Consumed {
-                    next_stage: match approval_used(old, gate.name)? {
-                        Used::PromotedTo(next) => Some(next.to_string()),
-                        Used::Completed => None,
-                    },
-                },
-            };
             Some(ApprovalReset {
                 stage: gate.name.to_string(),
                 index: gate.index,
-                cause,
+                cause: reset_cause(old, &gate, restart)?,
             })
         })
         .collect()
+}
+
+/// Why the mutation resets the approval that `old` (the stored object) gives the stage of
+/// `gate` (its gate in the request), if it does: unless `automaticReset` is false, a new rollout
+/// resets it, and otherwise having been used does ([`approval_used`]).
+pub(crate) fn reset_cause(
+    old: &Tree,
+    gate: &Gate,
+    restart: Option<&Restart>,
+) -> Option<ResetCause> {
+    if !gate.resets {
+        return None;
+    }
+    Some(match restart {
+        Some(restart) => ResetCause::NewRollout {
+            restart: restart.clone(),
+        },
+        None => ResetCause::Consumed {
+            next_stage: match approval_used(old, gate.name)? {
+                Used::PromotedTo(next) => Some(next.to_string()),
+                Used::Completed => None,
+            },
+        },
+    })
 }
 
 fn remove_approval_ops(reset: &ApprovalReset) -> [PatchOperation; 3] {

@@ -1,10 +1,12 @@
-//! HTTP layer: the admission router (HTTPS) and the probes router (plain HTTP).
+//! HTTP only: the admission router (HTTPS) and the probes router (plain HTTP), the body limit,
+//! and the errors that are not admission answers. A handler reads the body and hands the bytes to
+//! [`crate::evaluation::Evaluator`], which decodes, decides and encodes; nothing here knows the
+//! AdmissionReview format or any admission rule. Used by [`crate::server`] (and by tests that
+//! put their own routes behind [`protect`]).
 
 pub mod body;
 pub mod error;
 pub mod probes;
-mod tree;
-pub mod wire;
 
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,4 +1,7 @@
-//! Texts of admission answers: the denial status kubectl shows, and warnings.
+//! Texts of admission answers: the denial status kubectl shows, and warnings shaped to the
+//! API server's limits on them.
+
+use std::borrow::Cow;
 
 use kube_core::response::{StatusCause, StatusDetails, StatusSummary};
 use kube_core::Status;
@@ -77,61 +80,115 @@ pub fn denial(kind: Denial, name: &str, problems: &[Problem]) -> Status {
     status
 }
 
-/// The API server passes warnings on as HTTP `Warning` headers and asks for at most 120
-/// characters each. Whitespace (newlines from multi-line messages) is folded, and a longer
-/// warning is split at word boundaries into continued parts rather than cut.
+/// What the API server does with the warnings of one request, in kubernetes
+/// `staging/src/k8s.io/apiserver/pkg/endpoints/filters/warning.go` (`truncateAtTotalRunes = 4 *
+/// 1024`, `truncateItemRunes = 256`): warnings are passed on whole until together they exceed
+/// 4096 characters; from then on each is cut to 256 characters, and those after the 4096th
+/// character are dropped. `apimachinery/pkg/util/net/http.go` (`NewWarningHeader`) drops a warning
+/// that holds a control character. (The admission API's "limit warnings to 120 characters if
+/// possible" is advice, not a limit: kubectl prints a longer warning on one `Warning:` line.)
+const ITEM_LIMIT: usize = 256;
+const TOTAL_LIMIT: usize = 4096;
+
+/// The warnings of one answer as the API server will pass them on: each made one
+/// `Warning:` line by `warning_lines`, and, when together they would exceed what the API server
+/// keeps, the ones that do not fit replaced by a last warning saying how many were left out.
+pub fn warnings<S: AsRef<str>>(texts: &[S]) -> Vec<String> {
+    let lines: Vec<String> = texts
+        .iter()
+        .flat_map(|text| warning_lines(text.as_ref()))
+        .collect();
+    let width = |line: &String| line.chars().count();
+    if lines.iter().map(width).sum::<usize>() <= TOTAL_LIMIT {
+        return lines;
+    }
+    // Room for the note, which is short and ASCII.
+    let budget = TOTAL_LIMIT - 128;
+    let (mut kept, mut used) = (Vec::with_capacity(lines.len()), 0);
+    for line in &lines {
+        let w = width(line);
+        if used + w > budget {
+            break;
+        }
+        used += w;
+        kept.push(line.clone());
+    }
+    let left_out = lines.len() - kept.len();
+    kept.push(format!(
+        "{left_out} more warning{} left out: the API server passes on at most {TOTAL_LIMIT} \
+         characters of warnings per request",
+        if left_out == 1 { "" } else { "s" }
+    ));
+    kept
+}
+
+/// One warning as the API server will pass it on: whitespace (newlines from multi-line messages)
+/// folded to single spaces, other control characters written as `\u001b` escapes (the API
+/// server would drop the whole warning), and kept whole: one sentence stays one `Warning:` line.
+/// Only a warning longer than the API server's per-warning limit (256 characters) is split, at
+/// word boundaries, into continued parts (`… `) rather than cut.
 pub fn warning_lines(text: &str) -> Vec<String> {
-    const LIMIT: usize = 120;
+    let text = printable(text);
+    let width = text.chars().count();
+    if width <= ITEM_LIMIT {
+        return vec![text.into_owned()];
+    }
+    split(&text, width)
+}
+
+/// `text` with whitespace folded and control characters escaped; borrowed when already so.
+fn printable(text: &str) -> Cow<'_, str> {
+    let clean = !text.starts_with(' ')
+        && !text.ends_with(' ')
+        && !text.contains("  ")
+        && !text.contains(|c: char| c.is_control() || (c.is_whitespace() && c != ' '));
+    if clean {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    for word in text.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        for c in word.chars() {
+            if c.is_control() {
+                out.push_str(&format!("\\u{:04x}", u32::from(c)));
+            } else {
+                out.push(c);
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// `text` (already [`printable`], `width` characters) in parts of at most [`ITEM_LIMIT`]
+/// characters, markers included, broken between words where a word allows it.
+fn split(text: &str, width: usize) -> Vec<String> {
     const MORE: &str = " …";
     const CONTINUED: &str = "… ";
     // Both markers are two characters wide.
     const MARK: usize = 2;
-    // Most warnings are short single lines: answer those without splitting into words.
-    let folded = || {
-        !text.contains(|c: char| c.is_whitespace() && c != ' ')
-            && !text.contains("  ")
-            && !text.starts_with(' ')
-            && !text.ends_with(' ')
-    };
-    if text.len() <= LIMIT && folded() {
-        return vec![text.to_string()];
-    }
-    let width = |s: &str| {
+    let chars = |s: &str| {
         if s.is_ascii() {
             s.len()
         } else {
             s.chars().count()
         }
     };
-    // Unicode whitespace needs decoding every character; most messages are ASCII.
-    // (U+000B is whitespace to Rust but not to `split_ascii_whitespace`.)
-    let words: Vec<&str> = if text.is_ascii() && !text.contains('\u{b}') {
-        text.split_ascii_whitespace().collect()
-    } else {
-        text.split_whitespace().collect()
-    };
-    let total = words
-        .iter()
-        .map(|w| width(w) + 1)
-        .sum::<usize>()
-        .saturating_sub(1);
-    if total <= LIMIT {
-        return vec![words.join(" ")];
-    }
-    let mut lines = Vec::with_capacity(total / (LIMIT - 2 * MARK) + 1);
-    let mut line = String::with_capacity(LIMIT + 8);
+    let mut lines = Vec::with_capacity(width / (ITEM_LIMIT - 2 * MARK) + 1);
+    let mut line = String::with_capacity(ITEM_LIMIT + 8);
     // Characters in `line`, and whether it holds nothing but the continuation marker.
     let (mut width_so_far, mut fresh) = (0usize, true);
-    for word in words {
+    for word in text.split(' ') {
         let mut rest = word;
         while !rest.is_empty() {
-            let (piece, tail) = split_at_chars(rest, LIMIT - 2 * MARK);
+            let (piece, tail) = split_at_chars(rest, ITEM_LIMIT - 2 * MARK);
             rest = tail;
-            let piece_width = width(piece);
+            let piece_width = chars(piece);
             let separator = usize::from(!fresh);
-            if !line.is_empty() && width_so_far + separator + piece_width + MARK > LIMIT {
+            if !line.is_empty() && width_so_far + separator + piece_width + MARK > ITEM_LIMIT {
                 line.push_str(MORE);
-                let mut next = String::with_capacity(LIMIT + 8);
+                let mut next = String::with_capacity(ITEM_LIMIT + 8);
                 next.push_str(CONTINUED);
                 lines.push(std::mem::replace(&mut line, next));
                 (width_so_far, fresh) = (MARK, true);
@@ -204,21 +261,42 @@ mod tests {
     }
 
     #[test]
-    fn warnings_are_folded_and_split_without_loss() {
-        assert_eq!(warning_lines("a\n  b"), ["a b"]);
-        assert_eq!(warning_lines("a  b "), ["a b"]);
-        assert_eq!(warning_lines("\ta\u{a0}b"), ["a b"]);
-        assert_eq!(warning_lines("a\u{b}b"), ["a b"]);
+    fn a_warning_is_one_line_up_to_the_api_servers_limit() {
         assert_eq!(
             warning_lines("spec.x: fine as it is"),
             ["spec.x: fine as it is"]
         );
-        let long = format!("spec.x: {}", "word ".repeat(60));
-        let lines = warning_lines(&long);
-        assert!(lines.len() > 1);
-        for line in &lines {
-            assert!(line.chars().count() <= 120, "{line}");
+        // 255 characters of sentence with spaces in it: one warning, never split at 120.
+        let sentence = format!("spec.stages[1]: {}", "word ".repeat(48).trim_end());
+        assert!(sentence.chars().count() > 120 && sentence.chars().count() <= ITEM_LIMIT);
+        assert_eq!(warning_lines(&sentence), std::slice::from_ref(&sentence));
+        let exactly = "é".repeat(ITEM_LIMIT);
+        assert_eq!(warning_lines(&exactly), std::slice::from_ref(&exactly));
+    }
+
+    #[test]
+    fn whitespace_is_folded_and_control_characters_escaped() {
+        assert_eq!(warning_lines("a\n  b"), ["a b"]);
+        assert_eq!(warning_lines("a  b "), ["a b"]);
+        assert_eq!(warning_lines("\ta\u{a0}b"), ["a b"]);
+        assert_eq!(warning_lines("a\u{b}b\r\n"), ["a b"]);
+        assert_eq!(warning_lines("bell\u{7}here"), ["bell\\u0007here"]);
+        assert_eq!(warning_lines("\u{1b}[31mred"), ["\\u001b[31mred"]);
+        assert_eq!(warning_lines("c1\u{9b}x"), ["c1\\u009bx"]);
+        for line in warning_lines("x\u{0}y\u{7f}z") {
+            assert!(!line.chars().any(char::is_control), "{line:?}");
         }
+    }
+
+    #[test]
+    fn only_a_warning_over_the_limit_is_split_and_nothing_is_lost() {
+        let long = format!("spec.x: {}", "word ".repeat(120));
+        let lines = warning_lines(&long);
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        for line in &lines {
+            assert!(line.chars().count() <= ITEM_LIMIT, "{line}");
+        }
+        assert!(lines[0].ends_with(" …") && lines[1].starts_with("… "));
         let rejoined: String = lines
             .iter()
             .map(|l| l.trim_end_matches(" …").trim_start_matches("… "))
@@ -228,10 +306,33 @@ mod tests {
             rejoined,
             long.split_whitespace().collect::<Vec<_>>().join(" ")
         );
-        let giant = "x".repeat(500);
+        let giant = "x".repeat(1000);
         let lines = warning_lines(&giant);
-        assert!(lines.iter().all(|l| l.chars().count() <= 120));
+        assert!(lines.iter().all(|l| l.chars().count() <= ITEM_LIMIT));
         let total: usize = lines.iter().map(|l| l.matches('x').count()).sum();
-        assert_eq!(total, 500);
+        assert_eq!(total, 1000);
+    }
+
+    #[test]
+    fn warnings_within_the_total_pass_whole_and_the_rest_is_counted() {
+        let few = ["a: one", "b: two"];
+        assert_eq!(warnings(&few), few);
+
+        let many: Vec<String> = (0..40)
+            .map(|i| format!("spec.stages[{i}]: {}", "y".repeat(180)))
+            .collect();
+        let out = warnings(&many);
+        let total: usize = out.iter().map(|l| l.chars().count()).sum();
+        assert!(total <= TOTAL_LIMIT, "{total}");
+        let (note, kept) = out.split_last().unwrap();
+        assert_eq!(kept, &many[..kept.len()], "kept in order, whole");
+        assert_eq!(
+            *note,
+            format!(
+                "{} more warnings left out: the API server passes on at most 4096 characters \
+                 of warnings per request",
+                many.len() - kept.len()
+            )
+        );
     }
 }

@@ -1,25 +1,32 @@
-//! From request bytes to response bytes, without I/O: decode the AdmissionReview, decide, and
-//! encode the answer. The decisions themselves live in `promotion_shared` (validation engine and
-//! admission logic); this module applies them to the admission protocol.
+//! From request bytes to response bytes, without I/O: decode the AdmissionReview ([`wire`], whose
+//! objects are parsed by `request_objects`), decide, and encode the answer. The decisions
+//! themselves live in `promotion_shared` (validation engine and admission logic); this module
+//! applies them to the admission protocol, and `messages` words the answers.
+//!
+//! Used by the HTTP handlers in [`crate::api`] (through [`Evaluator::review`]), by the fuzz
+//! harness [`crate::fuzzing`] and by the load benchmark; it depends on nothing in `api`, so all
+//! of it is testable without HTTP.
 
 mod messages;
+mod request_objects;
+pub mod wire;
 
-pub use messages::warning_lines;
+pub use messages::warnings;
 
 use chrono::{DateTime, SubsecRound, Utc};
 use kube_core::admission::Operation;
 use kube_core::Status;
 use promotion_shared::admission::{
     check_audit_integrity_tree, check_governance_tree, is_deleting, plan_mutation_tree,
-    GovernancePolicy, Violation,
+    removed_approvals_tree, ApprovalReset, GovernancePolicy, RemovedApproval, Violation,
 };
 use promotion_shared::model::{GROUP, PLURAL, VERSION};
 use promotion_shared::tree::{pointer, Tree};
 use promotion_shared::validation::{self, Finding};
 
-use crate::api::wire::{self, Answer, DecodeError, Request};
 use crate::metrics::{Endpoint, Verdict};
 use messages::{denial, Denial, Problem};
+use wire::{Answer, DecodeError, Request};
 
 /// What the access log and the metrics need to know about an answered review.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -136,15 +143,13 @@ impl Evaluator {
         let governance = check_governance_tree(old, new, user, &self.policy);
 
         let mut answer = Answer::allow(&request.uid);
-        for finding in findings.iter().filter(|f| !f.is_error()) {
-            answer.warnings.extend(warning_lines(&format!(
-                "{}: {}",
-                finding.path, finding.message
-            )));
-        }
-        for warning in &governance.warnings {
-            answer.warnings.extend(warning_lines(warning));
-        }
+        let texts: Vec<String> = findings
+            .iter()
+            .filter(|f| !f.is_error())
+            .map(|finding| format!("{}: {}", finding.path, finding.message))
+            .chain(governance.warnings.iter().cloned())
+            .collect();
+        answer.warnings = warnings(&texts);
 
         let forbidden: Vec<Problem> = integrity
             .iter()
@@ -184,9 +189,29 @@ impl Evaluator {
             return answer.deny(denial(Denial::Forbidden, name, &problems));
         }
         let plan = plan_mutation_tree(old, new, user, now);
-        for warning in &plan.warnings {
-            answer.warnings.extend(warning_lines(warning));
-        }
+        // Every approval this request takes away gets one warning naming who had given it, the
+        // mutation's own resets included: their plain wording in the plan is replaced by it.
+        // (Only here: the validating webhook sees the mutated object and cannot tell who removed
+        // what, and one warning per approval is enough.)
+        let removed = old
+            .map(|old| removed_approvals_tree(old, new))
+            .unwrap_or_default();
+        let resets: Vec<String> = plan
+            .reset_approvals
+            .iter()
+            .map(ApprovalReset::warning)
+            .collect();
+        let texts: Vec<String> = removed
+            .iter()
+            .map(RemovedApproval::warning)
+            .chain(
+                plan.warnings
+                    .iter()
+                    .filter(|w| !resets.contains(w))
+                    .cloned(),
+            )
+            .collect();
+        answer.warnings = warnings(&texts);
         if plan.is_empty() {
             return answer;
         }

@@ -1,46 +1,36 @@
-//! Test support: the real `promotion-webhook` binary with certificates from its own `certs`
-//! subcommand, a TLS client that verifies the server against the generated CA (HTTP/1.1 or
-//! HTTP/2 over ALPN), and AdmissionReviews built from the repository's examples.
+//! Test support: the real `promotion-webhook` binary, started by `promotion_webhook::testing`
+//! (certificates from its own `certs` subcommand), a TLS client that verifies the server against
+//! the generated CA (HTTP/1.1 or HTTP/2 over ALPN), and AdmissionReviews built from the
+//! repository's examples.
 #![allow(dead_code, unused_imports)]
 
 pub mod client;
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::process::ExitStatus;
+use std::time::Duration;
 
+use promotion_webhook::testing;
 use serde_json::{json, Value};
 
 pub use client::{connect, http_get, raw_tls, tls_config, Conn, HttpResponse, TlsInfo};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_promotion-webhook");
 
-/// Run `promotion-webhook certs` into `dir`; extra args are appended (e.g. `--ca-cert`).
-pub fn generate_certs(dir: &Path, extra: &[&str]) {
-    let out = Command::new(BIN)
-        .args(["certs", "--dns", "localhost", "--ip", "127.0.0.1", "--out"])
-        .arg(dir)
-        .args(extra)
-        .output()
-        .expect("running promotion-webhook certs");
-    assert!(
-        out.status.success(),
-        "certs failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+/// `promotion-webhook certs` into `dir`; extra args are appended (e.g. `--ca-cert`).
+pub fn generate_certs(dir: &Path, extra: &[&str]) -> testing::CertFiles {
+    testing::generate_certs(Path::new(BIN), dir, extra).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// How to start a test server: `serve` flags, environment, and optionally the certificate files
+/// to serve instead of a fresh pair.
 #[derive(Default)]
 pub struct Options {
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
-    /// Serve these files instead of a fresh pair.
-    pub cert: Option<PathBuf>,
-    pub key: Option<PathBuf>,
+    pub shutdown_delay: Option<Duration>,
+    /// Serve these (certificate, key, CA that verifies them) instead of a fresh pair.
+    pub tls: Option<(PathBuf, PathBuf, String)>,
 }
 
 impl Options {
@@ -53,17 +43,33 @@ impl Options {
         self.env.push((key.into(), value.into()));
         self
     }
+
+    pub fn shutdown_delay(mut self, delay: Duration) -> Self {
+        self.shutdown_delay = Some(delay);
+        self
+    }
 }
 
-/// A running `promotion-webhook serve`, killed when dropped.
-pub struct Server {
-    child: Child,
-    pub https: SocketAddr,
-    pub metrics: SocketAddr,
-    pub ca: Vec<u8>,
-    pub dir: tempfile::TempDir,
-    logs: Arc<Mutex<Vec<Value>>>,
+/// A running `promotion-webhook serve` ([`testing::Webhook`]: addresses, CA, log, signals),
+/// with the async TLS client on top. Killed when dropped.
+pub struct Server(pub testing::Webhook);
+
+impl std::ops::Deref for Server {
+    type Target = testing::Webhook;
+
+    fn deref(&self) -> &testing::Webhook {
+        &self.0
+    }
 }
+
+impl std::ops::DerefMut for Server {
+    fn deref_mut(&mut self) -> &mut testing::Webhook {
+        &mut self.0
+    }
+}
+
+/// Bounds every wait on the server's log: the line is normally there within milliseconds.
+pub const LOG_WAIT: Duration = Duration::from_secs(20);
 
 impl Server {
     pub fn start() -> Server {
@@ -71,139 +77,39 @@ impl Server {
     }
 
     pub fn start_with(options: Options) -> Server {
-        let dir = tempfile::tempdir().expect("tempdir");
-        generate_certs(dir.path(), &[]);
-        let ca = std::fs::read(dir.path().join("ca.crt")).expect("ca.crt");
-        Server::spawn(options, dir, ca)
-    }
-
-    /// Start with certificate files prepared by the caller (`ca` verifies them).
-    pub fn spawn(options: Options, dir: tempfile::TempDir, ca: Vec<u8>) -> Server {
-        let cert = options
-            .cert
-            .clone()
-            .unwrap_or_else(|| dir.path().join("tls.crt"));
-        let key = options
-            .key
-            .clone()
-            .unwrap_or_else(|| dir.path().join("tls.key"));
-        let mut child = Command::new(BIN)
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--metrics-listen",
-                "127.0.0.1:0",
-                "--log-format",
-                "json",
-            ])
-            .arg("--tls-cert-file")
-            .arg(&cert)
-            .arg("--tls-key-file")
-            .arg(&key)
+        let mut launch = testing::Launch::new(BIN)
             .args(&options.args)
-            // Tests do not wait for endpoint propagation unless they ask to.
-            .args(
-                (!options.args.iter().any(|a| a == "--shutdown-delay"))
-                    .then_some(["--shutdown-delay", "200ms"])
-                    .into_iter()
-                    .flatten(),
-            )
-            .envs(options.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawning promotion-webhook serve");
-
-        let stderr = child.stderr.take().expect("piped stderr");
-        let logs = Arc::new(Mutex::new(Vec::new()));
-        let (tx, rx) = mpsc::channel();
-        let sink = logs.clone();
-        // Drain stderr for the whole life of the process so logging never blocks the server.
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                let value: Value =
-                    serde_json::from_str(&line).unwrap_or_else(|_| json!({"raw": line}));
-                if value["message"] == "listening" {
-                    let _ = tx.send(value.clone());
-                }
-                sink.lock().unwrap().push(value);
-            }
-        });
-        let listening = match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(line) => line,
-            Err(_) => {
-                let _ = child.kill();
-                panic!(
-                    "promotion-webhook did not start: {:?}",
-                    logs.lock().unwrap()
-                );
-            }
-        };
-        let addr = |field: &str| -> SocketAddr {
-            listening[field]
-                .as_str()
-                .and_then(|s| s.parse().ok())
-                .unwrap_or_else(|| panic!("no {field} address in {listening}"))
-        };
-        Server {
-            https: addr("https"),
-            metrics: addr("metrics"),
-            child,
-            ca,
-            dir,
-            logs,
+            .shutdown_delay(options.shutdown_delay.unwrap_or_default());
+        for (key, value) in &options.env {
+            launch = launch.env(key, value);
         }
+        if let Some((cert, key, ca)) = &options.tls {
+            launch = launch.tls(cert, key, ca);
+        }
+        Server(launch.start().unwrap_or_else(|e| panic!("{e}")))
     }
 
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    pub fn logs(&self) -> Vec<Value> {
-        self.logs.lock().unwrap().clone()
-    }
-
-    /// The first log line matching `wanted`, waiting (bounded) for it: the server writes its log
-    /// in batches, a few milliseconds after the event.
+    /// The first log line matching `wanted`, waiting (bounded) for it.
+    #[track_caller]
     pub fn wait_for_log(&self, wanted: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Some(line) = self.logs.lock().unwrap().iter().find(|l| wanted(l)) {
-                return line.clone();
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no such log line in {:?}",
-                self.logs()
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        self.0
+            .wait_for_log("matching log line", LOG_WAIT, wanted)
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
+    #[track_caller]
     pub fn sigterm(&self) {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.pid().to_string()])
-            .status()
-            .expect("running kill");
-        assert!(status.success(), "kill -TERM failed");
+        self.0.sigterm().unwrap_or_else(|e| panic!("{e}"));
     }
 
     /// Wait (bounded) for the process to exit by itself.
+    #[track_caller]
     pub fn wait_exit(&mut self, limit: Duration) -> ExitStatus {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "promotion-webhook did not exit within {limit:?}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        self.0.wait_exit(limit).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    pub fn ca(&self) -> &[u8] {
+        self.0.ca_pem.as_bytes()
     }
 
     pub async fn connect(&self) -> Conn {
@@ -217,7 +123,7 @@ impl Server {
     }
 
     pub async fn connect_with(&self, alpn: &[&[u8]]) -> (Conn, TlsInfo) {
-        let config = tls_config(&self.ca, alpn, None);
+        let config = tls_config(self.ca(), alpn, None);
         connect(self.https, config, "localhost")
             .await
             .expect("TLS connection to the webhook")
@@ -245,15 +151,6 @@ impl Server {
         let (status, body) = http_get(self.metrics, "/metrics").await.expect("metrics");
         assert_eq!(status, 200);
         body
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
     }
 }
 

@@ -18,9 +18,13 @@ use cel::common::ast::{EntryExpr, Expr};
 use cel::IdedExpr;
 
 use super::issue::{Issue, Stage};
-use super::parse::recursion_limit_message;
 
 pub const MAX_RECURSION_DEPTH: usize = 250;
+
+/// cel-go's parser error when an expression nests deeper than [`MAX_RECURSION_DEPTH`].
+pub fn recursion_limit_message() -> String {
+    format!("expression recursion limit exceeded: {MAX_RECURSION_DEPTH}")
+}
 
 /// The first limit `rule` (whose tree is `raw`) exceeds, as cel-go reports it.
 pub fn check(rule: &str, raw: &IdedExpr, limit: usize) -> Option<Issue> {

@@ -9,7 +9,7 @@ use cel::common::ast::SourceInfo;
 use cel::parser::ParseError;
 use cel::{Env, IdedExpr};
 
-use super::depth::MAX_RECURSION_DEPTH;
+use super::depth::{recursion_limit_message, MAX_RECURSION_DEPTH};
 use super::issue::{Issue, Stage};
 
 pub struct Parsed {
@@ -105,8 +105,4 @@ fn reserved_word_after_dot(msg: &str) -> Option<String> {
         .into_iter()
         .find(|k| word.len() == k.len() + 1 && word.ends_with(k))?;
     Some(format!("mismatched input '{keyword}' expecting IDENTIFIER"))
-}
-
-pub fn recursion_limit_message() -> String {
-    format!("expression recursion limit exceeded: {MAX_RECURSION_DEPTH}")
 }

@@ -6,8 +6,9 @@
 use bytes::Bytes;
 use serde_json::Value;
 
+use super::responsewriters::method_not_allowed;
 use super::responsewriters::{json_reply, Reply};
-use super::rest::{method_not_allowed, FieldValidation, RequestScope, WriteBody, WriteOptions};
+use super::rest::{FieldValidation, RequestScope, WriteBody, WriteOptions};
 use crate::apiserver::admission::AdmissionRequest;
 use crate::apiserver::status::ApiError;
 use crate::apiserver::store;

@@ -144,7 +144,7 @@ async fn serve(
     identity: &mut UserInfo,
 ) -> Result<Reply, ApiError> {
     let path = uri.path();
-    let query = rest::parse_query(uri.query());
+    let query = requestinfo::parse_query(uri.query());
     let tokens = read(&app.tokens).clone();
     let requestor = auth::authenticate(headers, &tokens)?;
     *identity = requestor.clone();

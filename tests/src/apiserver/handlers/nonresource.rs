@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use axum::http::Method;
 
+use super::requestinfo::Query;
+use super::responsewriters::method_not_allowed;
 use super::responsewriters::{aggregated_reply, json_reply, Reply};
-use super::rest::{method_not_allowed, Query};
 use super::{read, AppState};
 use crate::apiserver::auth::{self, Attributes, Decision, UserInfo};
 use crate::apiserver::discovery;

@@ -1,15 +1,29 @@
 //! `RequestInfoFactory` (`endpoints/request/requestinfo.go`): which resource, object,
 //! subresource and verb a URL and method address, and the authorizer attributes that follow.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::http::Method;
 
-use super::rest::{method_not_allowed, truthy, Query};
+use super::responsewriters::method_not_allowed;
 use crate::apiserver::auth::{Attributes, UserInfo};
 use crate::apiserver::resources::ResourceDef;
 use crate::apiserver::status::ApiError;
 use crate::apiserver::store::Store;
+
+/// A request's query parameters (the last value of a repeated key).
+pub(super) type Query = BTreeMap<String, String>;
+
+pub(super) fn parse_query(q: Option<&str>) -> Query {
+    form_urlencoded::parse(q.unwrap_or_default().as_bytes())
+        .into_owned()
+        .collect()
+}
+
+pub(super) fn truthy(q: &Query, key: &str) -> bool {
+    matches!(q.get(key).map(String::as_str), Some("true" | "1"))
+}
 
 /// `/api/v1/<rest>` or `/apis/<group>/<version>/<rest>` with a non-empty rest.
 pub(super) struct ResourcePath<'a> {

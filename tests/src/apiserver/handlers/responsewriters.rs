@@ -130,3 +130,12 @@ pub(super) fn write(result: Result<Reply, ApiError>) -> (Response<Body>, u16) {
         Err(err) => (error(&err), err.code),
     }
 }
+
+pub(super) fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        405,
+        "MethodNotAllowed",
+        "the server does not allow this method on the requested resource",
+        None,
+    )
+}

@@ -3,14 +3,14 @@
 //! events), lookups and the standard errors, selectors, and for writes one preamble (`dryRun`,
 //! `fieldValidation`), body decoding, decode-time pruning and defaulting, and admission.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::http::HeaderMap;
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::requestinfo::RequestInfo;
+use super::requestinfo::{Query, RequestInfo};
+use super::responsewriters::method_not_allowed;
 use super::{read, AppState};
 use crate::apiserver::admission::AdmissionClient;
 use crate::apiserver::auth::UserInfo;
@@ -20,27 +20,6 @@ use crate::apiserver::selectors::{field_pointer, FieldSelector, LabelSelector};
 use crate::apiserver::status::{go_quote, ApiError};
 use crate::apiserver::store::{self, Stored};
 use crate::apiserver::strategy;
-
-pub(super) type Query = BTreeMap<String, String>;
-
-pub(super) fn parse_query(q: Option<&str>) -> Query {
-    form_urlencoded::parse(q.unwrap_or_default().as_bytes())
-        .into_owned()
-        .collect()
-}
-
-pub(super) fn truthy(q: &Query, key: &str) -> bool {
-    matches!(q.get(key).map(String::as_str), Some("true" | "1"))
-}
-
-pub(super) fn method_not_allowed() -> ApiError {
-    ApiError::new(
-        405,
-        "MethodNotAllowed",
-        "the server does not allow this method on the requested resource",
-        None,
-    )
-}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum FieldValidation {

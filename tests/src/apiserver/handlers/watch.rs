@@ -5,8 +5,9 @@
 
 use std::time::Duration;
 
+use super::requestinfo::truthy;
 use super::responsewriters::Reply;
-use super::rest::{truthy, RequestScope};
+use super::rest::RequestScope;
 use crate::apiserver::selectors::{field_pointer, FieldSelector};
 use crate::apiserver::status::ApiError;
 use crate::apiserver::table;

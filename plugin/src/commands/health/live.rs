@@ -13,7 +13,7 @@ use promotion_shared::model::stage_profile_name;
 
 use super::managed::{self, Access, ClusterRef};
 use super::render::{self, Section};
-use crate::commands::health::{select_checks, HealthArgs};
+use super::{select_checks, HealthArgs};
 use crate::commands::Ctx;
 use crate::error::{Error, Request, Result};
 use crate::kube_client::{chain, Kube, PROFILES};

@@ -6,6 +6,11 @@
 //! it. Exit status: 0 every evaluated check healthy; 1 a check is unhealthy, fails or selects
 //! nothing; 2 input or connection error.
 
+mod inputs;
+mod live;
+mod managed;
+mod render;
+
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
@@ -14,7 +19,7 @@ use promotion_shared::health::{self as engine, CheckReport, Inputs, KindServed};
 
 use super::Ctx;
 use crate::error::{exit, Error, Result};
-use crate::health::{inputs, live, render};
+
 use crate::output;
 
 pub const LONG_ABOUT: &str = "\

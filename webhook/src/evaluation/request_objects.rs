@@ -5,6 +5,9 @@
 //! sent twice on an UPDATE (object and oldObject). No admission rule reads it and no patch
 //! addresses it, so it is skipped while parsing instead of being built into the tree. Everything
 //! else is kept as sent, in order, with strings and keys pointing into the body.
+//!
+//! Only [`super::wire`] uses this, as the `deserialize_with` of `object` and `oldObject`. The tree
+//! type itself, and the accessors the admission logic reads it with, are `promotion_shared::tree`.
 
 use std::borrow::Cow;
 use std::fmt;

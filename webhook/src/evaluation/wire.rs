@@ -2,13 +2,16 @@
 //!
 //! A request is decoded in one pass, borrowing from the body: the envelope's strings, and the
 //! objects as borrowed JSON trees, as sent and in order, less `metadata.managedFields` (see
-//! [`super::tree`]). A typed round trip through `DynamicObject` or the Sveltos types would drop or
-//! reorder fields, and patches must address what the API server sent.
+//! `request_objects`). A typed round trip through `DynamicObject` or the Sveltos types would
+//! drop or reorder fields, and patches must address what the API server sent.
 //! The webhook configurations only send ClusterPromotion writes, so the objects are parsed
 //! straight away rather than scanned once as raw text and parsed again.
 //!
 //! Responses are encoded here rather than by kube-core, which writes `patch` as an array of
 //! numbers; the API (`[]byte`) specifies a base64 string.
+//!
+//! Used by [`super::Evaluator`] and by the fuzz harness ([`crate::fuzzing`]), which re-decodes
+//! the bodies it feeds through the evaluator.
 
 use std::borrow::Cow;
 
@@ -36,9 +39,17 @@ pub struct Request<'a> {
     pub name: Option<Cow<'a, str>>,
     pub operation: Operation,
     pub user_info: UserInfo,
-    #[serde(default, borrow, deserialize_with = "super::tree::optional_object")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "super::request_objects::optional_object"
+    )]
     pub object: Option<Tree<'a>>,
-    #[serde(default, borrow, deserialize_with = "super::tree::optional_object")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "super::request_objects::optional_object"
+    )]
     pub old_object: Option<Tree<'a>>,
     #[serde(default)]
     pub dry_run: Option<bool>,
@@ -76,7 +87,19 @@ struct Envelope<'a> {
 }
 
 pub fn decode(body: &[u8]) -> Result<Request<'_>, DecodeError> {
-    let review: Envelope = serde_json::from_slice(body).map_err(|e| {
+    // serde_json checks UTF-8 only in the strings it keeps: an invalid byte inside a field this
+    // decoder skips would pass, and the same body would then be JSON here and not JSON to every
+    // other reader. RFC 8259 §8.1 requires UTF-8 between systems and the API server never sends
+    // anything else, so the body is checked whole (std's check runs ahead word by word over
+    // ASCII; the load benchmark reports its cost) and then parsed as text.
+    let text = std::str::from_utf8(body).map_err(|e| {
+        DecodeError(format!(
+            "request body is not valid JSON: it is not UTF-8 (invalid byte at offset {}; RFC \
+             8259 requires UTF-8)",
+            e.valid_up_to()
+        ))
+    })?;
+    let review: Envelope = serde_json::from_str(text).map_err(|e| {
         DecodeError(match e.classify() {
             serde_json::error::Category::Data => {
                 format!("request body is not an AdmissionReview: {e}")
@@ -247,6 +270,27 @@ mod tests {
         body["request"]["uid"] = json!("a\"b\u{e9}");
         let bytes = serde_json::to_vec(&body).unwrap();
         assert_eq!(decode(&bytes).unwrap().uid, "a\"b\u{e9}");
+    }
+
+    #[test]
+    fn a_body_that_is_not_utf8_is_refused_even_where_nothing_reads_it() {
+        let body = serde_json::to_vec(&review(json!({"spec": {}}))).unwrap();
+        let text = String::from_utf8(body).unwrap();
+        // One byte of invalid UTF-8 inside `request.kind.kind`, a field the envelope skips.
+        let at = text.find("ClusterPromotion").unwrap() + 8;
+        let mut bytes = text.into_bytes();
+        bytes.insert(at, 0xF4);
+        let err = decode(&bytes).unwrap_err();
+        assert_eq!(
+            err.0,
+            format!(
+                "request body is not valid JSON: it is not UTF-8 (invalid byte at offset {at}; \
+                 RFC 8259 requires UTF-8)"
+            )
+        );
+        // The rest of the body is fine: without that byte it decodes.
+        bytes.remove(at);
+        assert!(decode(&bytes).is_ok());
     }
 
     #[test]

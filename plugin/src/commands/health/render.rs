@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use promotion_shared::health::{CheckReport, Evaluation, Status};
 
-use crate::commands::health::HealthFormat;
+use super::HealthFormat;
 use crate::commands::Ctx;
 use crate::error::{exit, Error, Result};
 use crate::output;
