@@ -364,7 +364,7 @@ fn in_process(body: &[u8], object: &Value) -> (f64, f64, f64) {
 /// The benchmarked request: a CREATE AdmissionReview of cert-manager-lua-checks.
 fn request_body() -> (Vec<u8>, Value) {
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
-    let object: Value = serde_yaml::from_str(
+    let object: Value = serde_saphyr::from_str(
         &std::fs::read_to_string(examples.join("cert-manager-lua-checks.yaml")).expect("example"),
     )
     .expect("YAML");

@@ -7,122 +7,67 @@ mod support;
 use serde_json::{json, Value};
 use support::{cause_fields, example, examples, review, warnings, Server, ALICE};
 
-enum Verdict {
-    /// Admitted; warnings only at these paths (none for most examples).
-    Valid { warnings: &'static [&'static str] },
-    /// Rejected with (at least) errors at these paths.
-    Error { paths: &'static [&'static str] },
+use promotion_examples::Verdict;
+
+fn verdict(file: &str) -> Verdict {
+    promotion_examples::verdict(file)
 }
 
-/// `examples/VERDICTS.md`.
-const VERDICTS: &[(&str, Verdict)] = &[
-    (
-        "kyverno-rollout-auto.yaml",
-        Verdict::Valid { warnings: &[] },
-    ),
-    ("kyverno-manual-gate.yaml", Verdict::Valid { warnings: &[] }),
-    ("kyverno-failed-dev.yaml", Verdict::Valid { warnings: &[] }),
-    ("payment-four-stages.yaml", Verdict::Valid { warnings: &[] }),
-    ("kyverno-replicas-pr.yaml", Verdict::Valid { warnings: &[] }),
-    (
-        "cert-manager-lua-checks.yaml",
-        Verdict::Valid {
-            warnings: &["spec.stages[0].trigger.auto.postDelayHealthChecks[0].script"],
-        },
-    ),
-    ("validation-job-cel.yaml", Verdict::Valid { warnings: &[] }),
-    (
-        "validation-job-self.yaml",
-        Verdict::Error {
-            paths: &["spec.stages[0].trigger.auto.postDelayHealthChecks[0].evaluateCEL[0].rule"],
-        },
-    ),
-    (
-        "both-triggers.yaml",
-        Verdict::Error {
-            paths: &["spec.stages[1].trigger"],
-        },
-    ),
-    (
-        "lua-syntax-error.yaml",
-        Verdict::Error {
-            paths: &["spec.profileSpec.validateHealths[0].script"],
-        },
-    ),
-    (
-        "cel-syntax-error.yaml",
-        Verdict::Error {
-            paths: &["spec.profileSpec.validateHealths[0].evaluateCEL[0].rule"],
-        },
-    ),
-];
-
-fn verdict(file: &str) -> &'static Verdict {
-    &VERDICTS
-        .iter()
-        .find(|(name, _)| *name == file)
-        .unwrap_or_else(|| panic!("{file} is not in the VERDICTS table of this test"))
-        .1
-}
-
+/// The response is exactly the example's verdict: admitted with exactly its warnings, or
+/// rejected with exactly its errors as the causes (one cause per error, no more).
 fn assert_verdict(file: &str, response: &Value, expected: &Verdict) {
-    match expected {
-        Verdict::Valid { warnings: paths } => {
-            assert_eq!(
-                response["allowed"], true,
-                "{file} must be admitted: {response}"
-            );
-            assert!(response.get("status").is_none(), "{file}: {response}");
-            let got = warnings(response);
-            assert_eq!(
-                got.iter().filter(|w| !w.starts_with("… ")).count(),
-                paths.len(),
-                "{file}: warnings {got:?}"
-            );
-            for path in *paths {
-                assert!(
-                    got.iter().any(|w| w.starts_with(&format!("{path}: "))),
-                    "{file}: no warning at {path}: {got:?}"
-                );
-            }
-        }
-        Verdict::Error { paths } => {
-            assert_eq!(
-                response["allowed"], false,
-                "{file} must be rejected: {response}"
-            );
-            let status = &response["status"];
-            assert_eq!(status["code"], 422, "{file}: {status}");
-            assert_eq!(status["reason"], "Invalid", "{file}: {status}");
-            assert_eq!(status["status"], "Failure", "{file}: {status}");
-            let message = status["message"].as_str().unwrap_or_default();
-            let fields = cause_fields(response);
-            for path in *paths {
-                assert!(
-                    message.contains(path),
-                    "{file}: message lacks {path}: {message}"
-                );
-                assert!(
-                    fields.iter().any(|f| f == path),
-                    "{file}: causes {fields:?}"
-                );
-            }
+    if expected.valid {
+        assert_eq!(
+            response["allowed"], true,
+            "{file} must be admitted: {response}"
+        );
+        assert!(response.get("status").is_none(), "{file}: {response}");
+        let got = warnings(response);
+        let paths = expected.warnings();
+        assert_eq!(got.len(), paths.len(), "{file}: warnings {got:?}");
+        for path in paths {
             assert!(
-                message.starts_with("ClusterPromotion.config.projectsveltos.io \""),
-                "{message}"
+                got.iter().any(|w| w.starts_with(&format!("{path}: "))),
+                "{file}: no warning at {path}: {got:?}"
             );
-            assert!(response.get("patch").is_none());
         }
+    } else {
+        assert_eq!(
+            response["allowed"], false,
+            "{file} must be rejected: {response}"
+        );
+        let status = &response["status"];
+        assert_eq!(status["code"], 422, "{file}: {status}");
+        assert_eq!(status["reason"], "Invalid", "{file}: {status}");
+        assert_eq!(status["status"], "Failure", "{file}: {status}");
+        let message = status["message"].as_str().unwrap_or_default();
+        let mut fields = cause_fields(response);
+        fields.sort();
+        assert_eq!(fields, expected.errors(), "{file}: causes");
+        for path in expected.errors() {
+            assert!(
+                message.contains(path),
+                "{file}: message lacks {path}: {message}"
+            );
+        }
+        assert!(
+            message.starts_with("ClusterPromotion.config.projectsveltos.io \""),
+            "{message}"
+        );
+        assert!(response.get("patch").is_none());
     }
 }
 
 #[tokio::test]
 async fn the_table_covers_every_example() {
-    let files: Vec<String> = examples().into_iter().map(|(f, _)| f).collect();
-    assert!(files.len() >= VERDICTS.len(), "{files:?}");
-    for file in &files {
-        verdict(file);
-    }
+    let mut files: Vec<String> = examples().into_iter().map(|(f, _)| f).collect();
+    files.sort();
+    let mut judged: Vec<String> = promotion_examples::verdicts()
+        .into_iter()
+        .map(|v| v.file)
+        .collect();
+    judged.sort();
+    assert_eq!(files, judged);
 }
 
 #[tokio::test]
@@ -131,7 +76,7 @@ async fn create_gets_the_verdicts_of_the_table() {
     for (i, (file, object)) in examples().iter().enumerate() {
         let request = review(&format!("create-{i}"), "CREATE", Some(object), None, &ALICE);
         let response = server.review("/validate", &request).await;
-        assert_verdict(file, &response, verdict(file));
+        assert_verdict(file, &response, &verdict(file));
     }
 }
 
@@ -145,7 +90,7 @@ async fn dry_run_gets_the_same_answer() {
         request["request"]["dryRun"] = json!(true);
         let dry = server.review("/validate", &request).await;
         assert_eq!(wet, dry, "{file}");
-        assert_verdict(file, &dry, verdict(file));
+        assert_verdict(file, &dry, &verdict(file));
     }
 }
 
@@ -184,7 +129,7 @@ async fn update_that_changes_code_gets_the_verdicts_of_the_table() {
             &ALICE,
         );
         let response = server.review("/validate", &request).await;
-        assert_verdict(file, &response, verdict(file));
+        assert_verdict(file, &response, &verdict(file));
     }
 }
 
@@ -204,11 +149,10 @@ async fn update_that_keeps_broken_code_is_ratcheted_to_warnings() {
         let request = review(file, "UPDATE", Some(&new), Some(&old), &ALICE);
         let response = server.review("/validate", &request).await;
         assert_eq!(response["allowed"], true, "{file}: {response}");
-        let Verdict::Error { paths } = verdict(file) else {
-            unreachable!("listed as errors above")
-        };
+        let expected = verdict(file);
+        assert!(!expected.valid, "{file} is an error example");
         let got = warnings(&response);
-        for path in *paths {
+        for path in expected.errors() {
             assert!(
                 got.iter().any(|w| w.starts_with(&format!("{path}: "))),
                 "{file}: {got:?}"
@@ -228,7 +172,7 @@ async fn update_that_keeps_broken_code_is_ratcheted_to_warnings() {
     assert_verdict(
         "both-triggers.yaml",
         &response,
-        verdict("both-triggers.yaml"),
+        &verdict("both-triggers.yaml"),
     );
 }
 

@@ -65,11 +65,10 @@ pub fn every_example_gets_its_verdict_at_dry_run_and_apply(cluster: &Cluster) {
             for field in &warnings {
                 assert_contains(&out.stderr, &[&format!("Warning: {field}: ")], &context);
             }
-            // A warning starts with the field path it is about.
             assert_eq!(
-                out.stderr.matches("Warning: spec.").count(),
+                out.stderr.matches("Warning:").count(),
                 warnings.len(),
-                "exactly the warnings of VERDICTS.md: {context}"
+                "exactly the warnings of VERDICTS.md, one line each: {context}"
             );
             valid.push((example.file.clone(), name.clone(), path.to_string()));
         } else {

@@ -125,9 +125,10 @@ pub fn check_script(script: &str, path: &FieldPath, out: &mut Vec<Finding>) {
     };
     let facts = Facts::of(&chunk);
     if facts.never_healthy(&evaluate) {
+        // Short enough that, after its field path, it stays one admission warning (the API
+        // server splits warnings over 256 characters).
         let hint = if facts.sets_status {
-            " It sets `status`, which is the ClusterHealthCheck format; ValidateHealth reads \
-             `healthy`."
+            "; `status` is the ClusterHealthCheck format, ValidateHealth reads `healthy`"
         } else {
             ""
         };
@@ -135,8 +136,8 @@ pub fn check_script(script: &str, path: &FieldPath, out: &mut Vec<Finding>) {
             "lua-no-healthy",
             path,
             format!(
-                "the result table never sets `healthy`, so this check can never pass (Sveltos \
-                 treats a missing `healthy` as unhealthy).{hint}"
+                "the result never sets `healthy`, so the check cannot pass (Sveltos reads a \
+                 missing `healthy` as unhealthy){hint}"
             ),
         ));
     }

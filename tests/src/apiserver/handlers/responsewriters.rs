@@ -41,9 +41,11 @@ pub(super) fn aggregated_reply(v: &Value) -> Reply {
 }
 
 /// Go's `warning.AddWarning` header form.
+/// apimachinery's `NewWarningHeader`: the text as a quoted string, UTF-8 as it is (Go writes
+/// header bytes as they are; `HeaderValue::from_str` would refuse anything non-ASCII).
 fn warning_header(text: &str) -> Option<HeaderValue> {
     let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
-    HeaderValue::from_str(&format!("299 - \"{escaped}\"")).ok()
+    HeaderValue::from_bytes(format!("299 - \"{escaped}\"").as_bytes()).ok()
 }
 
 fn common_headers(headers: &mut HeaderMap) {
