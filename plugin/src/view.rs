@@ -218,7 +218,11 @@ impl Description {
         let profiles = snap.profiles.as_ref().unwrap_or(&empty);
         let summaries = snap.summaries.as_ref().unwrap_or(&empty);
         let obs = observations(&promotion, profiles, summaries);
-        let pipeline = pipeline::derive(&promotion, online.then_some(&obs));
+        let pipeline = pipeline::derive(
+            &promotion,
+            online.then_some(&obs),
+            &promotion_shared::freshness::Freshness::Current,
+        );
 
         let approvals = match approval_records(&snap.object) {
             Ok(m) => m,

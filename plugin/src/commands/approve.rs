@@ -250,7 +250,11 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
     let (target, stored) = loop {
         let object = kube.get_promotion(name).await?;
         let promotion = view::typed(&object)?;
-        let pl = pipeline::derive(&promotion, None);
+        let pl = pipeline::derive(
+            &promotion,
+            None,
+            &promotion_shared::freshness::Freshness::Current,
+        );
         let target = resolve(&promotion, &pl, args.stage.as_deref(), args.pre_approve)?;
         let transition = format!("{} → {}", target.stage, target.next);
         if target.already_approved {
@@ -380,7 +384,7 @@ mod tests {
             "status": status
         }))
         .unwrap();
-        let pl = pipeline::derive(&p, None);
+        let pl = pipeline::derive(&p, None, &promotion_shared::freshness::Freshness::Current);
         (p, pl)
     }
 

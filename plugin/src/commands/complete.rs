@@ -374,7 +374,11 @@ async fn stage_names(conn: &ConnectionFlags, name: &str, prefix: &str, command: 
         let kube = Kube::connect(conn).await.ok()?;
         let object = kube.get_promotion(name).await.ok()?;
         let p = view::typed(&object).ok()?;
-        let pl = promotion_shared::pipeline::derive(&p, None);
+        let pl = promotion_shared::pipeline::derive(
+            &p,
+            None,
+            &promotion_shared::freshness::Freshness::Current,
+        );
         let approvable = crate::commands::approve::approvable(&p);
         Some(
             pl.stages

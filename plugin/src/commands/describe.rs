@@ -196,7 +196,7 @@ pub fn changes(prev: &Description, now: &Description, ctx: &Ctx) -> String {
             stage.view.name,
             ctx.out.state(&stage.view.state)
         );
-        if let StageState::Failed { message } = &stage.view.state {
+        if let StageState::Failed { message, .. } = &stage.view.state {
             line.push_str(&format!(" ({message})"));
         }
         out.push_str(&line);

@@ -119,13 +119,17 @@ pub async fn run(ctx: &Ctx, args: &ListArgs) -> Result<u8> {
 
 pub fn row(p: &ClusterPromotion, summaries: Option<&[Value]>) -> Row {
     let obs = summaries.map(|s| view::observations(p, &[], s));
-    let pl = pipeline::derive(p, obs.as_ref());
+    let pl = pipeline::derive(
+        p,
+        obs.as_ref(),
+        &promotion_shared::freshness::Freshness::Current,
+    );
     let frontier = pl.frontier();
     let awaiting = pl.awaiting_approval();
     let message = match &pl.note {
         Some(n) => Some(n.clone()),
         None => frontier.and_then(|f| match &f.state {
-            pipeline::StageState::Failed { message } => Some(message.clone()),
+            pipeline::StageState::Failed { message, .. } => Some(message.clone()),
             _ => f
                 .current_status_description
                 .clone()

@@ -148,7 +148,9 @@ fn doing(d: &Description) -> String {
         .find(|s| s.view.state != StageState::NotStarted)
     {
         Some(s) => match &s.view.state {
-            StageState::Failed { message } => format!("stage {} failed: {message}", s.view.name),
+            StageState::Failed { message, .. } => {
+                format!("stage {} failed: {message}", s.view.name)
+            }
             state => format!("at stage {}: {}", s.view.name, state.label()),
         },
         None => "not started".into(),

@@ -217,7 +217,7 @@ fn stage_block(
         let tone = if failed { Tone::Bad } else { Tone::Waiting };
         field(out, ind, "Message", &style.paint(msg, tone));
     }
-    if let StageState::Failed { message } = &v.state {
+    if let StageState::Failed { message, .. } = &v.state {
         if v.failure_message.as_deref() != Some(message.as_str()) {
             field(out, ind, "Failure", &style.paint(message, Tone::Bad));
         }
