@@ -485,7 +485,7 @@ mod tests {
         let snap = Snapshot {
             object: obj,
             profiles: Ok(vec![json!({"metadata": {"name": "p-dev"}})]),
-            summaries: Ok(vec![summary("p-dev", "a", "Failed")]),
+            summaries: Ok(vec![summary("p-dev", "a", "FailedNonRetriable")]),
             events: Ok(vec![]),
         };
         let d = Description::build(&snap).unwrap();

@@ -336,7 +336,7 @@ mod tests {
                 "metadata": {"name": "s", "namespace": "n",
                              "labels": {"projectsveltos.io/cluster-profile-name": "p-dev"}},
                 "spec": {"clusterNamespace": "n", "clusterName": "c1"},
-                "status": {"featureSummaries": [{"featureID": "Helm", "status": "Failed",
+                "status": {"featureSummaries": [{"featureID": "Helm", "status": "FailedNonRetriable",
                                                  "failureMessage": "boom"}]}
             })],
         );
