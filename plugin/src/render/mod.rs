@@ -4,6 +4,7 @@
 pub mod describe;
 pub mod diff;
 pub mod table;
+pub mod terminal;
 
 use std::io::IsTerminal;
 
