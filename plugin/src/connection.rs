@@ -71,6 +71,11 @@ pub struct ConnectionFlags {
     /// Accepted for kubectl compatibility and ignored: ClusterPromotion is cluster-scoped
     #[arg(short = 'A', long, global = true, help_heading = HEADING)]
     pub all_namespaces: bool,
+    /// Log level, as kubectl's: 6 logs each request (method, URL, status, latency), 7 and above
+    /// their headers too
+    #[arg(short = 'v', long = "v", global = true, value_name = "LEVEL", default_value_t = 0,
+          help_heading = HEADING)]
+    pub v: u8,
 }
 
 /// The resolved connection, with what error messages need to name.

@@ -12,6 +12,7 @@ use promotion_shared::patch::FIELD_MANAGER;
 
 use crate::connection::ConnectionFlags;
 use crate::error::{Error, Request, Result};
+use crate::request_log::RequestLog;
 
 pub const PROMOTIONS: &str = "clusterpromotions.config.projectsveltos.io";
 pub const PROFILES: &str = "clusterprofiles.config.projectsveltos.io";
@@ -57,13 +58,17 @@ impl Kube {
     pub async fn connect(flags: &ConnectionFlags) -> Result<Kube> {
         let conn = flags.resolve().await?;
         let server = conn.server.clone();
-        let client = kube::Client::try_from(conn.config).map_err(|e| match e {
+        let builder = kube::client::ClientBuilder::try_from(conn.config).map_err(|e| match e {
             kube::Error::Auth(a) => credentials_error(&server, &a),
             other => Error::Kubeconfig(format!(
                 "cannot build a client for {server}: {}",
                 chain(&other)
             )),
         })?;
+        let client = match RequestLog::new(flags.v, &server) {
+            Some(log) => builder.with_layer(&log).build(),
+            None => builder.build(),
+        };
         Ok(Kube { client, server })
     }
 
