@@ -94,6 +94,18 @@ pub enum Error {
     /// The server refused the request for another reason (422, 409 after retries, 5xx).
     #[error("cannot {request}: {message}")]
     Api { request: Request, message: String },
+    /// A server-side dry run of a manifest that the API server or a webhook refuses.
+    #[error(
+        "{by} rejects ClusterPromotion {name:?} from {file}: {}; `kubectl promotion lint {file}` \
+         finds such mistakes without a cluster",
+        causes.join("; ")
+    )]
+    Rejected {
+        name: String,
+        file: String,
+        by: String,
+        causes: Vec<String>,
+    },
     /// A command that decided not to act (approve refusals); the message says why and what to do.
     #[error("{0}")]
     Refused(String),

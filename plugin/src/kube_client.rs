@@ -202,22 +202,12 @@ impl Kube {
         Ok(items(self.send(req, &what).await?))
     }
 
-    /// The ClusterProfiles Sveltos generated for a promotion (stage and preverification ones).
-    pub async fn list_stage_profiles(&self, promotion: &str) -> Result<Vec<Value>> {
-        self.list_profiles(&format!("{PROMOTION_NAME_LABEL}={promotion}"))
-            .await
-    }
-
     /// The ClusterProfiles Sveltos generated for any promotion: a profile whose generated name
     /// collides (`web` + `eu-prod`, `web-eu` + `prod`) shows up under the promotion that wrote
     /// it last, and a caller can tell it from its own.
     pub async fn list_promotion_profiles(&self) -> Result<Vec<Value>> {
-        self.list_profiles(PROMOTION_NAME_LABEL).await
-    }
-
-    async fn list_profiles(&self, selector: &str) -> Result<Vec<Value>> {
         let what = Request::new("list", PROFILES);
-        let lp = ListParams::default().labels(selector);
+        let lp = ListParams::default().labels(PROMOTION_NAME_LABEL);
         let req = self.build(KubeRequest::new(PROFILES_PATH).list(&lp), &what)?;
         Ok(items(self.send(req, &what).await?))
     }
