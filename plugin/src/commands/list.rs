@@ -1,5 +1,6 @@
 //! `list` (alias `get`): every ClusterPromotion with its stage, state and pending gate.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 
 use clap::Args;
@@ -15,7 +16,8 @@ use crate::error::{exit, Error, Result};
 use crate::kube_client::Kube;
 use crate::output::{self, ListFormat};
 use crate::render::{table, Style};
-use crate::view::{self, Snapshot, API_VERSION};
+use crate::view::{self, SnapshotRef, API_VERSION};
+use crate::watch::{FleetFollower, Update};
 
 #[derive(Args, Debug)]
 #[command(
@@ -30,6 +32,7 @@ Examples:
   kubectl promotion list
   kubectl promotion get -l team=platform -o wide
   kubectl promotion list -o name | xargs -n1 kubectl promotion describe
+  kubectl promotion list --watch
   kubectl promotion list -o json | jq '.items[] | select(.phase == \"awaitingApproval\") | .name'"
 )]
 pub struct ListArgs {
@@ -42,6 +45,13 @@ pub struct ListArgs {
     /// Do not print the header row
     #[arg(long)]
     pub no_headers: bool,
+    /// After listing, keep watching: print a promotion's row again each time it changes (its
+    /// phase, stage, gate or message), as `kubectl get --watch` does
+    #[arg(short = 'w', long)]
+    pub watch: bool,
+    /// Like --watch, without the initial listing
+    #[arg(long)]
+    pub watch_only: bool,
 }
 
 /// One row, and one item of `-o json|yaml` (field reference: plugin/docs/output.md).
@@ -79,6 +89,9 @@ struct RowList<'a> {
 
 pub async fn run(ctx: &Ctx, args: &ListArgs) -> Result<u8> {
     let kube = ctx.kube().await?;
+    if args.watch || args.watch_only {
+        return watch(ctx, args, &kube).await;
+    }
     let (rows, warnings) = rows(&kube, args.selector.as_deref()).await?;
     for w in &warnings {
         warn(ctx, w);
@@ -132,17 +145,107 @@ pub async fn rows(kube: &Kube, selector: Option<&str>) -> Result<(Vec<Row>, Vec<
         String::new()
     });
     let mut rows = Vec::new();
-    for object in objects {
-        let snap = Snapshot {
+    for object in &objects {
+        let snap = SnapshotRef {
             object,
-            profiles: profiles.clone(),
-            summaries: summaries.clone(),
-            events: Err(String::new()),
+            profiles: view::shared(&profiles),
+            summaries: view::shared(&summaries),
+            events: Err(""),
         };
-        rows.push(row(&view::Description::build(&snap)?));
+        rows.push(row(&view::Description::build_shared(snap)?));
     }
     rows.sort_by(|a, b| a.name.cmp(&b.name));
     Ok((rows, warnings))
+}
+
+/// Rows as the promotions change, like `kubectl get --watch`: the table first (unless
+/// `--watch-only`), then each changed row, aligned with the table while it fits; a deleted
+/// promotion's last row says `deleted`. Structured formats print each changed row as an object.
+/// Runs until interrupted; a lost connection is said on stderr and retried.
+async fn watch(ctx: &Ctx, args: &ListArgs, kube: &Kube) -> Result<u8> {
+    let mut follower = FleetFollower::start(kube, args.selector.as_deref()).await?;
+    let wide = args.output == Some(ListFormat::Wide);
+    let headers = headers(wide);
+    let mut columns = table::Columns::new(&headers, args.no_headers);
+    let mut header_printed = args.no_headers;
+    let mut shown: BTreeMap<String, Row> = BTreeMap::new();
+    let mut first = true;
+    loop {
+        let fleet = match follower.next().await? {
+            Update::Changed(fleet) => fleet,
+            Update::ConnectionLost(reason) => {
+                warn(ctx, &format!("connection lost, retrying… ({reason})"));
+                continue;
+            }
+        };
+        let mut now: BTreeMap<String, Row> = BTreeMap::new();
+        for object in &fleet.objects {
+            let r = row(&view::Description::build_shared(fleet.snapshot(object))?);
+            now.insert(r.name.clone(), r);
+        }
+        let mut changed: Vec<(Row, bool)> = now
+            .values()
+            .filter(|r| shown.get(&r.name) != Some(r))
+            .map(|r| (r.clone(), false))
+            .collect();
+        changed.extend(
+            shown
+                .values()
+                .filter(|r| !now.contains_key(&r.name))
+                .map(|r| (r.clone(), true)),
+        );
+        changed.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+        shown = now;
+        let print_these = !(first && args.watch_only);
+        if first && shown.is_empty() && print_these {
+            eprintln!("No resources found");
+        }
+        first = false;
+        if changed.is_empty() || !print_these {
+            continue;
+        }
+        let text = match args.output {
+            Some(ListFormat::Json) => changed
+                .iter()
+                .map(|(r, _)| output::to_json(r))
+                .collect::<Result<String>>()?,
+            Some(ListFormat::Yaml) => changed
+                .iter()
+                .map(|(r, _)| output::to_yaml(r).map(|y| format!("---\n{y}")))
+                .collect::<Result<String>>()?,
+            Some(ListFormat::Name) => changed
+                .iter()
+                .map(|(r, _)| output::resource_name(&r.name) + "\n")
+                .collect(),
+            Some(ListFormat::Wide) | None => {
+                let cells: Vec<Vec<String>> = changed
+                    .iter()
+                    .map(|(r, deleted)| {
+                        let mut c = cells(r, wide, &ctx.out, ctx.now());
+                        if *deleted {
+                            c[3] = "deleted".into();
+                        }
+                        c
+                    })
+                    .collect();
+                columns.fit(&cells);
+                let mut text = String::new();
+                if !header_printed {
+                    let h: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
+                    text.push_str(&columns.line(&h));
+                    header_printed = true;
+                }
+                for c in &cells {
+                    text.push_str(&columns.line(c));
+                }
+                text
+            }
+        };
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())
+            .and_then(|()| out.flush())
+            .map_err(|e| Error::Io(format!("writing output: {e}")))?;
+    }
 }
 
 /// The row of a promotion, from its description.
@@ -202,41 +305,44 @@ pub fn render(
             .collect()),
         Some(ListFormat::Wide) | None => {
             let wide = args.output == Some(ListFormat::Wide);
-            let mut headers = vec![
-                "NAME",
-                "STAGES",
-                "CURRENT",
-                "STATE",
-                "AWAITING-APPROVAL",
-                "AGE",
-            ];
-            if wide {
-                headers.extend(["LAST-PROMOTION", "MESSAGE"]);
-            }
             if rows.is_empty() {
                 return Ok(String::new());
             }
-            let cells: Vec<Vec<String>> = rows
-                .iter()
-                .map(|r| {
-                    let mut c = vec![
-                        r.name.clone(),
-                        format!("{}/{}", r.reached_stages, r.stages),
-                        r.current_stage.clone().unwrap_or_else(|| "-".into()),
-                        style.phase(&r.phase),
-                        r.approve_unblocks.clone().unwrap_or_else(|| "-".into()),
-                        duration::age(r.creation_timestamp.as_deref(), now),
-                    ];
-                    if wide {
-                        c.push(duration::age(r.last_promotion_time.as_deref(), now));
-                        c.push(r.message.clone().unwrap_or_else(|| "-".into()));
-                    }
-                    c
-                })
-                .collect();
-            Ok(table::render(&headers, &cells, args.no_headers))
+            let cells: Vec<Vec<String>> = rows.iter().map(|r| cells(r, wide, style, now)).collect();
+            Ok(table::render(&headers(wide), &cells, args.no_headers))
         }
     }
+}
+
+fn headers(wide: bool) -> Vec<&'static str> {
+    let mut headers = vec![
+        "NAME",
+        "STAGES",
+        "CURRENT",
+        "STATE",
+        "AWAITING-APPROVAL",
+        "AGE",
+    ];
+    if wide {
+        headers.extend(["LAST-PROMOTION", "MESSAGE"]);
+    }
+    headers
+}
+
+fn cells(r: &Row, wide: bool, style: &Style, now: chrono::DateTime<chrono::Utc>) -> Vec<String> {
+    let mut c = vec![
+        r.name.clone(),
+        format!("{}/{}", r.reached_stages, r.stages),
+        r.current_stage.clone().unwrap_or_else(|| "-".into()),
+        style.phase(&r.phase),
+        r.approve_unblocks.clone().unwrap_or_else(|| "-".into()),
+        duration::age(r.creation_timestamp.as_deref(), now),
+    ];
+    if wide {
+        c.push(duration::age(r.last_promotion_time.as_deref(), now));
+        c.push(r.message.clone().unwrap_or_else(|| "-".into()));
+    }
+    c
 }
 
 fn list(rows: &[Row]) -> RowList<'_> {
@@ -250,6 +356,7 @@ fn list(rows: &[Row]) -> RowList<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::view::Snapshot;
     use serde_json::json;
 
     /// The row of a promotion with `status`, read with no cluster data (as when the
@@ -285,6 +392,8 @@ mod tests {
             selector: None,
             output,
             no_headers,
+            watch: false,
+            watch_only: false,
         }
     }
 
