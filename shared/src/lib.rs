@@ -7,6 +7,7 @@ pub mod model;
 pub mod observe;
 pub mod patch;
 pub mod pipeline;
+pub mod plan;
 pub mod selector;
 pub mod source;
 pub mod tree;
