@@ -233,6 +233,8 @@ Examples:
   kubectl promotion lint -f manifests/"
     )]
     Lint(LintArgs),
+
+    Plan(crate::commands::plan::PlanArgs),
 }
 
 #[derive(Args, Debug)]

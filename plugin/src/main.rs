@@ -6,6 +6,7 @@ mod connection;
 mod duration;
 mod error;
 mod follow;
+mod inventory;
 mod kube_client;
 mod output;
 mod render;
@@ -41,6 +42,9 @@ fn main() -> ExitCode {
                 // Bare `kubectl promotion`: help is the answer, not an error.
                 ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand if args.len() <= 1 => exit::OK,
                 // kubectl exits 1 on usage errors; 2 and 3 mean something else for diff and wait.
+                _ if matches!(args.get(1).map(String::as_str), Some("plan")) => {
+                    commands::plan::EXIT_ERROR
+                }
                 _ if matches!(args.get(1).map(String::as_str), Some("diff")) => exit::DIFF_ERROR,
                 _ => exit::FAILURE,
             });
@@ -62,6 +66,7 @@ fn main() -> ExitCode {
         Command::Approve(a) => block_on(commands::approve::run(&ctx, a)),
         Command::Diff(a) => block_on(commands::diff::run(&ctx, a)),
         Command::Wait(a) => block_on(commands::wait::run(&ctx, a)),
+        Command::Plan(a) => block_on(commands::plan::run(&ctx, a)),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -7,6 +7,7 @@ pub mod describe;
 pub mod diff;
 pub mod lint;
 pub mod list;
+pub mod plan;
 pub mod version;
 pub mod wait;
 

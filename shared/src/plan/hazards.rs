@@ -237,14 +237,21 @@ fn typo(stage: &str, selector: &Selector, fix: Suggestion) -> Hazard {
 
 fn paused_hazard(f: &Facts, stage: &str, total: usize, paused: &[usize]) -> Hazard {
     let list = ids(f, paused);
+    let one = paused.len() == 1;
     let message = format!(
-        "{} of stage {stage}'s {} {} paused ({}): Sveltos creates their ClusterSummaries but \
-         deploys nothing to a paused cluster, so stage {stage} is not provisioned, and the \
-         pipeline does not move past it, until they are unpaused",
+        "{} of stage {stage}'s {} {} paused ({}): Sveltos creates {} but deploys nothing to a \
+         paused cluster, so stage {stage} is not provisioned, and the pipeline does not move past \
+         it, until {} unpaused",
         paused.len(),
         plural(total, "cluster", "clusters"),
-        if paused.len() == 1 { "is" } else { "are" },
-        named(&list)
+        if one { "is" } else { "are" },
+        named(&list),
+        if one {
+            "its ClusterSummary"
+        } else {
+            "their ClusterSummaries"
+        },
+        if one { "it is" } else { "they are" },
     );
     Hazard {
         code: HazardCode::ClusterPaused,
@@ -269,14 +276,19 @@ fn not_ready_hazard(f: &Facts, stage: &str, total: usize, not_ready: &[usize]) -
         (false, true) => "the Cluster API control plane is not initialized",
         _ => "SveltosCluster status.ready, or the Cluster API control plane initialization",
     };
+    let one = not_ready.len() == 1;
     let mut message = format!(
         "{} of stage {stage}'s {} {} not ready ({}; {what}): Sveltos neither matches nor deploys \
-         to a cluster that is not ready, so unless they become ready first, stage {stage} goes \
-         ahead without them and they receive the change only once they are ready",
+         to a cluster that is not ready, so unless {} ready first, stage {stage} goes ahead \
+         without {} and {} the change only once {} ready",
         not_ready.len(),
         plural(total, "cluster", "clusters"),
-        if not_ready.len() == 1 { "is" } else { "are" },
-        named(&list)
+        if one { "is" } else { "are" },
+        named(&list),
+        if one { "it becomes" } else { "they become" },
+        if one { "it" } else { "them" },
+        if one { "it receives" } else { "they receive" },
+        if one { "it is" } else { "they are" },
     );
     if not_ready.len() == total {
         message.push_str(

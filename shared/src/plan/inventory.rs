@@ -267,6 +267,22 @@ impl Inventory {
             .filter(|t| !t.is_empty()))
     }
 
+    /// Take in the clusters of another inventory (one read concurrently, say).
+    pub fn merge(&mut self, other: Inventory) -> Result<(), InventoryError> {
+        self.deleting += other.deleting;
+        let mut sources = other.seen;
+        for cluster in other.clusters {
+            let key = (
+                cluster.cluster_type,
+                cluster.namespace.clone(),
+                cluster.name.clone(),
+            );
+            let source = sources.remove(&key).unwrap_or_default();
+            self.add(&source, cluster)?;
+        }
+        Ok(())
+    }
+
     /// Clusters left out because they are being deleted.
     pub fn deleting(&self) -> usize {
         self.deleting
@@ -592,6 +608,20 @@ mod tests {
         let capi = json!({"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
                           "metadata": {"name": "eu-1", "namespace": "prod"}});
         assert_eq!(inv.add_documents("c.yaml", &[capi]).unwrap(), 1);
+        let mut other = Inventory::new();
+        other
+            .add_documents("d.yaml", &[sveltos("prod", "eu-2", json!({}), true)])
+            .unwrap();
+        inv.merge(other).unwrap();
+        assert_eq!(inv.len(), 3);
+        let mut again = Inventory::new();
+        again
+            .add_documents("e.yaml", &[sveltos("prod", "eu-2", json!({}), true)])
+            .unwrap();
+        assert_eq!(
+            inv.merge(again).unwrap_err().to_string(),
+            "SveltosCluster prod/eu-2 is defined twice: in d.yaml and in e.yaml"
+        );
     }
 
     #[test]

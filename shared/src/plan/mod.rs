@@ -185,6 +185,12 @@ pub fn plan(promotion: &ClusterPromotion, clusters: &[Cluster]) -> Plan {
     }
 }
 
+/// The promotion to plan, from its JSON; a field of the wrong type is reported with its path
+/// (`spec.stages[0].clusterSelector.matchLabels.env: invalid type: …`).
+pub fn promotion_from_json(value: &serde_json::Value) -> Result<ClusterPromotion, String> {
+    serde_path_to_error::deserialize(value).map_err(|e| format!("{}: {}", e.path(), e.inner()))
+}
+
 /// Per stage, the number of clusters it will reach (and how many of them are paused or not
 /// ready), from the same matching as [`plan`].
 pub fn reach(promotion: &ClusterPromotion, clusters: &[Cluster]) -> Vec<StageReach> {

@@ -271,8 +271,9 @@ fn paused_and_not_ready_clusters_are_counted_and_explained() {
     let paused = &plan.hazards[1];
     assert_eq!(paused.clusters, vec!["staging/stg01"]);
     assert!(paused.message.starts_with(
-        "1 of stage staging's 2 clusters is paused (staging/stg01): Sveltos creates their \
-         ClusterSummaries but deploys nothing to a paused cluster"
+        "1 of stage staging's 2 clusters is paused (staging/stg01): Sveltos creates its \
+         ClusterSummary but deploys nothing to a paused cluster, so stage staging is not \
+         provisioned, and the pipeline does not move past it, until it is unpaused"
     ));
     let not_ready = &plan.hazards[3];
     assert_eq!(
@@ -333,4 +334,15 @@ fn empty_fleet_and_no_stages() {
     assert_eq!((plan.unreached, plan.inventory), (0, 0));
     let none = promotion(json!([]), kyverno());
     assert_eq!(super::plan(&none, &fleet()).stages, vec![]);
+}
+
+#[test]
+fn promotion_decoding_errors_name_the_field() {
+    let bad = json!({"metadata": {"name": "p"}, "spec": {"stages": [
+        {"name": "dev", "clusterSelector": {"matchLabels": {"env": 5}}}]}});
+    let e = promotion_from_json(&bad).unwrap_err();
+    assert!(
+        e.starts_with("spec.stages[0].clusterSelector.matchLabels.env: invalid type: integer `5`"),
+        "{e}"
+    );
 }
