@@ -260,13 +260,27 @@ fn add_file(inventory: &mut Inventory, label: &str, text: &str) -> Result<()> {
         vec![serde_json::from_str(text)
             .map_err(|e| Error::file(label, format!("invalid JSON: {e}")))?]
     } else {
-        serde_saphyr::from_multiple::<Value>(text)
+        serde_saphyr::from_multiple_with_options::<Value>(text, yaml_options(text))
             .map_err(|e| Error::file(label, format!("invalid YAML: {e}")))?
     };
     inventory
         .add_documents(label, &documents)
         .map_err(|e| Error::Io(e.to_string()))?;
     Ok(())
+}
+
+/// The YAML parser's budget, grown with the input: an inventory has a dozen nodes per cluster,
+/// so a big fleet passes the default 250,000 nodes. Nodes, events and documents may number as
+/// many as the text can spell without aliases (each takes at least a byte or two); the alias,
+/// anchor and depth limits that stop expansion bombs stay as they are.
+fn yaml_options(text: &str) -> serde_saphyr::Options {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_nodes = budget.max_nodes.max(text.len());
+    budget.max_events = budget.max_events.max(2 * text.len());
+    budget.max_documents = budget.max_documents.max(text.len() / 4);
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options
 }
 
 /// How many clusters of each type the inventory holds (for the header line).
@@ -568,6 +582,18 @@ mod tests {
         std::fs::write(dir.path().join("c.yml"), "items: [\n").unwrap();
         let e = read_inventory(dir.path()).unwrap_err().to_string();
         assert!(e.contains("c.yml: invalid YAML"), "{e}");
+        std::fs::remove_file(dir.path().join("c.yml")).unwrap();
+        // Bigger than the YAML parser's default budget of 250,000 nodes.
+        let mut big = String::from("apiVersion: v1\nkind: List\nitems:\n");
+        for i in 0..20_000 {
+            big.push_str(&format!(
+                "- apiVersion: lib.projectsveltos.io/v1beta1\n  kind: SveltosCluster\n  \
+                 metadata:\n    name: c{i}\n    namespace: fleet\n    labels:\n      env: prod\n      \
+                 region: eu\n      tier: web\n  spec:\n    paused: false\n  status:\n    ready: true\n    version: v1\n"
+            ));
+        }
+        std::fs::write(dir.path().join("big.yaml"), big).unwrap();
+        assert_eq!(read_inventory(dir.path()).unwrap().len(), 20_002);
         let empty = tempfile::tempdir().unwrap();
         let e = read_inventory(empty.path()).unwrap_err().to_string();
         assert!(
