@@ -274,7 +274,10 @@ fn not_ready_hazard(f: &Facts, stage: &str, total: usize, not_ready: &[usize]) -
     ) {
         (true, false) => "SveltosCluster status.ready is not true",
         (false, true) => "the Cluster API control plane is not initialized",
-        _ => "SveltosCluster status.ready, or the Cluster API control plane initialization",
+        _ => {
+            "SveltosCluster status.ready is not true, or the Cluster API control plane is not \
+             initialized"
+        }
     };
     let one = not_ready.len() == 1;
     let mut message = format!(
@@ -327,20 +330,25 @@ fn several_stages(f: &Facts, stage_names: &[&str], stages: &[usize], clusters: &
     };
     let verb = if clusters.len() == 1 { "is" } else { "are" };
     let they = if clusters.len() == 1 { "it" } else { "them" };
-    let profiles = if later.len() == 1 {
-        "profile"
+    let targets = if later.len() == 1 {
+        format!("The ClusterProfile of {} also targets {they}", later[0])
     } else {
-        "profiles"
-    };
-    let mut message =
         format!(
-        "{} ({}) {verb} selected by stages {}: {} the change at {first}, the first of them. The \
-         ClusterProfile {profiles} of {} also target {they}",
+            "The ClusterProfiles of {} also target {they}",
+            and_list(later)
+        )
+    };
+    let receive = if clusters.len() == 1 {
+        "it receives"
+    } else {
+        "they receive"
+    };
+    let mut message = format!(
+        "{} ({}) {verb} selected by stages {}: {receive} the change at {first}, the first of \
+         them. {targets}",
         plural(clusters.len(), "cluster", "clusters"),
         named(&list),
         and_list(&names),
-        if clusters.len() == 1 { "it receives" } else { "they receive" },
-        and_list(later),
     );
     if owned.is_empty() {
         message.push_str(" (the profile deploys no Helm chart or resource, so nothing conflicts)");

@@ -207,7 +207,10 @@ fn clusters_in_several_stages_are_grouped_and_receive_the_change_first() {
          they receive the change at canary, the first of them."
     ));
     assert!(
-        canary.message.contains("same tier (50)"),
+        canary.message.contains(
+            "the first of them. The ClusterProfile of production also targets them: every \
+             stage profile has the same tier (50)"
+        ),
         "{}",
         canary.message
     );
@@ -283,9 +286,10 @@ fn paused_and_not_ready_clusters_are_counted_and_explained() {
     assert!(not_ready
         .message
         .contains("3 of stage production's 13 clusters are not ready"));
-    assert!(not_ready
-        .message
-        .contains("SveltosCluster status.ready, or the Cluster API control plane initialization"));
+    assert!(not_ready.message.contains(
+        "SveltosCluster status.ready is not true, or the Cluster API control plane is not \
+         initialized): Sveltos neither matches nor deploys"
+    ));
     let production = &plan.stages[2];
     assert_eq!(
         (production.count, production.paused, production.not_ready),
@@ -344,5 +348,46 @@ fn promotion_decoding_errors_name_the_field() {
     assert!(
         e.starts_with("spec.stages[0].clusterSelector.matchLabels.env: invalid type: integer `5`"),
         "{e}"
+    );
+}
+
+#[test]
+fn a_cluster_in_three_stages_and_a_profile_that_deploys_nothing() {
+    let f = vec![cluster(
+        "prod",
+        "edge01",
+        &[("env", "prod"), ("ring", "canary")],
+    )];
+    let p = promotion(
+        json!([
+            stage("canary", json!({"ring": "canary"})),
+            stage("staging", json!({"env": "prod"})),
+            {"name": "production", "clusterSelector": {"matchExpressions": [
+                {"key": "env", "operator": "Exists"}]}}
+        ]),
+        json!({}),
+    );
+    let plan = plan(&p, &f);
+    assert_eq!(
+        codes(&plan),
+        vec![(
+            HazardCode::ClusterInSeveralStages,
+            vec![
+                "canary".to_string(),
+                "staging".to_string(),
+                "production".to_string()
+            ]
+        )]
+    );
+    assert_eq!(
+        plan.hazards[0].message,
+        "1 cluster (prod/edge01) is selected by stages canary, staging and production: it \
+         receives the change at canary, the first of them. The ClusterProfiles of staging and \
+         production also target it (the profile deploys no Helm chart or resource, so nothing \
+         conflicts)"
+    );
+    assert_eq!(
+        plan.stages[2].clusters[0].reached_earlier_by,
+        vec!["canary", "staging"]
     );
 }
