@@ -15,21 +15,25 @@ pub const SVELTOS_CLUSTERS: &str = "sveltosclusters.lib.projectsveltos.io";
 pub const CAPI_CLUSTERS: &str = "clusters.cluster.x-k8s.io";
 
 const SVELTOS_PATH: &str = "/apis/lib.projectsveltos.io/v1beta1/sveltosclusters";
-/// What kubectl asks for (`--chunk-size` default): bounded pages keep a big fleet from being one
-/// huge response for the API server to build.
-const PAGE_SIZE: u32 = 500;
+/// What kubectl asks for by default (`--chunk-size`): bounded pages keep a big fleet from
+/// being one huge response for the API server to build.
+pub const DEFAULT_PAGE_SIZE: u32 = 500;
 
-/// List the fleet. SveltosClusters and CAPI Clusters are read concurrently.
-pub async fn list_fleet(kube: &Kube) -> Result<Inventory> {
+/// List the fleet in pages of `page_size` objects (0: one request per type). SveltosClusters
+/// and CAPI Clusters are read concurrently.
+pub async fn list_fleet(kube: &Kube, page_size: u32) -> Result<Inventory> {
     let sveltos = list_clusters(
         kube,
         SVELTOS_PATH.to_string(),
         ClusterType::Sveltos,
         SVELTOS_CLUSTERS,
+        page_size,
     );
     let capi = async {
         match capi_clusters_path(kube).await? {
-            Some(path) => list_clusters(kube, path, ClusterType::Capi, CAPI_CLUSTERS).await,
+            Some(path) => {
+                list_clusters(kube, path, ClusterType::Capi, CAPI_CLUSTERS, page_size).await
+            }
             None => Ok(Inventory::new()),
         }
     };
@@ -48,13 +52,17 @@ async fn list_clusters(
     path: String,
     cluster_type: ClusterType,
     resource: &'static str,
+    page_size: u32,
 ) -> Result<Inventory> {
     let what = Request::new("list", resource);
     let source = format!("list {resource}");
     let mut inventory = Inventory::new();
     let mut token: Option<String> = None;
     loop {
-        let mut lp = ListParams::default().limit(PAGE_SIZE);
+        let mut lp = ListParams::default();
+        if page_size > 0 {
+            lp = lp.limit(page_size);
+        }
         if let Some(t) = &token {
             lp = lp.continue_token(t);
         }

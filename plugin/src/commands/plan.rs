@@ -76,6 +76,10 @@ pub struct PlanArgs {
     /// List every cluster of every stage (default: up to 20 per stage, problems first)
     #[arg(long)]
     pub all_clusters: bool,
+    /// Read the fleet from the cluster in pages of this many objects; 0 reads each type in one
+    /// request (as `kubectl get --chunk-size`)
+    #[arg(long, value_name = "N", default_value_t = crate::inventory::DEFAULT_PAGE_SIZE)]
+    pub chunk_size: u32,
 }
 
 /// `-o json|yaml`: the plan with its identity (field reference: plugin/docs/plan.md).
@@ -147,7 +151,7 @@ async fn plan_and_print(ctx: &Ctx, args: &PlanArgs) -> Result<u8> {
     })?;
     let inventory = match (&args.clusters, &kube) {
         (Some(path), _) => read_inventory(path)?,
-        (None, Some(kube)) => crate::inventory::list_fleet(kube).await?,
+        (None, Some(kube)) => crate::inventory::list_fleet(kube, args.chunk_size).await?,
         (None, None) => Inventory::new(),
     };
     if inventory.deleting() > 0 {
