@@ -20,6 +20,7 @@ pub mod health;
 pub mod model;
 pub mod patch;
 pub mod pipeline;
+pub mod plan;
 pub mod rollout;
 pub mod selector;
 pub mod source;

@@ -238,7 +238,7 @@ pub async fn answer(root: &Command, words: &[String]) -> Answer {
         return Answer::of(subs, &to_complete);
     }
     match parsed.cmd.get_name() {
-        "describe" | "approve" | "diff" | "wait" if parsed.positionals.is_empty() => {
+        "describe" | "approve" | "diff" | "wait" | "plan" if parsed.positionals.is_empty() => {
             promotion_names(&conn, &to_complete).await
         }
         "get" | "list" | "version" => Answer::none(),

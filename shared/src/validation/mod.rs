@@ -9,7 +9,7 @@ mod cel;
 mod finding;
 mod health;
 mod lua;
-mod names;
+pub(crate) mod names;
 mod path;
 mod schedule;
 mod selector;
