@@ -8,6 +8,7 @@ pub mod duration;
 pub mod error;
 pub mod events;
 pub mod fetch;
+pub mod jsonpath;
 pub mod kube_client;
 pub mod output;
 pub mod render;
