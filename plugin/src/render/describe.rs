@@ -527,7 +527,11 @@ mod tests {
         let mut summaries: Vec<_> = (0..30)
             .map(|i| summary(&format!("ok{i:02}"), "Provisioned", None))
             .collect();
-        summaries.push(summary("bad", "FailedNonRetriable", Some("replicas: invalid type")));
+        summaries.push(summary(
+            "bad",
+            "FailedNonRetriable",
+            Some("replicas: invalid type"),
+        ));
         let d = description(json!({"stages": [{"name": "dev"}]}), summaries);
         let text = render(&d, &Style::plain(), &opts());
         assert!(text.contains("  1. dev  failed"));
