@@ -11,6 +11,7 @@ pub mod fetch;
 pub mod jsonpath;
 pub mod kube_client;
 pub mod output;
+pub mod printers;
 pub mod render;
 pub mod view;
 pub mod watch;

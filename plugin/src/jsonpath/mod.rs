@@ -78,6 +78,11 @@ impl JsonPath {
     }
 }
 
+/// Go's `%q`: how kubectl quotes a format or a template in its messages.
+pub(crate) fn go_quote(text: &str) -> String {
+    go_strconv::quote(text)
+}
+
 /// `fmt.Sprint` of one result, as custom-columns prints it (`map[a:b]`, `[x y]`, `<nil>`).
 pub(crate) fn sprint(value: &Val<'_>) -> String {
     go_fmt::sprint_val(value)

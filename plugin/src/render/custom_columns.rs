@@ -305,14 +305,17 @@ mod tests {
         let foo_baz = json!({"apiVersion": "baz", "metadata": {"name": "foo"}});
         let bar = json!({"metadata": {"name": "bar"}});
         let name = printer(&[("NAME", "{.metadata.name}")]);
-        assert_eq!(name.render(&[foo.clone()], false).unwrap(), "NAME\nfoo\n");
+        assert_eq!(
+            name.render(std::slice::from_ref(&foo), false).unwrap(),
+            "NAME\nfoo\n"
+        );
         assert_eq!(name.render(&[foo, bar], false).unwrap(), "NAME\nfoo\nbar\n");
         let two = printer(&[
             ("NAME", "{.metadata.name}"),
             ("API_VERSION", "{.apiVersion}"),
         ]);
         assert_eq!(
-            two.render(&[foo_baz.clone()], false).unwrap(),
+            two.render(std::slice::from_ref(&foo_baz), false).unwrap(),
             "NAME   API_VERSION\nfoo    baz\n"
         );
         let three = printer(&[
