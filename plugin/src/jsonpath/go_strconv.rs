@@ -133,6 +133,9 @@ fn unquote_char(s: &str, quote: u8) -> Option<(Unit, &str)> {
         return Some((Unit::Byte(first), &s[1..]));
     }
     let escape = *s.as_bytes().get(1)?;
+    if !escape.is_ascii() {
+        return None;
+    }
     let rest = &s[2..];
     let simple = |c: char| Some((Unit::Char(c), rest));
     match escape {
@@ -395,6 +398,8 @@ mod tests {
         assert_eq!(unquote_extend("\""), Err("invalid syntax"));
         assert_eq!(unquote_extend(r#""\q""#), Err("invalid syntax"));
         assert_eq!(unquote_extend(r#""\400""#), Err("invalid syntax"));
+        // A backslash before a multi-byte character is a syntax error, not a split character.
+        assert_eq!(unquote_extend("\"\\é\""), Err("invalid syntax"));
     }
 
     #[test]

@@ -861,3 +861,102 @@ fn deep_range_nesting_is_refused_not_a_crash() {
     let err = parsed.execute(&json!({"a": 1}), true, false).unwrap_err();
     assert_eq!(err, "range nested more than 1000 levels deep");
 }
+
+/// Every template of up to four characters from an alphabet of the syntax's own characters
+/// (and a multi-byte one) parses or fails cleanly, and executes or fails cleanly.
+#[test]
+fn short_templates_never_panic() {
+    let alphabet: Vec<char> = "{}[]().@$*?,:'\"\\-=<!1aé ".chars().collect();
+    let data = json!({"a": [1, "x", null, {"a": 2.5}], "1": {"a": true}});
+    let mut template = String::new();
+    let mut indexes = Vec::new();
+    loop {
+        template.clear();
+        template.extend(indexes.iter().map(|i: &usize| alphabet[*i]));
+        if let Ok(parsed) = JsonPath::parse(&template) {
+            let _ = parsed.execute(&data, false, false);
+            let _ = parsed.execute(&data, true, true);
+        }
+        // Next combination, shortest first.
+        let mut position = indexes.len();
+        loop {
+            if position == 0 {
+                if indexes.len() == 4 {
+                    return;
+                }
+                indexes = vec![0; indexes.len() + 1];
+                break;
+            }
+            position -= 1;
+            if indexes[position] + 1 < alphabet.len() {
+                indexes[position] += 1;
+                break;
+            }
+            indexes[position] = 0;
+        }
+    }
+}
+
+/// Longer templates mixed from syntax fragments and single characters (a fixed xorshift
+/// sequence, so a failure reproduces) parse or fail cleanly, and execute or fail cleanly.
+#[test]
+fn mixed_templates_never_panic() {
+    let fragments = [
+        "{",
+        "}",
+        ".a",
+        ".s",
+        "[0]",
+        "[-1]",
+        "[1:]",
+        "[::2]",
+        "[?(@.a==1)]",
+        "[?(@.a)]",
+        r#"[?(@.a<"x")]"#,
+        "{range .a[*]}",
+        "{range @}",
+        "{end}",
+        "..",
+        "*",
+        "'x'",
+        r#""\é""#,
+        r#""\t""#,
+        "[0,1]",
+        "['a.b']",
+        "@",
+        "$",
+        " ",
+        ".s.*",
+        "{.a[*]}",
+        "1.5",
+        "true",
+        "x",
+    ];
+    let characters: Vec<char> = "{}[]().@$*?,:'\"\\-=<>!01a é\t\n~+".chars().collect();
+    let data =
+        json!({"a": [1, "x", null, {"a": 2.5, "b": [[], [1]]}], "1": {"a": true}, "s": "é\u{1b}"});
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut executed = 0;
+    for _ in 0..100_000 {
+        let mut template = String::new();
+        for _ in 0..next() % 12 {
+            if next() % 3 == 0 {
+                template.push(characters[(next() % characters.len() as u64) as usize]);
+            } else {
+                template.push_str(fragments[(next() % fragments.len() as u64) as usize]);
+            }
+        }
+        if let Ok(parsed) = JsonPath::parse(&template) {
+            executed += 1;
+            let _ = parsed.execute(&data, false, false);
+            let _ = parsed.execute(&data, true, true);
+        }
+    }
+    assert!(executed > 10_000, "only {executed} templates parsed");
+}

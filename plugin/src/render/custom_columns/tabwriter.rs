@@ -219,4 +219,30 @@ mod tests {
         assert_eq!(aligned("a\tb"), "a     b");
         assert_eq!(aligned(""), "");
     }
+
+    /// Any mix of cells, tabs and line breaks: the text comes out in order, only spaced out.
+    #[test]
+    fn any_input_keeps_its_text_in_order() {
+        let alphabet: Vec<char> = "ab é\t\n\u{b}\u{c}".chars().collect();
+        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let visible = |s: &str| -> String {
+            s.chars()
+                .filter(|c| !matches!(c, ' ' | '\t' | '\n' | '\u{b}' | '\u{c}'))
+                .collect()
+        };
+        for _ in 0..20_000 {
+            let len = (next() % 24) as usize;
+            let text: String = (0..len)
+                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+                .collect();
+            let out = aligned(&text);
+            assert_eq!(visible(&out), visible(&text), "{text:?} gave {out:?}");
+        }
+    }
 }
