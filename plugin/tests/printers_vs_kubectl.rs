@@ -355,6 +355,12 @@ fn jsonpath_of_one_object_matches_kubectl() {
             exact("jsonpath={range .spec.stages[*]}{end}{end}"),
             exact("jsonpath-as-json={.spec.stages[9]}"),
             with("jsonpath={.spec.nope}", strict),
+            // The template is quoted Go-style in the message.
+            with("jsonpath={.spec.nope}\n\t\u{7f}é", strict),
+            exact("jsonpath={\u{a0}}"),
+            exact("jsonpath={é}"),
+            exact(r#"jsonpath={.spec.stages[?(@.name=="dev")].trigger.auto.delay}"#),
+            exact("jsonpath={.spec.stages[?(@.name>1.5)]}"),
             with("jsonpath={.spec.stages[*].trigger.auto.delay}", strict),
             exact("jsonpath={.spec"),
             exact(r#"jsonpath={.spec.stages[?(@.name=="x"]}"#),
