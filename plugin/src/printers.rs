@@ -133,13 +133,14 @@ pub enum PrinterError {
 }
 
 /// What `kubectl get` hands its printer.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub enum Target<'a> {
     /// One object asked for by name (`get KIND NAME`), printed as it is.
     Object(&'a Value),
     /// What a listing found: jsonpath sees [`kubectl_list`] of the items, custom-columns prints
-    /// one row per item.
-    List(&'a [Value]),
+    /// one row per item. Hand the items over owned (`Target::List(objects.into())`) and they are
+    /// not copied.
+    List(Cow<'a, [Value]>),
 }
 
 /// The flags that go with `-o`.
@@ -180,38 +181,38 @@ fn go_os_error(path: &str, err: &io::Error) -> String {
 }
 
 /// `kind: List` as `kubectl get` builds it for several objects.
-pub fn kubectl_list(items: &[Value]) -> Value {
-    json!({
-        "apiVersion": "v1",
-        "items": items.iter().map(json_round_trip).collect::<Vec<_>>(),
-        "kind": "List",
-        "metadata": {"resourceVersion": ""},
-    })
+pub fn kubectl_list(mut items: Vec<Value>) -> Value {
+    items.iter_mut().for_each(json_round_trip);
+    // Built by hand: `json!` would serialize the items into a second copy.
+    let mut list = serde_json::Map::new();
+    list.insert("apiVersion".into(), Value::String("v1".into()));
+    list.insert("items".into(), Value::Array(items));
+    list.insert("kind".into(), Value::String("List".into()));
+    list.insert("metadata".into(), json!({"resourceVersion": ""}));
+    Value::Object(list)
 }
 
 /// A value as it comes back from Go encoding it to JSON and kubectl decoding that again: a whole
 /// float that Go writes without an exponent and that fits int64 becomes an int64.
-fn json_round_trip(value: &Value) -> Value {
+fn json_round_trip(value: &mut Value) {
     match value {
-        Value::Number(n) if n.as_i64().is_none() => match n.as_f64() {
-            Some(f)
-                if f.fract() == 0.0
-                    && f.abs() < 1e21
-                    && f >= i64::MIN as f64
-                    && f < i64::MAX as f64 =>
-            {
-                Value::Number(Number::from(f as i64))
+        Value::Number(n) if n.as_i64().is_none() => {
+            if let Some(f) = n.as_f64().filter(|f| {
+                f.fract() == 0.0 && f.abs() < 1e21 && *f >= i64::MIN as f64 && *f < i64::MAX as f64
+            }) {
+                *value = Value::Number(Number::from(f as i64));
             }
-            _ => value.clone(),
-        },
-        Value::Array(items) => Value::Array(items.iter().map(json_round_trip).collect()),
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| (k.clone(), json_round_trip(v)))
-                .collect(),
-        ),
-        other => other.clone(),
+        }
+        Value::Array(items) => items.iter_mut().for_each(json_round_trip),
+        Value::Object(map) => map.values_mut().for_each(json_round_trip),
+        _ => {}
     }
+}
+
+fn round_tripped(items: Cow<'_, [Value]>) -> Vec<Value> {
+    let mut items = items.into_owned();
+    items.iter_mut().for_each(json_round_trip);
+    items
 }
 
 impl OutputFormat {
@@ -329,7 +330,7 @@ impl OutputFormat {
             OutputFormat::JsonPath { template, as_json } => {
                 let input = match target {
                     Target::Object(object) => Cow::Borrowed(object),
-                    Target::List(items) => Cow::Owned(kubectl_list(items)),
+                    Target::List(items) => Cow::Owned(kubectl_list(items.into_owned())),
                 };
                 let allow = options.allow_missing_template_keys;
                 let text = if *as_json {
@@ -342,7 +343,7 @@ impl OutputFormat {
             OutputFormat::CustomColumns(columns) => {
                 let rows: Cow<'_, [Value]> = match target {
                     Target::Object(object) => Cow::Borrowed(std::slice::from_ref(object)),
-                    Target::List(items) => Cow::Owned(items.iter().map(json_round_trip).collect()),
+                    Target::List(items) => Cow::Owned(round_tripped(items)),
                 };
                 Ok(Some(columns.render(&rows, options.no_headers)?))
             }
@@ -477,14 +478,17 @@ mod tests {
             r#"{"metadata":{"name":"a"},"spec":{"m":1e6,"f":1.5,"big":1e21,"neg":-0.0}}"#,
         )
         .unwrap()];
-        let list = kubectl_list(&items);
+        let list = kubectl_list(items.clone());
         assert_eq!(
             serde_json::to_string(&list).unwrap(),
             r#"{"apiVersion":"v1","items":[{"metadata":{"name":"a"},"spec":{"m":1000000,"f":1.5,"big":1e+21,"neg":0}}],"kind":"List","metadata":{"resourceVersion":""}}"#
         );
         let jp = parse("jsonpath={.items[0].spec.m} {.metadata}").unwrap();
         assert_eq!(
-            jp.render(Target::List(&items), PrintOptions::default()),
+            jp.render(
+                Target::List(items.as_slice().into()),
+                PrintOptions::default()
+            ),
             Ok(Some(r#"1000000 {"resourceVersion":""}"#.into()))
         );
         assert_eq!(
@@ -498,13 +502,17 @@ mod tests {
         );
         let cc = parse("custom-columns=M:.spec.m").unwrap();
         assert_eq!(
-            cc.render(Target::List(&items), PrintOptions::default()),
+            cc.render(
+                Target::List(items.as_slice().into()),
+                PrintOptions::default()
+            ),
             Ok(Some("M\n1000000\n".into()))
         );
         assert_eq!(
-            parse("json")
-                .unwrap()
-                .render(Target::List(&items), PrintOptions::default()),
+            parse("json").unwrap().render(
+                Target::List(items.as_slice().into()),
+                PrintOptions::default()
+            ),
             Ok(None)
         );
     }

@@ -267,7 +267,7 @@ fn check(api: &StandInApi, what: &[&str], target: Target<'_>, cases: &[Case<'_>]
     let mut failures = Vec::new();
     for case in cases {
         let want = kubectl(api, what, case.output, case.flags);
-        let got = plugin(target, case.output, case.flags);
+        let got = plugin(target.clone(), case.output, case.flags);
         let same = match case.compare {
             Compare::Exact => got == want,
             Compare::SortedWords => {
@@ -345,6 +345,7 @@ fn jsonpath_of_one_object_matches_kubectl() {
             exact("jsonpath-as-json={.spec.numbers}"),
             compared("jsonpath={.spec.numbers.*}", Compare::SortedWords),
             compared("jsonpath={..name}", Compare::SortedWords),
+            compared("jsonpath={..}", Compare::SortedWords),
             compared("jsonpath={.metadata.labels.*}", Compare::SortedWords),
             // Errors: the wording and kubectl's dump of the object.
             exact("jsonpath={.spec.numbers[?(@.x)]}"),
@@ -380,7 +381,7 @@ fn jsonpath_of_a_listing_matches_kubectl() {
     check(
         populated(),
         &["clusterpromotions"],
-        Target::List(&items),
+        Target::List(items.as_slice().into()),
         &[
             exact(r#"jsonpath={range .items[*]}{.metadata.name}{"\n"}{end}"#),
             exact("jsonpath={.items[*].metadata.name}"),
@@ -409,7 +410,7 @@ fn jsonpath_of_an_empty_listing_matches_kubectl() {
     check(
         empty(),
         &["clusterpromotions"],
-        Target::List(&[]),
+        Target::List(Vec::new().into()),
         &[
             exact("jsonpath={.kind}{.items}"),
             with(
@@ -452,7 +453,7 @@ fn custom_columns_of_a_listing_match_kubectl() {
     check(
         populated(),
         &["clusterpromotions"],
-        Target::List(&items),
+        Target::List(items.as_slice().into()),
         &[
             exact(
                 "custom-columns=NAME:.metadata.name,STAGES:.spec.stages[*].name,APPROVED:.spec.stages[?(@.trigger.manual.approved==true)].name",

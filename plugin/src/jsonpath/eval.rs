@@ -422,6 +422,19 @@ fn eval_recursive<'a>(input: &[Val<'a>]) -> Vec<Val<'a>> {
     // keeps upstream's pre-order.
     let mut stack: Vec<Val<'a>> = input.iter().rev().copied().collect();
     while let Some(value) = stack.pop() {
+        // A string's members are bytes, which have none of their own: only the string is listed.
+        if let Val::Json(Value::String(s)) = value {
+            if !s.is_empty() {
+                result.push(value);
+            }
+            continue;
+        }
+        if let Val::Text(s) = value {
+            if !s.is_empty() {
+                result.push(value);
+            }
+            continue;
+        }
         let kids = children(&value);
         if !kids.is_empty() {
             result.push(value);

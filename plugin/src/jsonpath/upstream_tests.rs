@@ -800,8 +800,15 @@ fn values_the_upstream_suite_does_not_cover() {
     )
     .unwrap();
     let render = |t: &str, allow: bool| JsonPath::parse(t).unwrap().execute(&data, allow, false);
-    // A string's members are its bytes.
+    // A string's members are its bytes; `..` lists non-empty strings but never their bytes.
     assert_eq!(render("{.s.*}", false), Ok("97 98".into()));
+    let small = json!({"s": "ab", "e": "", "n": 1});
+    assert_eq!(
+        JsonPath::parse("{..}")
+            .unwrap()
+            .execute(&small, false, false),
+        Ok(r#"{"e":"","n":1,"s":"ab"} ab"#.into())
+    );
     assert_eq!(render("{.f} {.n} {.nul}", false), Ok("1e+06 3 null".into()));
     // A range hands reflect's zero value over for a null item.
     assert_eq!(
