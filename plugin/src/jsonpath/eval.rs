@@ -14,26 +14,9 @@
 
 use serde_json::Value;
 
-use super::go_fmt::sprint_reflect;
 use super::go_json::{go_number, sorted_members, GoNumber};
 use super::parser::{Node, Param};
-
-/// One value produced while evaluating a template.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Val<'a> {
-    /// reflect's zero value: what a `range` hands over for a `null` item or an empty list.
-    Invalid,
-    /// A value of the document; `Value::Null` is a nil `interface{}`.
-    Json(&'a Value),
-    /// A quoted string or text of the template.
-    Text(&'a str),
-    /// An integer literal of the template (Go `int`).
-    Int(i64),
-    Float(f64),
-    Bool(bool),
-    /// One byte of a string, from `*` or `..` over it (Go `uint8`).
-    Byte(u8),
-}
+use super::value::Val;
 
 /// An error together with the values upstream returns alongside it.
 #[derive(Debug)]
@@ -243,7 +226,7 @@ impl<'a> Executor<'a> {
                     input.to_vec(),
                     format!(
                         "{} is not array or slice and cannot be filtered",
-                        sprint_reflect(value)
+                        value.sprint_reflect()
                     ),
                 ));
             };
@@ -309,25 +292,6 @@ impl<'a> Executor<'a> {
     }
 }
 
-/// Go's type name of a value after dereferencing, for "… is not array or slice".
-fn type_name(v: &Val<'_>) -> &'static str {
-    match v {
-        Val::Invalid => "<invalid reflect.Value>",
-        Val::Json(Value::Null) => "interface {}",
-        Val::Json(Value::Bool(_)) | Val::Bool(_) => "bool",
-        Val::Json(Value::Number(n)) => match go_number(n) {
-            GoNumber::Int(_) => "int64",
-            GoNumber::Float(_) => "float64",
-        },
-        Val::Json(Value::String(_)) | Val::Text(_) => "string",
-        Val::Json(Value::Array(_)) => "[]interface {}",
-        Val::Json(Value::Object(_)) => "map[string]interface {}",
-        Val::Int(_) => "int",
-        Val::Float(_) => "float64",
-        Val::Byte(_) => "uint8",
-    }
-}
-
 fn eval_array<'a>(input: &[Val<'a>], params: &[Param; 3]) -> Eval<'a> {
     let mut result = Vec::new();
     for value in input {
@@ -337,7 +301,7 @@ fn eval_array<'a>(input: &[Val<'a>], params: &[Param; 3]) -> Eval<'a> {
             other => {
                 return Err(fail(
                     input.to_vec(),
-                    format!("{} is not array or slice", type_name(other)),
+                    format!("{} is not array or slice", other.type_name()),
                 ))
             }
         };

@@ -4,7 +4,6 @@
 
 use serde_json::Value;
 
-use super::eval::Val;
 use super::go_json::{go_number, sorted_members, GoNumber};
 use super::go_strconv::{format_float_v, quote};
 
@@ -50,28 +49,6 @@ fn write_v(out: &mut String, v: &Value) {
             }
             out.push(']');
         }
-    }
-}
-
-/// `fmt.Sprint` of one jsonpath result, as custom-columns prints it.
-pub(crate) fn sprint_val(v: &Val<'_>) -> String {
-    match v {
-        // kubectl itself panics on this value; it only arises from a range over nothing.
-        Val::Invalid => "<no value>".into(),
-        Val::Json(j) => sprint(j),
-        Val::Text(t) => (*t).to_string(),
-        Val::Int(i) => i.to_string(),
-        Val::Float(f) => format_float_v(*f),
-        Val::Bool(b) => b.to_string(),
-        Val::Byte(b) => b.to_string(),
-    }
-}
-
-/// `fmt.Sprintf("%v", reflect.Value)` as jsonpath error messages print a value.
-pub(crate) fn sprint_reflect(v: &Val<'_>) -> String {
-    match v {
-        Val::Invalid => "<invalid reflect.Value>".into(),
-        other => sprint_val(other),
     }
 }
 

@@ -24,6 +24,8 @@ mod go_json;
 mod go_strconv;
 mod parser;
 mod print;
+mod value;
+
 #[cfg(test)]
 mod upstream_tests;
 
@@ -31,8 +33,8 @@ use std::fmt;
 
 use serde_json::Value;
 
-pub(crate) use eval::Val;
 use parser::Node;
+pub(crate) use value::Val;
 
 /// A parsed template at client-go's level: its errors are the bare reasons (`unclosed action`),
 /// which is how custom-columns reports them.
@@ -85,7 +87,7 @@ pub(crate) fn go_quote(text: &str) -> String {
 
 /// `fmt.Sprint` of one result, as custom-columns prints it (`map[a:b]`, `[x y]`, `<nil>`).
 pub(crate) fn sprint(value: &Val<'_>) -> String {
-    go_fmt::sprint_val(value)
+    value.sprint()
 }
 
 /// A template as `-o jsonpath=TEMPLATE` takes it.

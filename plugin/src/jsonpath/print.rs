@@ -4,9 +4,9 @@
 
 use serde_json::{Number, Value};
 
-use super::eval::Val;
 use super::go_json::{go_number, marshal, marshal_indent, GoNumber};
 use super::go_strconv::format_float_v;
+use super::value::Val;
 
 /// One group in the plain jsonpath output.
 pub(crate) fn group_text(group: &[Val<'_>]) -> String {
