@@ -16,7 +16,10 @@
 //!
 //! Kept differences from kubectl: members of a map are visited in key order by `*` and `..` (Go:
 //! random order); where kubectl panics (indexing into a `range` over nothing, marshalling its
-//! result) this port returns an error or `null`; `range` nesting is limited to 1000 levels.
+//! result) this port returns an error or `null`; `range` nesting is limited to 1000 levels; a
+//! quoted `"\xff"` that is not UTF-8 becomes U+FFFD; outside ASCII, "letter", "digit" and
+//! "printable" follow Rust's Unicode properties rather than Go's tables (this only changes which
+//! exotic characters an error message escapes).
 
 mod eval;
 mod go_fmt;
