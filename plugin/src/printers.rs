@@ -356,6 +356,57 @@ impl OutputFormat {
     }
 }
 
+/// The value parser of each command's `-o`: any text is taken (checked later by
+/// [`OutputFormat::parse`], so the errors are kubectl's), and `allowed` is what help and shell
+/// completion offer.
+#[derive(Clone, Copy)]
+pub struct FormatArg(pub &'static [FormatName]);
+
+impl clap::builder::TypedValueParser for FormatArg {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            self.0
+                .iter()
+                .map(|f| clap::builder::PossibleValue::new(f.as_str())),
+        ))
+    }
+}
+
+impl OutputFormat {
+    /// A command's `-o` (absent: its own view); a value it does not offer is a usage error.
+    pub fn of_flag(
+        value: Option<&str>,
+        allowed: &[FormatName],
+    ) -> crate::error::Result<OutputFormat> {
+        OutputFormat::parse(value.unwrap_or(""), allowed)
+            .map_err(|e| crate::error::Error::Usage(e.to_string()))
+    }
+
+    /// [`OutputFormat::render`] for a command: a template that fails on the data is an error
+    /// (kubectl's wording), and nothing has been printed.
+    pub fn print(
+        &self,
+        target: Target<'_>,
+        options: PrintOptions,
+    ) -> crate::error::Result<Option<String>> {
+        self.render(target, options)
+            .map_err(|e| crate::error::Error::Invalid(e.to_string()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

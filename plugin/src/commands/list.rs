@@ -14,7 +14,8 @@ use super::{warn, Ctx};
 use crate::duration;
 use crate::error::{exit, Error, Result};
 use crate::kube_client::Kube;
-use crate::output::{self, ListFormat};
+use crate::output;
+use crate::printers::{FormatArg, OutputFormat, PrintOptions, Target, LIST_FORMATS};
 use crate::render::{table, Style};
 use crate::view::{self, SnapshotRef, API_VERSION};
 use crate::watch::{FleetFollower, Update};
@@ -33,18 +34,28 @@ Examples:
   kubectl promotion get -l team=platform -o wide
   kubectl promotion list -o name | xargs -n1 kubectl promotion describe
   kubectl promotion list --watch
-  kubectl promotion list -o json | jq '.items[] | select(.phase == \"awaitingApproval\") | .name'"
+  kubectl promotion list -o json | jq '.items[] | select(.phase == \"awaitingApproval\") | .name'
+  kubectl promotion list -o jsonpath='{range .items[*]}{.name}{\"\\t\"}{.phase}{\"\\n\"}{end}'
+  kubectl promotion list -o custom-columns=NAME:.name,GATE:.approveUnblocks"
 )]
 pub struct ListArgs {
     /// Label selector to filter ClusterPromotions (e.g. team=platform,env!=dev)
     #[arg(short = 'l', long = "selector", value_name = "SELECTOR")]
     pub selector: Option<String>,
-    /// Output format
-    #[arg(short = 'o', long = "output", value_enum, value_name = "FORMAT")]
-    pub output: Option<ListFormat>,
+    /// Output format: json, yaml, name, wide, or a kubectl template (jsonpath=…, jsonpath-file=…,
+    /// jsonpath-as-json=…, custom-columns=…, custom-columns-file=…) over the rows as -o json
+    /// prints them
+    #[arg(short = 'o', long = "output", value_name = "FORMAT",
+          value_parser = FormatArg(LIST_FORMATS))]
+    pub output: Option<String>,
     /// Do not print the header row
     #[arg(long)]
     pub no_headers: bool,
+    /// With a jsonpath or custom-columns template, print nothing for a missing field instead of
+    /// failing
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
+          action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub allow_missing_template_keys: bool,
     /// After listing, keep watching: print a promotion's row again each time it changes (its
     /// phase, stage, gate or message), as `kubectl get --watch` does
     #[arg(short = 'w', long)]
@@ -88,16 +99,17 @@ struct RowList<'a> {
 }
 
 pub async fn run(ctx: &Ctx, args: &ListArgs) -> Result<u8> {
+    let format = OutputFormat::of_flag(args.output.as_deref(), LIST_FORMATS)?;
     let kube = ctx.kube().await?;
     if args.watch || args.watch_only {
-        return watch(ctx, args, &kube).await;
+        return watch(ctx, args, &format, &kube).await;
     }
     let (rows, warnings) = rows(&kube, args.selector.as_deref()).await?;
     for w in &warnings {
         warn(ctx, w);
     }
-    let text = render(&rows, args, &ctx.out, ctx.now())?;
-    if rows.is_empty() && args.output.is_none_or(|o| o == ListFormat::Wide) {
+    let text = render(&rows, &format, options(args), &ctx.out, ctx.now())?;
+    if rows.is_empty() && matches!(format, OutputFormat::Default | OutputFormat::Wide) {
         eprintln!("No resources found");
     }
     let mut out = std::io::stdout().lock();
@@ -162,9 +174,9 @@ pub async fn rows(kube: &Kube, selector: Option<&str>) -> Result<(Vec<Row>, Vec<
 /// `--watch-only`), then each changed row, aligned with the table while it fits; a deleted
 /// promotion's last row says `deleted`. Structured formats print each changed row as an object.
 /// Runs until interrupted; a lost connection is said on stderr and retried.
-async fn watch(ctx: &Ctx, args: &ListArgs, kube: &Kube) -> Result<u8> {
+async fn watch(ctx: &Ctx, args: &ListArgs, format: &OutputFormat, kube: &Kube) -> Result<u8> {
     let mut follower = FleetFollower::start(kube, args.selector.as_deref()).await?;
-    let wide = args.output == Some(ListFormat::Wide);
+    let wide = *format == OutputFormat::Wide;
     let headers = headers(wide);
     let mut columns = table::Columns::new(&headers, args.no_headers);
     let mut header_printed = args.no_headers;
@@ -204,20 +216,38 @@ async fn watch(ctx: &Ctx, args: &ListArgs, kube: &Kube) -> Result<u8> {
         if changed.is_empty() || !print_these {
             continue;
         }
-        let text = match args.output {
-            Some(ListFormat::Json) => changed
+        let text = match format {
+            OutputFormat::Json => changed
                 .iter()
                 .map(|(r, _)| output::to_json(r))
                 .collect::<Result<String>>()?,
-            Some(ListFormat::Yaml) => changed
+            OutputFormat::Yaml => changed
                 .iter()
                 .map(|(r, _)| output::to_yaml(r).map(|y| format!("---\n{y}")))
                 .collect::<Result<String>>()?,
-            Some(ListFormat::Name) => changed
+            OutputFormat::Name => changed
                 .iter()
                 .map(|(r, _)| output::resource_name(&r.name) + "\n")
                 .collect(),
-            Some(ListFormat::Wide) | None => {
+            // As `kubectl get -w` prints each changed object through the template.
+            OutputFormat::JsonPath { .. } | OutputFormat::CustomColumns(_) => {
+                let mut text = String::new();
+                for (r, _) in &changed {
+                    let row = serde_json::to_value(r).map_err(|e| Error::Io(e.to_string()))?;
+                    let once = PrintOptions {
+                        no_headers: header_printed,
+                        ..options(args)
+                    };
+                    header_printed = true;
+                    text.push_str(
+                        &format
+                            .print(Target::Object(&row), once)?
+                            .unwrap_or_default(),
+                    );
+                }
+                text
+            }
+            OutputFormat::Wide | OutputFormat::Default => {
                 let cells: Vec<Vec<String>> = changed
                     .iter()
                     .map(|(r, deleted)| {
@@ -290,26 +320,44 @@ pub fn row(d: &view::Description) -> Row {
     }
 }
 
+fn options(args: &ListArgs) -> PrintOptions {
+    PrintOptions {
+        allow_missing_template_keys: args.allow_missing_template_keys,
+        no_headers: args.no_headers,
+    }
+}
+
 pub fn render(
     rows: &[Row],
-    args: &ListArgs,
+    format: &OutputFormat,
+    options: PrintOptions,
     style: &Style,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<String> {
-    match args.output {
-        Some(ListFormat::Json) => output::to_json(&list(rows)),
-        Some(ListFormat::Yaml) => output::to_yaml(&list(rows)),
-        Some(ListFormat::Name) => Ok(rows
+    match format {
+        OutputFormat::Json => output::to_json(&list(rows)),
+        OutputFormat::Yaml => output::to_yaml(&list(rows)),
+        OutputFormat::Name => Ok(rows
             .iter()
             .map(|r| output::resource_name(&r.name) + "\n")
             .collect()),
-        Some(ListFormat::Wide) | None => {
-            let wide = args.output == Some(ListFormat::Wide);
+        OutputFormat::JsonPath { .. } | OutputFormat::CustomColumns(_) => {
+            let items = rows
+                .iter()
+                .map(serde_json::to_value)
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(|e| Error::Io(e.to_string()))?;
+            Ok(format
+                .print(Target::List(items.into()), options)?
+                .unwrap_or_default())
+        }
+        OutputFormat::Wide | OutputFormat::Default => {
+            let wide = *format == OutputFormat::Wide;
             if rows.is_empty() {
                 return Ok(String::new());
             }
             let cells: Vec<Vec<String>> = rows.iter().map(|r| cells(r, wide, style, now)).collect();
-            Ok(table::render(&headers(wide), &cells, args.no_headers))
+            Ok(table::render(&headers(wide), &cells, options.no_headers))
         }
     }
 }
@@ -387,14 +435,13 @@ mod tests {
         row(&view::Description::build(&snap).unwrap())
     }
 
-    fn args(output: Option<ListFormat>, no_headers: bool) -> ListArgs {
-        ListArgs {
-            selector: None,
-            output,
+    fn text(r: &[Row], output: &str, no_headers: bool) -> String {
+        let format = OutputFormat::of_flag(Some(output), LIST_FORMATS).unwrap();
+        let options = PrintOptions {
             no_headers,
-            watch: false,
-            watch_only: false,
-        }
+            ..PrintOptions::default()
+        };
+        render(r, &format, options, &Style::plain(), now()).unwrap()
     }
 
     fn now() -> chrono::DateTime<chrono::Utc> {
@@ -412,7 +459,7 @@ mod tests {
              "currentStatusDescription": "Paused: Awaiting Manual Approval (2026-02-16T07:38:02Z)"}]}),
             true,
         );
-        let text = render(&[r], &args(None, false), &Style::plain(), now()).unwrap();
+        let text = text(&[r], "", false);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
@@ -433,33 +480,27 @@ mod tests {
             .as_deref()
             .unwrap()
             .starts_with("not reconciled yet"));
-        let name = render(
-            std::slice::from_ref(&r),
-            &args(Some(ListFormat::Name), false),
-            &Style::plain(),
-            now(),
-        )
-        .unwrap();
-        assert_eq!(name, "clusterpromotion.config.projectsveltos.io/p\n");
-        let json: serde_json::Value = serde_json::from_str(
-            &render(
-                std::slice::from_ref(&r),
-                &args(Some(ListFormat::Json), false),
-                &Style::plain(),
-                now(),
-            )
-            .unwrap(),
-        )
-        .unwrap();
+        let rows = std::slice::from_ref(&r);
+        assert_eq!(
+            text(rows, "name", false),
+            "clusterpromotion.config.projectsveltos.io/p\n"
+        );
+        let json: serde_json::Value = serde_json::from_str(&text(rows, "json", false)).unwrap();
         assert_eq!(json["kind"], "PromotionList");
         assert_eq!(json["items"][0]["phase"], "notStarted");
-        let wide = render(
-            std::slice::from_ref(&r),
-            &args(Some(ListFormat::Wide), true),
-            &Style::plain(),
-            now(),
-        )
-        .unwrap();
+        assert_eq!(
+            text(rows, "jsonpath={.items[*].phase}", false),
+            "notStarted"
+        );
+        assert_eq!(
+            text(
+                rows,
+                "custom-columns=NAME:.name,STATE:.phase,GATE:.approveUnblocks",
+                false
+            ),
+            "NAME   STATE        GATE\np      notStarted   <none>\n"
+        );
+        let wide = text(rows, "wide", true);
         assert!(wide.starts_with("p   0/3   -   not started   -   120m   -   not reconciled yet"));
     }
 }
