@@ -1,0 +1,658 @@
+//! Schema validation of a pruned and defaulted object, in the three phases the apiextensions
+//! server runs (`customResourceStrategy.Validate`): the OpenAPI value validation of
+//! kube-openapi (types, formats, enums, bounds, lengths, patterns, item and property counts,
+//! `required`, `anyOf`/`allOf`/`oneOf`/`not`), then the `x-kubernetes-list-type` invariants,
+//! then the `x-kubernetes-validations` CEL rules.
+//!
+//! Messages and field paths are the API server's, byte for byte. The OpenAPI phase writes a
+//! map key as `.key` (kube-openapi's string paths); the CEL phase writes it as `[key]`
+//! (`field.Path.Key`), as the real server does.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use super::cel_rules;
+use super::field_error::{go_quote, go_value, FieldError, FieldErrorKind};
+use super::formats;
+use super::structural::{additional, int_or_string, items, properties, required, schema_type};
+use super::suggest::closest;
+use super::SchemaPath;
+
+/// The schema keyword (or step) a violation comes from: what lint turns into a code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Keyword {
+    Type,
+    Format,
+    Required,
+    Enum,
+    Minimum,
+    Maximum,
+    MultipleOf,
+    MinLength,
+    MaxLength,
+    Pattern,
+    MinItems,
+    MaxItems,
+    MinProperties,
+    MaxProperties,
+    /// `anyOf`, `oneOf`, `allOf` or `not`.
+    Combinator,
+    /// `x-kubernetes-list-type: map|set` duplicates.
+    Duplicate,
+    /// An `x-kubernetes-validations` rule that evaluated to false, or failed to evaluate.
+    Rule,
+    /// A rule this implementation cannot evaluate (a function it lacks); the API server can.
+    RuleUnchecked,
+    /// The API server's note that rules were skipped because of earlier (blocking) errors.
+    RulesSkipped,
+    /// `metadata` (`ValidateObjectMeta`).
+    Metadata,
+}
+
+/// One schema violation: the API server's field error, the keyword behind it, and lint's hint
+/// on how to fix it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    pub keyword: Keyword,
+    pub error: FieldError,
+    pub hint: Option<String>,
+}
+
+impl Violation {
+    fn new(keyword: Keyword, error: FieldError) -> Self {
+        Violation {
+            keyword,
+            error,
+            hint: None,
+        }
+    }
+
+    fn hint(mut self, hint: Option<String>) -> Self {
+        self.hint = hint;
+        self
+    }
+
+    /// `hasBlockingErr`: errors after which the API server runs no CEL rule.
+    pub fn is_blocking(&self) -> bool {
+        matches!(
+            self.error.kind,
+            FieldErrorKind::NotSupported
+                | FieldErrorKind::Required
+                | FieldErrorKind::TooLong
+                | FieldErrorKind::TooMany
+                | FieldErrorKind::TypeInvalid
+        )
+    }
+}
+
+/// How CEL rules are run after schema errors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RuleMode {
+    /// As the API server: no rule at all once any blocking error was found, and one
+    /// `<nil>` error saying so.
+    Server,
+    /// Every rule whose node is free of schema errors, so one pass reports all a user will
+    /// meet on the way to a valid object.
+    Exhaustive,
+}
+
+/// Validate the object (root schema `root`); violations in the API server's order.
+pub fn validate(root: &Value, obj: &Value, mode: RuleMode) -> Vec<Violation> {
+    let mut value_errors = Vec::new();
+    let mut list_errors = Vec::new();
+    if let (Value::Object(map), Some(props)) = (obj, properties(root)) {
+        for name in required(root) {
+            if !map.contains_key(name) {
+                value_errors.push(required_violation(name));
+            }
+        }
+        for (k, v) in map {
+            if matches!(k.as_str(), "apiVersion" | "kind" | "metadata") {
+                continue;
+            }
+            if let Some(sub) = props.get(k) {
+                validate_value(v, sub, k, &mut value_errors);
+                check_lists(v, sub, &SchemaPath::root(k), &mut list_errors);
+            }
+        }
+    }
+    value_errors.append(&mut list_errors);
+    let mut errors = value_errors;
+    if super::structural::has_rules(root) {
+        match mode {
+            RuleMode::Server => {
+                if errors.iter().any(Violation::is_blocking) {
+                    errors.push(Violation::new(
+                        Keyword::RulesSkipped,
+                        FieldError::invalid(
+                            "<nil>",
+                            "\"null\"".into(),
+                            "some validation rules were not checked because the object was \
+                             invalid; correct the existing errors to complete validation",
+                        ),
+                    ));
+                } else {
+                    cel_rules::run(
+                        root,
+                        obj,
+                        &SchemaPath::default(),
+                        mode,
+                        &|_| true,
+                        &mut errors,
+                    );
+                }
+            }
+            RuleMode::Exhaustive => {
+                let flagged: Vec<String> = errors.iter().map(|v| v.error.field.clone()).collect();
+                let clean = |path: &str| !flagged.iter().any(|f| covers(path, f));
+                cel_rules::run(root, obj, &SchemaPath::default(), mode, &clean, &mut errors);
+            }
+        }
+    }
+    errors
+}
+
+/// Whether `field` lies at or under `path` (`path` empty is the root).
+fn covers(path: &str, field: &str) -> bool {
+    if path.is_empty() {
+        return true;
+    }
+    match field.strip_prefix(path) {
+        Some(rest) => rest.is_empty() || rest.starts_with('.') || rest.starts_with('['),
+        None => false,
+    }
+}
+
+fn required_violation(path: &str) -> Violation {
+    Violation::new(Keyword::Required, FieldError::required(path, ""))
+}
+
+fn json_type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_f64() => "number",
+        Value::Number(_) => "integer",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// A JSON number the API server takes as an integer (`1.0` is one; `1.5` is not).
+fn is_integer(v: &Value) -> bool {
+    match v {
+        Value::Number(n) => {
+            n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
+        _ => false,
+    }
+}
+
+/// The types a node accepts, as kube-openapi joins them in its message.
+fn expected_types(schema: &Value) -> Option<String> {
+    if int_or_string(schema) {
+        return Some("integer,string".into());
+    }
+    match schema_type(schema) {
+        "" => None,
+        t => Some(t.to_string()),
+    }
+}
+
+fn type_matches(v: &Value, schema: &Value) -> bool {
+    if v.is_null() {
+        return super::structural::flag(schema, "nullable");
+    }
+    if int_or_string(schema) {
+        return v.is_string() || is_integer(v);
+    }
+    match schema_type(schema) {
+        "object" => v.is_object(),
+        "array" => v.is_array(),
+        "string" => v.is_string(),
+        "integer" => is_integer(v),
+        "number" => v.is_number(),
+        "boolean" => v.is_boolean(),
+        _ => true,
+    }
+}
+
+/// The value validations of one node (kube-openapi's validator list, in its order) plus the
+/// recursion into properties and items.
+fn validate_value(v: &Value, schema: &Value, path: &str, out: &mut Vec<Violation>) {
+    if v.is_null() && super::structural::flag(schema, "nullable") {
+        return;
+    }
+    value_keywords(v, schema, path, out);
+    match v {
+        Value::Array(list) => {
+            if let Some(item_schema) = items(schema) {
+                for (i, item) in list.iter().enumerate() {
+                    validate_value(item, item_schema, &format!("{path}[{i}]"), out);
+                }
+            }
+        }
+        Value::Object(map) => {
+            if let Some(max) = schema.get("maxProperties").and_then(Value::as_u64) {
+                if map.len() as u64 > max {
+                    out.push(too_many(Keyword::MaxProperties, path, map.len(), max));
+                }
+            }
+            if let Some(min) = schema.get("minProperties").and_then(Value::as_u64) {
+                if (map.len() as u64) < min {
+                    out.push(Violation::new(
+                        Keyword::MinProperties,
+                        FieldError::invalid(
+                            path,
+                            map.len().to_string(),
+                            format!("{path} in body should have at least {min} properties"),
+                        ),
+                    ));
+                }
+            }
+            for name in required(schema) {
+                if !map.contains_key(name) {
+                    out.push(required_violation(&format!("{path}.{name}")));
+                }
+            }
+            let props = properties(schema);
+            let extra = additional(schema);
+            for (k, value) in map {
+                let sub = props.and_then(|p| p.get(k)).or(extra);
+                if let Some(sub) = sub {
+                    validate_value(value, sub, &format!("{path}.{k}"), out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Type, combinators, string, format, number, array counts and enum: what applies to the value
+/// itself (and to an `anyOf` branch).
+fn value_keywords(v: &Value, schema: &Value, path: &str, out: &mut Vec<Violation>) {
+    if !type_matches(v, schema) {
+        if let Some(expected) = expected_types(schema) {
+            let actual = json_type_name(v);
+            out.push(
+                Violation::new(
+                    Keyword::Type,
+                    FieldError {
+                        kind: FieldErrorKind::TypeInvalid,
+                        field: path.to_string(),
+                        value: go_quote(actual),
+                        detail: format!(
+                            "{path} in body must be of type {expected}: {}",
+                            go_quote(actual)
+                        ),
+                    },
+                )
+                .hint(type_hint(v, &expected)),
+            );
+        }
+    }
+    combinators(v, schema, path, out);
+    if let Value::String(s) = v {
+        string_keywords(s, schema, path, out);
+        if let Some(format) = schema.get("format").and_then(Value::as_str) {
+            if !formats::valid(format, s) {
+                out.push(Violation::new(
+                    Keyword::Format,
+                    FieldError {
+                        kind: FieldErrorKind::TypeInvalid,
+                        field: path.to_string(),
+                        value: go_quote(s),
+                        detail: format!("{path} in body must be of type {format}: {}", go_quote(s)),
+                    },
+                ));
+            }
+        }
+    }
+    if let Value::Number(n) = v {
+        if let Some(x) = n.as_f64() {
+            number_keywords(v, x, schema, path, out);
+        }
+    }
+    if let Value::Array(list) = v {
+        array_counts(list, schema, path, out);
+    }
+    if let Some(allowed) = schema.get("enum").and_then(Value::as_array) {
+        if !allowed.contains(v) {
+            let values: Vec<String> = allowed.iter().map(go_value).collect();
+            let hint = v.as_str().and_then(|s| {
+                closest(s, allowed.iter().filter_map(Value::as_str))
+                    .map(|c| format!("did you mean {}?", go_quote(c)))
+            });
+            out.push(
+                Violation::new(
+                    Keyword::Enum,
+                    FieldError {
+                        kind: FieldErrorKind::NotSupported,
+                        field: path.to_string(),
+                        value: go_value(v),
+                        detail: format!("supported values: {}", values.join(", ")),
+                    },
+                )
+                .hint(hint),
+            );
+        }
+    }
+}
+
+fn type_hint(v: &Value, expected: &str) -> Option<String> {
+    let text = v.as_str()?;
+    let unquoted = match expected {
+        "boolean" => matches!(text, "true" | "false"),
+        "integer" | "integer,string" => text.parse::<i64>().is_ok(),
+        "number" => text.parse::<f64>().is_ok(),
+        _ => false,
+    };
+    unquoted.then(|| format!("write {text} without quotes"))
+}
+
+fn string_keywords(s: &str, schema: &Value, path: &str, out: &mut Vec<Violation>) {
+    let length = s.chars().count() as u64;
+    if let Some(max) = schema.get("maxLength").and_then(Value::as_u64) {
+        if length > max {
+            out.push(
+                Violation::new(
+                    Keyword::MaxLength,
+                    FieldError {
+                        kind: FieldErrorKind::TooLong,
+                        field: path.to_string(),
+                        value: String::new(),
+                        detail: format!("may not be more than {max} bytes"),
+                    },
+                )
+                .hint(Some(format!("it has {length} characters"))),
+            );
+        }
+    }
+    if let Some(min) = schema.get("minLength").and_then(Value::as_u64) {
+        if length < min {
+            out.push(Violation::new(
+                Keyword::MinLength,
+                FieldError::invalid(
+                    path,
+                    go_quote(s),
+                    format!("{path} in body should be at least {min} chars long"),
+                ),
+            ));
+        }
+    }
+    if let Some(pattern) = schema.get("pattern").and_then(Value::as_str) {
+        if !pattern_matches(pattern, s) {
+            out.push(Violation::new(
+                Keyword::Pattern,
+                FieldError::invalid(
+                    path,
+                    go_quote(s),
+                    format!("{path} in body should match '{pattern}'"),
+                ),
+            ));
+        }
+    }
+}
+
+/// Go's `%v` of a float64 bound: integral values without a fraction.
+fn go_float(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e21 {
+        format!("{}", x as i128)
+    } else {
+        format!("{x}")
+    }
+}
+
+fn number_keywords(v: &Value, x: f64, schema: &Value, path: &str, out: &mut Vec<Violation>) {
+    let bad = |keyword, detail: String| {
+        Violation::new(keyword, FieldError::invalid(path, go_value(v), detail))
+    };
+    if let Some(m) = schema.get("multipleOf").and_then(Value::as_f64) {
+        if m > 0.0 && (x / m).fract() != 0.0 {
+            out.push(bad(
+                Keyword::MultipleOf,
+                format!("{path} in body should be a multiple of {}", go_float(m)),
+            ));
+        }
+    }
+    if let Some(max) = schema.get("maximum").and_then(Value::as_f64) {
+        let exclusive = super::structural::flag(schema, "exclusiveMaximum");
+        if (exclusive && x >= max) || x > max {
+            let relation = if exclusive {
+                "less than"
+            } else {
+                "less than or equal to"
+            };
+            out.push(bad(
+                Keyword::Maximum,
+                format!("{path} in body should be {relation} {}", go_float(max)),
+            ));
+        }
+    }
+    if let Some(min) = schema.get("minimum").and_then(Value::as_f64) {
+        let exclusive = super::structural::flag(schema, "exclusiveMinimum");
+        if (exclusive && x <= min) || x < min {
+            let relation = if exclusive {
+                "greater than"
+            } else {
+                "greater than or equal to"
+            };
+            out.push(bad(
+                Keyword::Minimum,
+                format!("{path} in body should be {relation} {}", go_float(min)),
+            ));
+        }
+    }
+}
+
+fn too_many(keyword: Keyword, path: &str, actual: usize, max: u64) -> Violation {
+    Violation::new(
+        keyword,
+        FieldError {
+            kind: FieldErrorKind::TooMany,
+            field: path.to_string(),
+            value: actual.to_string(),
+            detail: format!("must have at most {max} items"),
+        },
+    )
+}
+
+fn array_counts(list: &[Value], schema: &Value, path: &str, out: &mut Vec<Violation>) {
+    if let Some(max) = schema.get("maxItems").and_then(Value::as_u64) {
+        if list.len() as u64 > max {
+            out.push(too_many(Keyword::MaxItems, path, list.len(), max));
+        }
+    }
+    if let Some(min) = schema.get("minItems").and_then(Value::as_u64) {
+        if (list.len() as u64) < min {
+            out.push(Violation::new(
+                Keyword::MinItems,
+                FieldError::invalid(
+                    path,
+                    list.len().to_string(),
+                    format!("{path} in body should have at least {min} items"),
+                ),
+            ));
+        }
+    }
+}
+
+/// `anyOf`, `oneOf`, `allOf`, `not` (value validations only, as structural schemas allow).
+fn combinators(v: &Value, schema: &Value, path: &str, out: &mut Vec<Violation>) {
+    let branch_errors = |branch: &Value| {
+        let mut errors = Vec::new();
+        value_keywords(v, branch, path, &mut errors);
+        if let Value::Object(map) = v {
+            for name in required(branch) {
+                if !map.contains_key(name) {
+                    errors.push(required_violation(&format!("{path}.{name}")));
+                }
+            }
+        }
+        errors
+    };
+    let schemas = |key: &str| {
+        schema
+            .get(key)
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    };
+    let combinator = |detail: String| {
+        Violation::new(
+            Keyword::Combinator,
+            FieldError::invalid("<nil>", "\"\"".into(), detail),
+        )
+    };
+    let any_of = schemas("anyOf");
+    if !any_of.is_empty() {
+        let results: Vec<Vec<Violation>> = any_of.iter().map(branch_errors).collect();
+        if results.iter().all(|r| !r.is_empty()) {
+            out.push(combinator(format!(
+                "{} must validate at least one schema (anyOf)",
+                go_quote(path)
+            )));
+            if let Some(fewest) = results.into_iter().min_by_key(Vec::len) {
+                out.extend(fewest);
+            }
+        }
+    }
+    let one_of = schemas("oneOf");
+    if !one_of.is_empty() {
+        let results: Vec<Vec<Violation>> = one_of.iter().map(branch_errors).collect();
+        let passing = results.iter().filter(|r| r.is_empty()).count();
+        if passing != 1 {
+            out.push(combinator(format!(
+                "{} must validate one and only one schema (oneOf)",
+                go_quote(path)
+            )));
+            if passing == 0 {
+                if let Some(fewest) = results.into_iter().min_by_key(Vec::len) {
+                    out.extend(fewest);
+                }
+            }
+        }
+    }
+    for branch in schemas("allOf") {
+        out.extend(branch_errors(branch));
+    }
+    if let Some(not) = schema.get("not") {
+        if branch_errors(not).is_empty() {
+            out.push(combinator(format!(
+                "{} must not validate the schema (not)",
+                go_quote(path)
+            )));
+        }
+    }
+}
+
+/// `x-kubernetes-list-type` invariants (`structurallisttype.ValidateListSetsAndMaps`), in a
+/// walk of their own: the API server reports them after all value errors.
+fn check_lists(v: &Value, schema: &Value, path: &SchemaPath, out: &mut Vec<Violation>) {
+    match v {
+        Value::Array(list) => {
+            list_duplicates(list, schema, path, out);
+            if let Some(item_schema) = items(schema) {
+                for (i, item) in list.iter().enumerate() {
+                    check_lists(item, item_schema, &path.index(i), out);
+                }
+            }
+        }
+        Value::Object(map) => {
+            let props = properties(schema);
+            let extra = additional(schema);
+            for (k, value) in map {
+                if let Some(sub) = props.and_then(|p| p.get(k)) {
+                    check_lists(value, sub, &path.child(k), out);
+                } else if let Some(sub) = extra {
+                    check_lists(value, sub, &path.key(k), out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn list_duplicates(list: &[Value], schema: &Value, path: &SchemaPath, out: &mut Vec<Violation>) {
+    match schema.get("x-kubernetes-list-type").and_then(Value::as_str) {
+        Some("map") => {
+            let keys: Vec<&str> = schema
+                .get("x-kubernetes-list-map-keys")
+                .and_then(Value::as_array)
+                .map(|k| k.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let mut seen: Vec<(Map<String, Value>, usize)> = Vec::new();
+            for (i, item) in list.iter().enumerate() {
+                let mut key = Map::new();
+                for k in &keys {
+                    if let Some(v) = item.get(*k) {
+                        key.insert((*k).to_string(), v.clone());
+                    }
+                }
+                match seen.iter().find(|(s, _)| *s == key) {
+                    Some((_, first)) => {
+                        let first_path = path.index(*first);
+                        out.push(
+                            Violation::new(
+                                Keyword::Duplicate,
+                                FieldError {
+                                    kind: FieldErrorKind::Duplicate,
+                                    field: path.index(i).into_string(),
+                                    value: go_value(&Value::Object(key.clone())),
+                                    detail: String::new(),
+                                },
+                            )
+                            .hint(Some(format!(
+                                "{} already uses this {}; each entry needs its own",
+                                first_path.as_str(),
+                                keys.join(" and ")
+                            ))),
+                        );
+                    }
+                    None => seen.push((key, i)),
+                }
+            }
+        }
+        Some("set") => {
+            for (i, item) in list.iter().enumerate() {
+                if let Some(first) = list[..i].iter().position(|other| other == item) {
+                    out.push(
+                        Violation::new(
+                            Keyword::Duplicate,
+                            FieldError {
+                                kind: FieldErrorKind::Duplicate,
+                                field: path.index(i).into_string(),
+                                value: go_value(item),
+                                detail: String::new(),
+                            },
+                        )
+                        .hint(Some(format!(
+                            "the same value is at {}; a set holds each value once",
+                            path.index(first).as_str()
+                        ))),
+                    );
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// RE2 (Go `regexp`) patterns; the Rust `regex` crate accepts the same syntax. A pattern that
+/// does not compile rejects nothing (the API server refuses such a CRD up front).
+fn pattern_matches(pattern: &str, s: &str) -> bool {
+    thread_local! {
+        static PATTERNS: RefCell<HashMap<String, Option<regex::Regex>>> =
+            RefCell::new(HashMap::new());
+    }
+    PATTERNS.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let re = cache
+            .entry(pattern.to_string())
+            .or_insert_with(|| regex::Regex::new(pattern).ok());
+        re.as_ref().is_none_or(|re| re.is_match(s))
+    })
+}
