@@ -85,7 +85,10 @@ impl SchemaFindings {
             match target {
                 Some((s, _)) if s.code == e.code => {}
                 Some((s, server)) => {
-                    s.message = with_hint(server.clone(), Some(&e.message));
+                    // The engine sometimes says exactly what the API server says.
+                    let explanation =
+                        (!server.contains(e.message.as_str())).then_some(e.message.as_str());
+                    s.message = with_hint(server.clone(), explanation);
                     s.code = e.code;
                     s.inner = e.inner;
                 }
@@ -96,6 +99,12 @@ impl SchemaFindings {
         out.extend(rest);
         out
     }
+}
+
+/// Everything lint reports for one ClusterPromotion document: the schema pass, then the Sveltos
+/// rules of [`crate::validation::validate`], merged ([`SchemaFindings::merge`]).
+pub fn lint(crd: &Crd, object: &Value) -> Vec<Finding> {
+    check(crd, object).merge(crate::validation::validate(object))
 }
 
 /// Lint's schema findings for one ClusterPromotion document.

@@ -26,7 +26,7 @@ mod validate;
 
 pub use crd::{Crd, CrdError, CrdVersion, EMBEDDED_CRD, EMBEDDED_CRD_SHA256, EMBEDDED_SVELTOS};
 pub use field_error::{go_quote, go_value, FieldError, FieldErrorKind};
-pub use findings::{check, SchemaFindings};
+pub use findings::{check, lint, SchemaFindings};
 pub use prune::UnknownField;
 pub use suggest::closest;
 pub use validate::{Keyword, RuleMode, Violation};
