@@ -7,15 +7,14 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use super::CrdSchema;
+use super::{CrdSchema, FieldError};
 
 /// The upstream CRD, verbatim.
 pub const EMBEDDED_CRD: &str =
     include_str!("../../crds/config.projectsveltos.io_clusterpromotions.yaml");
 
 /// Where [`EMBEDDED_CRD`] comes from (shown by `lint --help`).
-pub const EMBEDDED_SVELTOS: &str =
-    "Sveltos addon-controller v1.14.0 (commit 60c63580, 2026-08-22; controller-gen v0.21.0)";
+pub const EMBEDDED_SVELTOS: &str = "Sveltos addon-controller v1.14.0 (commit 60c63580)";
 
 /// sha256 of [`EMBEDDED_CRD`]: a regenerated file fails a test until [`EMBEDDED_SVELTOS`] and
 /// this are updated with it.
@@ -41,6 +40,56 @@ pub struct CrdVersion {
     pub served: bool,
     pub status_subresource: bool,
     pub schema: CrdSchema,
+}
+
+/// What a create with strict field validation gets from the API server.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CreateOutcome {
+    /// 400 at decoding: the unknown fields, as `unknown field "spec.x"`.
+    UnknownFields(Vec<String>),
+    /// 422: the field errors, in the API server's order.
+    Invalid(Vec<FieldError>),
+    /// Stored: pruned and defaulted, without status when the version has a status subresource.
+    Stored(Value),
+}
+
+impl CrdVersion {
+    /// The API server's create path for a custom resource: strict decoding (typed
+    /// `ObjectMeta`, pruning), defaulting, status dropped, then `ObjectMeta` and schema
+    /// validation (with CEL rules skipped after a blocking error).
+    pub fn create(&self, object: &Value) -> CreateOutcome {
+        let mut stored = object.clone();
+        let mut unknown: Vec<String> = super::metadata::unknown_fields(&stored)
+            .into_iter()
+            .map(|u| u.path)
+            .collect();
+        unknown.extend(self.schema.prune(&mut stored));
+        unknown.sort();
+        if !unknown.is_empty() {
+            return CreateOutcome::UnknownFields(
+                unknown
+                    .iter()
+                    .map(|u| format!("unknown field {}", super::go_quote(u)))
+                    .collect(),
+            );
+        }
+        self.schema.default(&mut stored);
+        if self.status_subresource {
+            if let Some(map) = stored.as_object_mut() {
+                map.remove("status");
+            }
+        }
+        let mut errors: Vec<FieldError> = super::metadata::validate(&stored)
+            .into_iter()
+            .map(|v| v.error)
+            .collect();
+        errors.extend(self.schema.validate(&stored));
+        if errors.is_empty() {
+            CreateOutcome::Stored(stored)
+        } else {
+            CreateOutcome::Invalid(errors)
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -24,7 +24,9 @@ mod structural;
 mod suggest;
 mod validate;
 
-pub use crd::{Crd, CrdError, CrdVersion, EMBEDDED_CRD, EMBEDDED_CRD_SHA256, EMBEDDED_SVELTOS};
+pub use crd::{
+    Crd, CrdError, CrdVersion, CreateOutcome, EMBEDDED_CRD, EMBEDDED_CRD_SHA256, EMBEDDED_SVELTOS,
+};
 pub use field_error::{go_quote, go_value, FieldError, FieldErrorKind};
 pub use findings::{check, lint, SchemaFindings};
 pub use prune::UnknownField;

@@ -93,7 +93,7 @@ pub enum RuleMode {
     /// As the API server: no rule at all once any blocking error was found, and one
     /// `<nil>` error saying so.
     Server,
-    /// Every rule whose node is free of schema errors, so one pass reports all a user will
+    /// Every rule whose node holds no blocking error, so one pass reports all a user will
     /// meet on the way to a valid object.
     Exhaustive,
 }
@@ -145,7 +145,13 @@ pub fn validate(root: &Value, obj: &Value, mode: RuleMode) -> Vec<Violation> {
                 }
             }
             RuleMode::Exhaustive => {
-                let flagged: Vec<String> = errors.iter().map(|v| v.error.field.clone()).collect();
+                // A blocking error inside a node changes what its rules would see once fixed;
+                // elsewhere it does not matter (the API server skips all rules instead).
+                let flagged: Vec<String> = errors
+                    .iter()
+                    .filter(|v| v.is_blocking())
+                    .map(|v| v.error.field.clone())
+                    .collect();
                 let clean = |path: &str| !flagged.iter().any(|f| covers(path, f));
                 cel_rules::run(root, obj, &SchemaPath::default(), mode, &clean, &mut errors);
             }

@@ -26,7 +26,8 @@ use inputs::Tally;
 fn after_help() -> String {
     format!(
         "\
-Schema: the ClusterPromotion CRD of {EMBEDDED_SVELTOS} is built in.
+Schema: the built-in ClusterPromotion CRD is the one of
+  {EMBEDDED_SVELTOS};
   --crd FILE checks against the CRD your cluster runs instead (any Sveltos version).
 
 Examples:
