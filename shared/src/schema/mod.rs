@@ -35,6 +35,23 @@ pub use validate::{Keyword, RuleMode, Violation};
 
 use serde_json::Value;
 
+/// `metadata` fields `ObjectMeta` does not have (`metadata.nmae`), which strict decoding
+/// reports with the schema's unknown fields.
+pub fn unknown_metadata_fields(obj: &Value) -> Vec<String> {
+    metadata::unknown_fields(obj)
+        .into_iter()
+        .map(|u| u.path)
+        .collect()
+}
+
+/// `ValidateObjectMeta` for a cluster-scoped custom resource: name, labels, annotations.
+pub fn validate_metadata(obj: &Value) -> Vec<FieldError> {
+    metadata::validate(obj)
+        .into_iter()
+        .map(|v| v.error)
+        .collect()
+}
+
 /// One version's `openAPIV3Schema`.
 #[derive(Debug, Clone)]
 pub struct CrdSchema {
