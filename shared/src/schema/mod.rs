@@ -52,15 +52,17 @@ pub fn validate_metadata(obj: &Value) -> Vec<FieldError> {
         .collect()
 }
 
-/// One version's `openAPIV3Schema`.
+/// One version's `openAPIV3Schema`, as written and as read into a typed tree.
 #[derive(Debug, Clone)]
 pub struct CrdSchema {
     root: Value,
+    node: structural::Node,
 }
 
 impl CrdSchema {
     pub fn new(root: Value) -> Self {
-        CrdSchema { root }
+        let node = structural::Node::compile(&root);
+        CrdSchema { root, node }
     }
 
     pub fn root(&self) -> &Value {
@@ -78,12 +80,12 @@ impl CrdSchema {
 
     /// [`CrdSchema::prune`], with what the schema declares where each unknown field was found.
     pub fn prune_unknown(&self, obj: &mut Value) -> Vec<UnknownField> {
-        prune::prune(&self.root, obj)
+        prune::prune(&self.node, obj)
     }
 
     /// Structural defaulting, recursively, including inside defaulted values.
     pub fn default(&self, obj: &mut Value) {
-        defaults::default_root(&self.root, obj);
+        defaults::default_root(&self.node, obj);
     }
 
     /// Validation as the API server answers it: value errors, then list-type duplicates, then
@@ -97,7 +99,7 @@ impl CrdSchema {
 
     /// Every violation with its keyword and hint.
     pub fn violations(&self, obj: &Value, mode: RuleMode) -> Vec<Violation> {
-        validate::validate(&self.root, obj, mode)
+        validate::validate(&self.node, obj, mode)
     }
 }
 

@@ -8,15 +8,12 @@
 //! map key as `.key` (kube-openapi's string paths); the CEL phase writes it as `[key]`
 //! (`field.Path.Key`), as the real server does.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
-
 use serde_json::{Map, Value};
 
 use super::cel_rules;
 use super::field_error::{go_quote, go_value, FieldError, FieldErrorKind};
 use super::formats;
-use super::structural::{additional, int_or_string, items, properties, required, schema_type};
+use super::structural::Node;
 use super::suggest::closest;
 use super::SchemaPath;
 
@@ -99,11 +96,11 @@ pub enum RuleMode {
 }
 
 /// Validate the object (root schema `root`); violations in the API server's order.
-pub fn validate(root: &Value, obj: &Value, mode: RuleMode) -> Vec<Violation> {
+pub fn validate(root: &Node, obj: &Value, mode: RuleMode) -> Vec<Violation> {
     let mut value_errors = Vec::new();
     let mut list_errors = Vec::new();
-    if let (Value::Object(map), Some(props)) = (obj, properties(root)) {
-        for name in required(root) {
+    if let (Value::Object(map), Some(_)) = (obj, root.properties.as_ref()) {
+        for name in &root.required {
             if !map.contains_key(name) {
                 value_errors.push(required_violation(name));
             }
@@ -112,15 +109,18 @@ pub fn validate(root: &Value, obj: &Value, mode: RuleMode) -> Vec<Violation> {
             if matches!(k.as_str(), "apiVersion" | "kind" | "metadata") {
                 continue;
             }
-            if let Some(sub) = props.get(k) {
-                validate_value(v, sub, k, &mut value_errors);
-                check_lists(v, sub, &SchemaPath::root(k), &mut list_errors);
+            if let Some(sub) = root.property(k) {
+                let mut path = k.clone();
+                validate_value(v, sub, &mut path, &mut value_errors);
+                if sub.lists_below {
+                    check_lists(v, sub, &SchemaPath::root(k), &mut list_errors);
+                }
             }
         }
     }
     value_errors.append(&mut list_errors);
     let mut errors = value_errors;
-    if super::structural::has_rules(root) {
+    if root.rules_below {
         match mode {
             RuleMode::Server => {
                 if errors.iter().any(Violation::is_blocking) {
@@ -198,24 +198,24 @@ fn is_integer(v: &Value) -> bool {
 }
 
 /// The types a node accepts, as kube-openapi joins them in its message.
-fn expected_types(schema: &Value) -> Option<String> {
-    if int_or_string(schema) {
+fn expected_types(schema: &Node) -> Option<String> {
+    if schema.int_or_string {
         return Some("integer,string".into());
     }
-    match schema_type(schema) {
+    match schema.type_.as_str() {
         "" => None,
         t => Some(t.to_string()),
     }
 }
 
-fn type_matches(v: &Value, schema: &Value) -> bool {
+fn type_matches(v: &Value, schema: &Node) -> bool {
     if v.is_null() {
-        return super::structural::flag(schema, "nullable");
+        return schema.nullable;
     }
-    if int_or_string(schema) {
+    if schema.int_or_string {
         return v.is_string() || is_integer(v);
     }
-    match schema_type(schema) {
+    match schema.type_.as_str() {
         "object" => v.is_object(),
         "array" => v.is_array(),
         "string" => v.is_string(),
@@ -227,27 +227,33 @@ fn type_matches(v: &Value, schema: &Value) -> bool {
 }
 
 /// The value validations of one node (kube-openapi's validator list, in its order) plus the
-/// recursion into properties and items.
-fn validate_value(v: &Value, schema: &Value, path: &str, out: &mut Vec<Violation>) {
-    if v.is_null() && super::structural::flag(schema, "nullable") {
+/// recursion into properties and items. `path` is the node's field path, extended and
+/// restored as the walk goes down (kube-openapi writes map keys as `.key` too).
+fn validate_value(v: &Value, schema: &Node, path: &mut String, out: &mut Vec<Violation>) {
+    if v.is_null() && schema.nullable {
         return;
     }
     value_keywords(v, schema, path, out);
+    let len = path.len();
     match v {
         Value::Array(list) => {
-            if let Some(item_schema) = items(schema) {
+            if let Some(item_schema) = schema.items.as_deref() {
                 for (i, item) in list.iter().enumerate() {
-                    validate_value(item, item_schema, &format!("{path}[{i}]"), out);
+                    use std::fmt::Write;
+                    // Writing to a String cannot fail.
+                    let _ = write!(path, "[{i}]");
+                    validate_value(item, item_schema, path, out);
+                    path.truncate(len);
                 }
             }
         }
         Value::Object(map) => {
-            if let Some(max) = schema.get("maxProperties").and_then(Value::as_u64) {
+            if let Some(max) = schema.max_properties {
                 if map.len() as u64 > max {
                     out.push(too_many(Keyword::MaxProperties, path, map.len(), max));
                 }
             }
-            if let Some(min) = schema.get("minProperties").and_then(Value::as_u64) {
+            if let Some(min) = schema.min_properties {
                 if (map.len() as u64) < min {
                     out.push(Violation::new(
                         Keyword::MinProperties,
@@ -259,17 +265,17 @@ fn validate_value(v: &Value, schema: &Value, path: &str, out: &mut Vec<Violation
                     ));
                 }
             }
-            for name in required(schema) {
+            for name in &schema.required {
                 if !map.contains_key(name) {
                     out.push(required_violation(&format!("{path}.{name}")));
                 }
             }
-            let props = properties(schema);
-            let extra = additional(schema);
             for (k, value) in map {
-                let sub = props.and_then(|p| p.get(k)).or(extra);
-                if let Some(sub) = sub {
-                    validate_value(value, sub, &format!("{path}.{k}"), out);
+                if let Some(sub) = schema.property(k).or(schema.additional()) {
+                    path.push('.');
+                    path.push_str(k);
+                    validate_value(value, sub, path, out);
+                    path.truncate(len);
                 }
             }
         }
@@ -279,7 +285,7 @@ fn validate_value(v: &Value, schema: &Value, path: &str, out: &mut Vec<Violation
 
 /// Type, combinators, string, format, number, array counts and enum: what applies to the value
 /// itself (and to an `anyOf` branch).
-fn value_keywords(v: &Value, schema: &Value, path: &str, out: &mut Vec<Violation>) {
+fn value_keywords(v: &Value, schema: &Node, path: &str, out: &mut Vec<Violation>) {
     if !type_matches(v, schema) {
         if let Some(expected) = expected_types(schema) {
             let actual = json_type_name(v);
@@ -303,7 +309,7 @@ fn value_keywords(v: &Value, schema: &Value, path: &str, out: &mut Vec<Violation
     combinators(v, schema, path, out);
     if let Value::String(s) = v {
         string_keywords(s, schema, path, out);
-        if let Some(format) = schema.get("format").and_then(Value::as_str) {
+        if let Some(format) = schema.format.as_deref() {
             if !formats::valid(format, s) {
                 out.push(Violation::new(
                     Keyword::Format,
@@ -325,7 +331,7 @@ fn value_keywords(v: &Value, schema: &Value, path: &str, out: &mut Vec<Violation
     if let Value::Array(list) = v {
         array_counts(list, schema, path, out);
     }
-    if let Some(allowed) = schema.get("enum").and_then(Value::as_array) {
+    if let Some(allowed) = &schema.enumeration {
         if !allowed.contains(v) {
             let values: Vec<String> = allowed.iter().map(go_value).collect();
             let hint = v.as_str().and_then(|s| {
@@ -359,9 +365,9 @@ fn type_hint(v: &Value, expected: &str) -> Option<String> {
     unquoted.then(|| format!("write {text} without quotes"))
 }
 
-fn string_keywords(s: &str, schema: &Value, path: &str, out: &mut Vec<Violation>) {
+fn string_keywords(s: &str, schema: &Node, path: &str, out: &mut Vec<Violation>) {
     let length = s.chars().count() as u64;
-    if let Some(max) = schema.get("maxLength").and_then(Value::as_u64) {
+    if let Some(max) = schema.max_length {
         if length > max {
             out.push(
                 Violation::new(
@@ -377,7 +383,7 @@ fn string_keywords(s: &str, schema: &Value, path: &str, out: &mut Vec<Violation>
             );
         }
     }
-    if let Some(min) = schema.get("minLength").and_then(Value::as_u64) {
+    if let Some(min) = schema.min_length {
         if length < min {
             out.push(Violation::new(
                 Keyword::MinLength,
@@ -389,8 +395,9 @@ fn string_keywords(s: &str, schema: &Value, path: &str, out: &mut Vec<Violation>
             ));
         }
     }
-    if let Some(pattern) = schema.get("pattern").and_then(Value::as_str) {
-        if !pattern_matches(pattern, s) {
+    if let Some((pattern, re)) = &schema.pattern {
+        // RE2 (Go `regexp`) syntax, which the `regex` crate implements.
+        if re.as_ref().is_some_and(|re| !re.is_match(s)) {
             out.push(Violation::new(
                 Keyword::Pattern,
                 FieldError::invalid(
@@ -412,11 +419,11 @@ fn go_float(x: f64) -> String {
     }
 }
 
-fn number_keywords(v: &Value, x: f64, schema: &Value, path: &str, out: &mut Vec<Violation>) {
+fn number_keywords(v: &Value, x: f64, schema: &Node, path: &str, out: &mut Vec<Violation>) {
     let bad = |keyword, detail: String| {
         Violation::new(keyword, FieldError::invalid(path, go_value(v), detail))
     };
-    if let Some(m) = schema.get("multipleOf").and_then(Value::as_f64) {
+    if let Some(m) = schema.multiple_of {
         if m > 0.0 && (x / m).fract() != 0.0 {
             out.push(bad(
                 Keyword::MultipleOf,
@@ -424,8 +431,8 @@ fn number_keywords(v: &Value, x: f64, schema: &Value, path: &str, out: &mut Vec<
             ));
         }
     }
-    if let Some(max) = schema.get("maximum").and_then(Value::as_f64) {
-        let exclusive = super::structural::flag(schema, "exclusiveMaximum");
+    if let Some(max) = schema.maximum {
+        let exclusive = schema.exclusive_maximum;
         if (exclusive && x >= max) || x > max {
             let relation = if exclusive {
                 "less than"
@@ -438,8 +445,8 @@ fn number_keywords(v: &Value, x: f64, schema: &Value, path: &str, out: &mut Vec<
             ));
         }
     }
-    if let Some(min) = schema.get("minimum").and_then(Value::as_f64) {
-        let exclusive = super::structural::flag(schema, "exclusiveMinimum");
+    if let Some(min) = schema.minimum {
+        let exclusive = schema.exclusive_minimum;
         if (exclusive && x <= min) || x < min {
             let relation = if exclusive {
                 "greater than"
@@ -466,13 +473,13 @@ fn too_many(keyword: Keyword, path: &str, actual: usize, max: u64) -> Violation 
     )
 }
 
-fn array_counts(list: &[Value], schema: &Value, path: &str, out: &mut Vec<Violation>) {
-    if let Some(max) = schema.get("maxItems").and_then(Value::as_u64) {
+fn array_counts(list: &[Value], schema: &Node, path: &str, out: &mut Vec<Violation>) {
+    if let Some(max) = schema.max_items {
         if list.len() as u64 > max {
             out.push(too_many(Keyword::MaxItems, path, list.len(), max));
         }
     }
-    if let Some(min) = schema.get("minItems").and_then(Value::as_u64) {
+    if let Some(min) = schema.min_items {
         if (list.len() as u64) < min {
             out.push(Violation::new(
                 Keyword::MinItems,
@@ -487,12 +494,12 @@ fn array_counts(list: &[Value], schema: &Value, path: &str, out: &mut Vec<Violat
 }
 
 /// `anyOf`, `oneOf`, `allOf`, `not` (value validations only, as structural schemas allow).
-fn combinators(v: &Value, schema: &Value, path: &str, out: &mut Vec<Violation>) {
-    let branch_errors = |branch: &Value| {
+fn combinators(v: &Value, schema: &Node, path: &str, out: &mut Vec<Violation>) {
+    let branch_errors = |branch: &Node| {
         let mut errors = Vec::new();
         value_keywords(v, branch, path, &mut errors);
         if let Value::Object(map) = v {
-            for name in required(branch) {
+            for name in &branch.required {
                 if !map.contains_key(name) {
                     errors.push(required_violation(&format!("{path}.{name}")));
                 }
@@ -500,22 +507,14 @@ fn combinators(v: &Value, schema: &Value, path: &str, out: &mut Vec<Violation>) 
         }
         errors
     };
-    let schemas = |key: &str| {
-        schema
-            .get(key)
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
-    };
     let combinator = |detail: String| {
         Violation::new(
             Keyword::Combinator,
             FieldError::invalid("<nil>", "\"\"".into(), detail),
         )
     };
-    let any_of = schemas("anyOf");
-    if !any_of.is_empty() {
-        let results: Vec<Vec<Violation>> = any_of.iter().map(branch_errors).collect();
+    if !schema.any_of.is_empty() {
+        let results: Vec<Vec<Violation>> = schema.any_of.iter().map(branch_errors).collect();
         if results.iter().all(|r| !r.is_empty()) {
             out.push(combinator(format!(
                 "{} must validate at least one schema (anyOf)",
@@ -526,9 +525,8 @@ fn combinators(v: &Value, schema: &Value, path: &str, out: &mut Vec<Violation>) 
             }
         }
     }
-    let one_of = schemas("oneOf");
-    if !one_of.is_empty() {
-        let results: Vec<Vec<Violation>> = one_of.iter().map(branch_errors).collect();
+    if !schema.one_of.is_empty() {
+        let results: Vec<Vec<Violation>> = schema.one_of.iter().map(branch_errors).collect();
         let passing = results.iter().filter(|r| r.is_empty()).count();
         if passing != 1 {
             out.push(combinator(format!(
@@ -542,10 +540,10 @@ fn combinators(v: &Value, schema: &Value, path: &str, out: &mut Vec<Violation>) 
             }
         }
     }
-    for branch in schemas("allOf") {
+    for branch in &schema.all_of {
         out.extend(branch_errors(branch));
     }
-    if let Some(not) = schema.get("not") {
+    if let Some(not) = schema.not.as_deref() {
         if branch_errors(not).is_empty() {
             out.push(combinator(format!(
                 "{} must not validate the schema (not)",
@@ -556,24 +554,23 @@ fn combinators(v: &Value, schema: &Value, path: &str, out: &mut Vec<Violation>) 
 }
 
 /// `x-kubernetes-list-type` invariants (`structurallisttype.ValidateListSetsAndMaps`), in a
-/// walk of their own: the API server reports them after all value errors.
-fn check_lists(v: &Value, schema: &Value, path: &SchemaPath, out: &mut Vec<Violation>) {
+/// walk of their own (only where such lists are): the API server reports them after all value
+/// errors.
+fn check_lists(v: &Value, schema: &Node, path: &SchemaPath, out: &mut Vec<Violation>) {
     match v {
         Value::Array(list) => {
             list_duplicates(list, schema, path, out);
-            if let Some(item_schema) = items(schema) {
+            if let Some(item_schema) = schema.items.as_deref().filter(|i| i.lists_below) {
                 for (i, item) in list.iter().enumerate() {
                     check_lists(item, item_schema, &path.index(i), out);
                 }
             }
         }
         Value::Object(map) => {
-            let props = properties(schema);
-            let extra = additional(schema);
             for (k, value) in map {
-                if let Some(sub) = props.and_then(|p| p.get(k)) {
+                if let Some(sub) = schema.property(k).filter(|s| s.lists_below) {
                     check_lists(value, sub, &path.child(k), out);
-                } else if let Some(sub) = extra {
+                } else if let Some(sub) = schema.additional().filter(|s| s.lists_below) {
                     check_lists(value, sub, &path.key(k), out);
                 }
             }
@@ -582,20 +579,16 @@ fn check_lists(v: &Value, schema: &Value, path: &SchemaPath, out: &mut Vec<Viola
     }
 }
 
-fn list_duplicates(list: &[Value], schema: &Value, path: &SchemaPath, out: &mut Vec<Violation>) {
-    match schema.get("x-kubernetes-list-type").and_then(Value::as_str) {
+fn list_duplicates(list: &[Value], schema: &Node, path: &SchemaPath, out: &mut Vec<Violation>) {
+    match schema.list_type.as_deref() {
         Some("map") => {
-            let keys: Vec<&str> = schema
-                .get("x-kubernetes-list-map-keys")
-                .and_then(Value::as_array)
-                .map(|k| k.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
+            let keys = &schema.list_map_keys;
             let mut seen: Vec<(Map<String, Value>, usize)> = Vec::new();
             for (i, item) in list.iter().enumerate() {
                 let mut key = Map::new();
-                for k in &keys {
-                    if let Some(v) = item.get(*k) {
-                        key.insert((*k).to_string(), v.clone());
+                for k in keys {
+                    if let Some(v) = item.get(k) {
+                        key.insert(k.clone(), v.clone());
                     }
                 }
                 match seen.iter().find(|(s, _)| *s == key) {
@@ -645,20 +638,4 @@ fn list_duplicates(list: &[Value], schema: &Value, path: &SchemaPath, out: &mut 
         }
         _ => {}
     }
-}
-
-/// RE2 (Go `regexp`) patterns; the Rust `regex` crate accepts the same syntax. A pattern that
-/// does not compile rejects nothing (the API server refuses such a CRD up front).
-fn pattern_matches(pattern: &str, s: &str) -> bool {
-    thread_local! {
-        static PATTERNS: RefCell<HashMap<String, Option<regex::Regex>>> =
-            RefCell::new(HashMap::new());
-    }
-    PATTERNS.with(|cache| {
-        let mut cache = cache.borrow_mut();
-        let re = cache
-            .entry(pattern.to_string())
-            .or_insert_with(|| regex::Regex::new(pattern).ok());
-        re.as_ref().is_none_or(|re| re.is_match(s))
-    })
 }
