@@ -9,6 +9,7 @@
 //! test at compile time. Under `CI=true` they always run, so missing assets fail the run.
 
 mod scenarios {
+    pub mod lint_agreement;
     pub mod support;
     pub mod verdicts;
     pub mod viewer;
@@ -24,6 +25,10 @@ use promotion_e2e::envtest::{self, Envtest, Gate};
 type Scenario = fn(&Cluster);
 
 const SCENARIOS: &[(&str, Scenario)] = &[
+    (
+        "lint_fails_exactly_where_kubectl_apply_does",
+        scenarios::lint_agreement::lint_fails_exactly_where_kubectl_apply_does,
+    ),
     (
         "every_example_gets_its_verdict_at_dry_run_and_apply",
         scenarios::verdicts::every_example_gets_its_verdict_at_dry_run_and_apply,

@@ -19,7 +19,6 @@ mod handlers;
 mod impersonation;
 mod openapi;
 pub mod resources;
-pub mod schema;
 mod selectors;
 pub mod status;
 pub mod store;

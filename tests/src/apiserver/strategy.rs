@@ -70,7 +70,10 @@ fn name_problem(def: &ResourceDef, name: &str) -> Option<String> {
 /// `BeforeUpdate` return.
 pub(crate) fn validate(def: &ResourceDef, obj: &Value, name: &str) -> Result<(), ApiError> {
     let mut errors = Vec::new();
-    if name.is_empty() {
+    if def.is_crd {
+        // `ValidateObjectMetaAccessor` with `NameIsDNSSubdomain`, labels and annotations.
+        errors.extend(promotion_shared::schema::validate_metadata(obj));
+    } else if name.is_empty() {
         errors.push(FieldError::required(
             "metadata.name",
             "name or generateName is required",
@@ -82,10 +85,8 @@ pub(crate) fn validate(def: &ResourceDef, obj: &Value, name: &str) -> Result<(),
             problem,
         ));
     }
-    if errors.is_empty() {
-        if let Some(schema) = &def.schema {
-            errors.extend(schema.validate(obj));
-        }
+    if let Some(schema) = &def.schema {
+        errors.extend(schema.validate(obj));
     }
     if errors.is_empty() {
         return Ok(());
