@@ -13,7 +13,7 @@ use crate::validation::{Finding, Severity};
 
 use super::metadata;
 use super::suggest::closest;
-use super::validate::{Keyword, RuleMode, Violation};
+use super::violation::{Keyword, RuleMode, Violation};
 use super::{Crd, UnknownField};
 
 /// The code lint reports a violation under.

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::field_error::{go_quote, FieldError, FieldErrorKind};
 use super::prune::UnknownField;
-use super::validate::{Keyword, Violation};
+use super::violation::{Keyword, Violation};
 
 /// `ObjectMeta`'s JSON fields.
 const OBJECT_META_FIELDS: [&str; 15] = [

@@ -20,9 +20,11 @@ mod findings;
 mod formats;
 mod metadata;
 mod prune;
+mod rule_reads;
 mod structural;
 mod suggest;
 mod validate;
+mod violation;
 
 pub use crd::{
     Crd, CrdError, CrdVersion, CreateOutcome, EMBEDDED_CRD, EMBEDDED_CRD_SHA256, EMBEDDED_SVELTOS,
@@ -31,7 +33,7 @@ pub use field_error::{go_quote, go_value, FieldError, FieldErrorKind};
 pub use findings::{check, lint, SchemaFindings};
 pub use prune::UnknownField;
 pub use suggest::closest;
-pub use validate::{Keyword, RuleMode, Violation};
+pub use violation::{Keyword, RuleMode, Violation};
 
 use serde_json::Value;
 

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::cel_rules::{analyse, Analysis, SelfField};
+use super::rule_reads::{analyse, Analysis, SelfField};
 
 /// `additionalProperties`.
 #[derive(Debug, Clone, Default)]
@@ -115,7 +115,7 @@ fn rules_self_fields(rules: &[Rule]) -> Option<Vec<SelfField>> {
             read.extend(analyse(expr).self_fields?);
         }
         for f in read {
-            super::cel_rules::note(&mut all, &f.name, f.presence_only);
+            super::rule_reads::note(&mut all, &f.name, f.presence_only);
         }
     }
     Some(all)
@@ -156,7 +156,7 @@ impl Node {
         let cel_names = properties
             .iter()
             .flatten()
-            .map(|(k, _)| super::cel_rules::escape(k))
+            .map(|(k, _)| super::rule_reads::escape(k))
             .collect();
         let mut node = Node {
             cel_names,

@@ -7,8 +7,6 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use super::binding::{self_fields, SelfField};
-
 /// Why a rule produced no value.
 #[derive(Clone, Debug)]
 pub enum RuleError {
@@ -31,54 +29,13 @@ pub enum Outcome {
     Transition,
 }
 
-/// What a rule reads, found once when the schema is read.
-#[derive(Clone, Debug, Default)]
-pub struct Analysis {
-    pub uses_old_self: bool,
-    /// `None` when the rule uses `self` as a whole, or does not compile.
-    pub self_fields: Option<Vec<SelfField>>,
-}
-
-pub fn analyse(source: &str) -> Analysis {
-    match compile(source) {
-        Ok(p) => Analysis {
-            uses_old_self: p.references().has_variable("oldSelf"),
-            self_fields: self_fields(p.expression()),
-        },
-        Err(_) => Analysis::default(),
-    }
-}
-
 thread_local! {
-    static PROGRAMS: RefCell<HashMap<String, Result<Rc<cel::Program>, String>>> =
-        RefCell::new(HashMap::new());
     static ENV: Arc<cel::Env> = Arc::new(cel::Env::stdlib());
     static OUTCOMES: RefCell<HashMap<String, Rc<Vec<Outcome>>>> = RefCell::new(HashMap::new());
 }
 
 /// Bound on the remembered outcomes; they start over when full.
 const REMEMBERED: usize = 16 * 1024;
-
-/// Compile once per thread. The parser recurses, so it runs on a stack that can take any rule.
-pub fn compile(source: &str) -> Result<Rc<cel::Program>, String> {
-    PROGRAMS.with(|cache| {
-        if let Some(done) = cache.borrow().get(source) {
-            return done.clone();
-        }
-        let compiled = crate::validation::on_parser_stack(|| {
-            std::panic::catch_unwind(|| cel::Program::compile(source))
-        });
-        let result = match compiled {
-            Ok(Ok(p)) => Ok(Rc::new(p)),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(_) => Err("the CEL parser failed on this rule".to_string()),
-        };
-        cache
-            .borrow_mut()
-            .insert(source.to_string(), result.clone());
-        result
-    })
-}
 
 /// Evaluation recurses no deeper than the parser let the expression nest (the `cel` crate
 /// stops parsing at depth 96), so unlike compilation it needs no stack of its own.

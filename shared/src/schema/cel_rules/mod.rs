@@ -9,17 +9,15 @@
 mod binding;
 mod eval;
 
-pub use binding::{escape, note, SelfField};
-pub use eval::{analyse, Analysis};
-
 use serde_json::Value;
 
 use super::field_error::{go_quote, FieldError, FieldErrorKind};
+use super::rule_reads::compile;
 use super::structural::{Node, Rule};
-use super::validate::{Keyword, RuleMode, Violation};
+use super::violation::{Keyword, RuleMode, Violation};
 use super::SchemaPath;
 use binding::{memo_key, object_to_self, to_self};
-use eval::{compile, evaluate, remembered, Outcome, RuleError};
+use eval::{evaluate, remembered, Outcome, RuleError};
 
 /// Evaluate every rule at or below `schema`/`v` (pre-order, as the API server walks), skipping
 /// nodes for which `clean` says no.
