@@ -410,13 +410,17 @@ fn a_new_rollout_resets_the_pending_approval_as_diff_predicts() {
     let file = write(&env, "new-rollout.json", &manifest);
 
     // diff runs the update as a server-side dry run, through the real mutating webhook, and
-    // predicts the reset itself; both must agree, and nothing is stored.
+    // predicts the reset itself in the webhook's own words; both must agree, and nothing is
+    // stored.
+    let reset = format!(
+        "approval of stage \"staging\" (given by {} at {}: \"3.6.2 ok\") reset: spec.profileSpec \
+         changed, the new rollout needs a new approval",
+        record["user"].as_str().expect("user"),
+        record["time"].as_str().expect("time")
+    );
     let diff = env.kubectl(&["promotion", "diff", "-f", &file]);
     assert_eq!(diff.code, 1, "{diff}");
-    assert_contains(
-        &diff.stderr,
-        &["the admission webhook resets the approval of stage staging: the new rollout needs a new approval"],
-    );
+    assert_contains(&diff.stderr, &[&format!("• {reset}\n")]);
     assert_contains(
         &diff.stdout,
         &[
@@ -437,15 +441,7 @@ fn a_new_rollout_resets_the_pending_approval_as_diff_predicts() {
         applied.stdout,
         format!("clusterpromotion.config.projectsveltos.io/{GATE} configured\n")
     );
-    let given = format!(
-        "given by {} at {}: \"3.6.2 ok\"",
-        record["user"].as_str().expect("user"),
-        record["time"].as_str().expect("time")
-    );
-    assert_contains(
-        &applied.stderr,
-        &[&format!("Warning: approval of stage \"staging\" ({given}) reset: spec.profileSpec changed, the new rollout needs a new approval\n")],
-    );
+    assert_contains(&applied.stderr, &[&format!("Warning: {reset}\n")]);
     let stored = env.promotion(GATE);
     assert_eq!(
         stored["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"],
