@@ -9,6 +9,7 @@
 //! test at compile time. Under `CI=true` they always run, so missing assets fail the run.
 
 mod scenarios {
+    pub mod approve;
     pub mod support;
     pub mod verdicts;
     pub mod viewer;
@@ -24,6 +25,10 @@ use promotion_e2e::envtest::{self, Envtest, Gate};
 type Scenario = fn(&Cluster);
 
 const SCENARIOS: &[(&str, Scenario)] = &[
+    (
+        "a_release_manager_approves_and_a_developer_is_refused",
+        scenarios::approve::a_release_manager_approves_and_a_developer_is_refused,
+    ),
     (
         "every_example_gets_its_verdict_at_dry_run_and_apply",
         scenarios::verdicts::every_example_gets_its_verdict_at_dry_run_and_apply,

@@ -13,11 +13,14 @@
 
 pub mod admission;
 pub mod auth;
+mod authorization;
 mod discovery;
 mod events;
 mod handlers;
 mod impersonation;
+pub mod matchconditions;
 mod openapi;
+mod protobuf;
 pub mod resources;
 pub mod schema;
 mod selectors;

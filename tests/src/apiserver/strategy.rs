@@ -5,6 +5,7 @@
 
 use serde_json::{json, Value};
 
+use super::events;
 use super::resources::ResourceDef;
 use super::status::{go_quote, ApiError, FieldError};
 use super::store::{now_rfc3339, rv_of, set_rv};
@@ -52,6 +53,11 @@ pub(crate) fn is_dns1123_subdomain(s: &str) -> bool {
     s.len() <= 253 && s.split('.').all(is_dns1123_label)
 }
 
+/// Why a name is not a DNS-1123 subdomain, in `IsDNS1123Subdomain`'s words.
+pub(crate) fn dns1123_subdomain_problem() -> &'static str {
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+}
+
 /// DNS-1123 checks as `ValidateObjectMeta` does (subdomain; label for namespaces).
 fn name_problem(def: &ResourceDef, name: &str) -> Option<String> {
     if def.plural == "namespaces" && def.group.is_empty() {
@@ -61,14 +67,19 @@ fn name_problem(def: &ResourceDef, name: &str) -> Option<String> {
         return None;
     }
     if !is_dns1123_subdomain(name) {
-        return Some("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".into());
+        return Some(dns1123_subdomain_problem().into());
     }
     None
 }
 
-/// Name format, then the CRD schema (with its CEL rules): the 422 `BeforeCreate` and
-/// `BeforeUpdate` return.
-pub(crate) fn validate(def: &ResourceDef, obj: &Value, name: &str) -> Result<(), ApiError> {
+/// Name format, then the type's own rules (the CRD schema with its CEL rules; Events): the 422
+/// `BeforeCreate` (`creating`) and `BeforeUpdate` return.
+pub(crate) fn validate(
+    def: &ResourceDef,
+    obj: &Value,
+    name: &str,
+    creating: bool,
+) -> Result<(), ApiError> {
     let mut errors = Vec::new();
     if name.is_empty() {
         errors.push(FieldError::required(
@@ -86,6 +97,13 @@ pub(crate) fn validate(def: &ResourceDef, obj: &Value, name: &str) -> Result<(),
         if let Some(schema) = &def.schema {
             errors.extend(schema.validate(obj));
         }
+    }
+    if def.storage == "events" {
+        errors.extend(events::validate(
+            obj,
+            def.group == "events.k8s.io",
+            creating,
+        ));
     }
     if errors.is_empty() {
         return Ok(());
