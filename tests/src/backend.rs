@@ -602,6 +602,26 @@ impl Cluster {
         self.admin_do(move |o| async move { o.put(&object).await })
     }
 
+    /// Replace the status of a stored object through `/status`, as Sveltos writes it; the
+    /// rest of the object (annotations the webhook wrote included) stays as stored.
+    pub fn put_status(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        name: &str,
+        status: &Value,
+    ) -> Result<Value, BackendError> {
+        let (namespace, name, status) = (
+            namespace.map(String::from),
+            name.to_string(),
+            status.clone(),
+        );
+        self.admin_do(move |o| async move {
+            o.put_status(kind, namespace.as_deref(), &name, &status)
+                .await
+        })
+    }
+
     pub fn get(
         &self,
         kind: Kind,

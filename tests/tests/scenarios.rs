@@ -10,6 +10,10 @@
 
 mod scenarios {
     pub mod approve;
+    pub mod consumed;
+    pub mod forged;
+    pub mod rollout;
+    pub mod states;
     pub mod support;
     pub mod verdicts;
     pub mod viewer;
@@ -28,6 +32,22 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     (
         "a_release_manager_approves_and_a_developer_is_refused",
         scenarios::approve::a_release_manager_approves_and_a_developer_is_refused,
+    ),
+    (
+        "a_forged_approval_record_is_refused",
+        scenarios::forged::a_forged_approval_record_is_refused,
+    ),
+    (
+        "a_new_rollout_resets_the_approval_and_a_sorted_reorder_does_not",
+        scenarios::rollout::a_new_rollout_resets_the_approval_and_a_sorted_reorder_does_not,
+    ),
+    (
+        "a_consumed_approval_is_removed_on_the_next_update",
+        scenarios::consumed::a_consumed_approval_is_removed_on_the_next_update,
+    ),
+    (
+        "describe_list_diff_and_wait_follow_the_documented_states",
+        scenarios::states::describe_list_diff_and_wait_follow_the_documented_states,
     ),
     (
         "every_example_gets_its_verdict_at_dry_run_and_apply",

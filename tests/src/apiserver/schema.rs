@@ -117,8 +117,10 @@ impl CrdSchema {
         }
     }
 
-    /// Schema validation; field errors in the order the walk meets them.
-    pub fn validate(&self, obj: &Value) -> Vec<FieldError> {
+    /// Schema validation; field errors in the order the walk meets them. `old` is the stored
+    /// object of an update: transition rules (those using `oldSelf`) run only where the old
+    /// object has a correlated value, as the API server runs them.
+    pub fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
         let mut errors = Vec::new();
         if let (Value::Object(map), Some(props)) = (obj, properties(&self.root)) {
             for name in required(&self.root) {
@@ -131,10 +133,11 @@ impl CrdSchema {
                     continue;
                 }
                 if let Some(sub) = props.get(k) {
-                    validate_value(v, sub, &FieldPath(k.clone()), &mut errors);
+                    let old = old.and_then(|o| o.get(k));
+                    validate_value(v, old, sub, &FieldPath(k.clone()), &mut errors);
                 }
             }
-            run_rules(obj, &self.root, &FieldPath::default(), &mut errors);
+            run_rules(obj, old, &self.root, &FieldPath::default(), &mut errors);
         }
         errors
     }
@@ -268,7 +271,15 @@ fn json_type_name(v: &Value) -> &'static str {
     }
 }
 
-fn validate_value(v: &Value, schema: &Value, path: &FieldPath, errors: &mut Vec<FieldError>) {
+/// `old`: the value at the same place in the stored object, where it correlates (object
+/// properties, and items of `x-kubernetes-list-type: map` lists by their keys).
+fn validate_value(
+    v: &Value,
+    old: Option<&Value>,
+    schema: &Value,
+    path: &FieldPath,
+    errors: &mut Vec<FieldError>,
+) {
     if !type_matches(v, schema) {
         let actual = json_type_name(v);
         errors.push(FieldError::invalid(
@@ -375,7 +386,8 @@ fn validate_value(v: &Value, schema: &Value, path: &FieldPath, errors: &mut Vec<
             check_list_type(items, schema, path, errors);
             if let Some(item_schema) = schema.get("items") {
                 for (i, item) in items.iter().enumerate() {
-                    validate_value(item, item_schema, &path.index(i), errors);
+                    let old_item = old.and_then(|o| correlated_item(o, item, schema));
+                    validate_value(item, old_item, item_schema, &path.index(i), errors);
                 }
             }
         }
@@ -388,16 +400,43 @@ fn validate_value(v: &Value, schema: &Value, path: &FieldPath, errors: &mut Vec<
             let props = properties(schema);
             let extra = additional(schema);
             for (k, value) in map {
+                let old_value = old.and_then(|o| o.get(k));
                 if let Some(sub) = props.and_then(|p| p.get(k)) {
-                    validate_value(value, sub, &path.child(k), errors);
+                    validate_value(value, old_value, sub, &path.child(k), errors);
                 } else if let Some(sub) = extra {
-                    validate_value(value, sub, &path.key(k), errors);
+                    validate_value(value, old_value, sub, &path.key(k), errors);
                 }
             }
         }
         _ => {}
     }
-    run_rules(v, schema, path, errors);
+    run_rules(v, old, schema, path, errors);
+}
+
+/// The item of the old list that `item` correlates with: same map keys in a `map` list; items
+/// of other lists do not correlate.
+fn correlated_item<'a>(old: &'a Value, item: &Value, schema: &Value) -> Option<&'a Value> {
+    if schema.get("x-kubernetes-list-type").and_then(Value::as_str) != Some("map") {
+        return None;
+    }
+    let keys: Vec<&str> = schema
+        .get("x-kubernetes-list-map-keys")
+        .and_then(Value::as_array)
+        .map(|k| k.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    old.as_array()?
+        .iter()
+        .find(|candidate| keys.iter().all(|k| candidate.get(*k) == item.get(*k)))
+}
+
+/// Whether a rule compares with the stored value (a transition rule).
+fn uses_old_self(source: &str) -> bool {
+    source.match_indices("oldSelf").any(|(at, _)| {
+        let before = source[..at].chars().next_back();
+        let after = source[at + "oldSelf".len()..].chars().next();
+        let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        !word(before) && !word(after)
+    })
 }
 
 fn check_list_type(
@@ -462,8 +501,16 @@ fn pattern_matches(pattern: &str, s: &str) -> bool {
     })
 }
 
-/// `x-kubernetes-validations` at this node, evaluated with `self` bound to the value.
-fn run_rules(v: &Value, schema: &Value, path: &FieldPath, errors: &mut Vec<FieldError>) {
+/// `x-kubernetes-validations` at this node, evaluated with `self` bound to the value and, for
+/// transition rules, `oldSelf` to the correlated stored value (without one, they do not run;
+/// `optionalOldSelf` is not modelled).
+fn run_rules(
+    v: &Value,
+    old: Option<&Value>,
+    schema: &Value,
+    path: &FieldPath,
+    errors: &mut Vec<FieldError>,
+) {
     let Some(rules) = schema
         .get("x-kubernetes-validations")
         .and_then(Value::as_array)
@@ -491,7 +538,15 @@ fn run_rules(v: &Value, schema: &Value, path: &FieldPath, errors: &mut Vec<Field
             }
             None => path.0.clone(),
         };
-        match evaluate_rule(source, v) {
+        let old_self = if uses_old_self(source) {
+            match old {
+                Some(old) => Some(old),
+                None => continue,
+            }
+        } else {
+            None
+        };
+        match evaluate_rule(source, v, old_self) {
             Ok(true) => {}
             Ok(false) => errors.push(FieldError::invalid(&field, go_quote(type_name), message)),
             Err(e) => errors.push(FieldError::invalid(
@@ -503,7 +558,11 @@ fn run_rules(v: &Value, schema: &Value, path: &FieldPath, errors: &mut Vec<Field
     }
 }
 
-fn evaluate_rule(source: &str, self_value: &Value) -> Result<bool, String> {
+fn evaluate_rule(
+    source: &str,
+    self_value: &Value,
+    old_self: Option<&Value>,
+) -> Result<bool, String> {
     thread_local! {
         static PROGRAMS: RefCell<HashMap<String, Result<Rc<cel::Program>, String>>> =
             RefCell::new(HashMap::new());
@@ -522,6 +581,10 @@ fn evaluate_rule(source: &str, self_value: &Value) -> Result<bool, String> {
     let value = cel::to_value(self_value).map_err(|e| e.to_string())?;
     let mut context = cel::Context::default();
     context.add_variable_from_value("self", value);
+    if let Some(old) = old_self {
+        let old = cel::to_value(old).map_err(|e| e.to_string())?;
+        context.add_variable_from_value("oldSelf", old);
+    }
     match program.execute(&context) {
         Ok(cel::Value::Bool(b)) => Ok(b),
         Ok(other) => Err(format!("rule did not evaluate to a bool: {other:?}")),
@@ -570,12 +633,32 @@ mod tests {
         let obj = json!({
             "spec": {"stages": [{"name": "a", "trigger": {"manual": {}, "auto": {}}}]}
         });
-        let errors = schema.validate(&obj);
+        let errors = schema.validate(&obj, None);
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert_eq!(
             errors[0].to_string(),
             "spec.stages[0].trigger: Invalid value: \"object\": A trigger must have either a 'manual' or 'auto' field, but not both."
         );
+    }
+
+    #[test]
+    fn transition_rules_run_only_against_a_stored_value() {
+        let defs = crate::apiserver::resources::registry(true);
+        let def = defs
+            .iter()
+            .find(|d| d.plural == "sveltosclusters")
+            .expect("sveltosclusters registered");
+        let schema = def.schema.as_ref().expect("schema");
+        let cluster = |pull: bool| json!({"metadata": {"name": "c", "namespace": "n"}, "spec": {"pullMode": pull}});
+        assert!(schema.validate(&cluster(true), None).is_empty(), "create");
+        assert!(schema
+            .validate(&cluster(true), Some(&cluster(true)))
+            .is_empty());
+        let errors = schema.validate(&cluster(false), Some(&cluster(true)));
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].field, "spec.pullMode");
+        assert!(uses_old_self("self == oldSelf"));
+        assert!(!uses_old_self("self.oldSelfish == 1"));
     }
 
     #[test]
@@ -589,7 +672,7 @@ mod tests {
             unknown,
             vec!["spec.bogus".to_string(), "spec.stages[1].extra".to_string()]
         );
-        let errors = schema.validate(&obj);
+        let errors = schema.validate(&obj, None);
         assert_eq!(
             errors[0].to_string(),
             "spec.stages[1]: Duplicate value: map[string]interface {}{\"name\":\"a\"}"

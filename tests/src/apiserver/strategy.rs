@@ -73,12 +73,12 @@ fn name_problem(def: &ResourceDef, name: &str) -> Option<String> {
 }
 
 /// Name format, then the type's own rules (the CRD schema with its CEL rules; Events): the 422
-/// `BeforeCreate` (`creating`) and `BeforeUpdate` return.
+/// `BeforeCreate` (`old` is `None`) and `BeforeUpdate` (`old` is the stored object) return.
 pub(crate) fn validate(
     def: &ResourceDef,
     obj: &Value,
     name: &str,
-    creating: bool,
+    old: Option<&Value>,
 ) -> Result<(), ApiError> {
     let mut errors = Vec::new();
     if name.is_empty() {
@@ -95,14 +95,14 @@ pub(crate) fn validate(
     }
     if errors.is_empty() {
         if let Some(schema) = &def.schema {
-            errors.extend(schema.validate(obj));
+            errors.extend(schema.validate(obj, old));
         }
     }
     if def.storage == "events" {
         errors.extend(events::validate(
             obj,
             def.group == "events.k8s.io",
-            creating,
+            old.is_none(),
         ));
     }
     if errors.is_empty() {

@@ -8,7 +8,7 @@ use promotion_e2e::envtest::User;
 use promotion_shared::admission::{APPROVALS_ANNOTATION, APPROVAL_REASON_ANNOTATION};
 use serde_json::Value;
 
-use super::support::{example, kubectl, manual_gate, name_of, register_webhook, Expect};
+use super::support::{example, kubectl, manual_gate, name_of, read_back, register_webhook, Expect};
 
 pub fn a_release_manager_approves_and_a_developer_is_refused(cluster: &Cluster) {
     let backend = cluster.kind().name();
@@ -161,11 +161,4 @@ pub fn a_release_manager_approves_and_a_developer_is_refused(cluster: &Cluster) 
         (&Value::from("approvedPending"), &Value::from("pending")),
         "[{backend}] {staging}"
     );
-}
-
-fn read_back(cluster: &Cluster, name: &str) -> Value {
-    cluster
-        .promotion(name)
-        .or_fail(cluster, "reading the promotion")
-        .unwrap_or_else(|| panic!("[{}] {name} is gone", cluster.kind().name()))
 }

@@ -70,3 +70,31 @@ impl<T, E: std::fmt::Display> Expect<T> for Result<T, E> {
         self.unwrap_or_else(|e| panic!("[{}] {what}: {e}", cluster.kind().name()))
     }
 }
+
+/// How the webhook's warnings name an approval: `given by USER at TIME` (`: "REASON"` when one
+/// was given), from the stage's record in `audit.kubectl-promotion.dev/approvals`.
+pub fn approval_given(promotion: &Value, stage: &str) -> String {
+    let records: Value = promotion["metadata"]["annotations"]
+        [promotion_shared::admission::APPROVALS_ANNOTATION]
+        .as_str()
+        .and_then(|text| serde_json::from_str(text).ok())
+        .unwrap_or_default();
+    let record = &records[stage];
+    let mut given = format!(
+        "given by {} at {}",
+        record["user"].as_str().unwrap_or_default(),
+        record["time"].as_str().unwrap_or_default()
+    );
+    if let Some(reason) = record["reason"].as_str() {
+        given.push_str(&format!(": {reason:?}"));
+    }
+    given
+}
+
+/// The stored promotion `name`; panics (naming the backend) when it is gone.
+pub fn read_back(cluster: &Cluster, name: &str) -> Value {
+    cluster
+        .promotion(name)
+        .or_fail(cluster, "reading the promotion")
+        .unwrap_or_else(|| panic!("[{}] {name} is gone", cluster.kind().name()))
+}

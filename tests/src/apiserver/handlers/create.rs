@@ -63,7 +63,7 @@ impl RequestScope<'_> {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
-        self.validate(&obj, &name, true, &warnings)?;
+        self.validate(&obj, &name, None, &warnings)?;
         if let Some(adm) = self.admission() {
             let req = AdmissionRequest {
                 def: self.def(),

@@ -331,10 +331,10 @@ impl RequestScope<'_> {
         &self,
         obj: &Value,
         name: &str,
-        creating: bool,
+        old: Option<&Value>,
         warnings: &[String],
     ) -> Result<(), ApiError> {
-        strategy::validate(self.def(), obj, name, creating)
+        strategy::validate(self.def(), obj, name, old)
             .map_err(|e| e.with_warnings(warnings.to_vec()))
     }
 }
