@@ -6,8 +6,8 @@
 
 use serde_json::{json, Map, Value};
 
+use super::names::{dns1123_subdomain_problem, is_dns1123_subdomain, qualified_name_problems};
 use super::status::{go_quote, FieldError};
-use super::strategy::{dns1123_subdomain_problem, is_dns1123_subdomain};
 
 /// (core/v1 field, events.k8s.io/v1 field)
 const RENAMES: [(&str, &str); 8] = [
@@ -215,46 +215,6 @@ fn strict(event: &Value) -> Vec<FieldError> {
     errors
 }
 
-const QUALIFIED_NAME_CHARS: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
-
-/// `validation.IsQualifiedName`: `[prefix/]name`, the prefix a DNS subdomain, the name at most
-/// 63 alphanumerics, `-`, `_` and `.`, alphanumeric at both ends.
-fn qualified_name_problems(value: &str) -> Vec<String> {
-    let parts: Vec<&str> = value.split('/').collect();
-    let (prefix, name) = match parts.as_slice() {
-        [name] => (None, *name),
-        [prefix, name] => (Some(*prefix), *name),
-        _ => {
-            return vec![format!(
-                "a qualified name {QUALIFIED_NAME_CHARS} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-            )]
-        }
-    };
-    let mut problems = Vec::new();
-    match prefix {
-        Some("") => problems.push("prefix part must be non-empty".to_string()),
-        Some(p) if !is_dns1123_subdomain(p) => {
-            problems.push(format!("prefix part {}", dns1123_subdomain_problem()))
-        }
-        _ => {}
-    }
-    if name.is_empty() {
-        problems.push("name part must be non-empty".into());
-    } else if name.len() > 63 {
-        problems.push("name part must be no more than 63 characters".into());
-    }
-    let bytes = name.as_bytes();
-    let well_formed = bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-    if !well_formed {
-        problems.push(format!("name part {QUALIFIED_NAME_CHARS}"));
-    }
-    problems
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -319,16 +279,5 @@ mod tests {
         );
         assert!(validate(&event, false, true).is_empty());
         assert!(validate(&event, true, false).is_empty());
-    }
-
-    #[test]
-    fn qualified_names() {
-        assert!(qualified_name_problems("addon-controller").is_empty());
-        assert!(qualified_name_problems("example.com/My_Name").is_empty());
-        assert_eq!(qualified_name_problems("a/b/c").len(), 1);
-        assert_eq!(
-            qualified_name_problems("Bad_/x"),
-            [format!("prefix part {}", dns1123_subdomain_problem())]
-        );
     }
 }

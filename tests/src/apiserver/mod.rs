@@ -19,6 +19,7 @@ mod events;
 mod handlers;
 mod impersonation;
 pub mod matchconditions;
+mod names;
 mod openapi;
 mod protobuf;
 pub mod resources;

@@ -6,6 +6,7 @@
 use serde_json::{json, Value};
 
 use super::events;
+use super::names::{dns1123_subdomain_problem, is_dns1123_label, is_dns1123_subdomain};
 use super::resources::ResourceDef;
 use super::status::{go_quote, ApiError, FieldError};
 use super::store::{now_rfc3339, rv_of, set_rv};
@@ -36,26 +37,6 @@ pub(crate) fn generate_name(obj: &mut Value) {
             .collect();
         meta.insert("name".into(), json!(format!("{prefix}{suffix}")));
     }
-}
-
-/// A DNS-1123 label: lower-case alphanumerics and `-`, alphanumeric at both ends, at most 63.
-pub(crate) fn is_dns1123_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && s.as_bytes().first().is_some_and(u8::is_ascii_alphanumeric)
-        && s.as_bytes().last().is_some_and(u8::is_ascii_alphanumeric)
-}
-
-/// A DNS-1123 subdomain: dot-separated labels, at most 253.
-pub(crate) fn is_dns1123_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(is_dns1123_label)
-}
-
-/// Why a name is not a DNS-1123 subdomain, in `IsDNS1123Subdomain`'s words.
-pub(crate) fn dns1123_subdomain_problem() -> &'static str {
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
 }
 
 /// DNS-1123 checks as `ValidateObjectMeta` does (subdomain; label for namespaces).
