@@ -71,6 +71,11 @@ pub struct ConnectionFlags {
     /// Accepted for kubectl compatibility and ignored: ClusterPromotion is cluster-scoped
     #[arg(short = 'A', long, global = true, help_heading = HEADING)]
     pub all_namespaces: bool,
+    /// Log level, as kubectl's: 6 logs each request (method, URL, status, latency), 7 and above
+    /// their headers too
+    #[arg(short = 'v', long = "v", global = true, value_name = "LEVEL", default_value_t = 0,
+          help_heading = HEADING)]
+    pub v: u8,
 }
 
 /// The resolved connection, with what error messages need to name.
@@ -102,15 +107,8 @@ impl ConnectionFlags {
             })?;
             return Ok(Some((kc, path.display().to_string())));
         }
-        match Kubeconfig::from_env() {
-            Ok(Some(kc)) => {
-                let source = std::env::var("KUBECONFIG").unwrap_or_default();
-                return Ok(Some((kc, format!("KUBECONFIG={source}"))));
-            }
-            Ok(None) => {}
-            Err(e) => {
-                return Err(Error::Kubeconfig(format!("KUBECONFIG: {}", reason(&e))));
-            }
+        if let Some(list) = std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
+            return merge_kubeconfigs(&list).map(Some);
         }
         let Some(home) = std::env::home_dir() else {
             return Ok(None);
@@ -227,6 +225,34 @@ impl ConnectionFlags {
     }
 }
 
+/// `KUBECONFIG`'s files merged as client-go's loading rules merge them: in order, skipping
+/// entries that are empty or name no file, the first file to define a cluster, user or context
+/// (and the current context) winning. A file that exists but cannot be read or parsed is an
+/// error naming it; a list naming no existing file at all is one too.
+fn merge_kubeconfigs(list: &std::ffi::OsStr) -> Result<(Kubeconfig, String)> {
+    let shown = list.to_string_lossy().into_owned();
+    let mut merged: Option<Kubeconfig> = None;
+    for path in std::env::split_paths(list) {
+        if path.as_os_str().is_empty() || !path.exists() {
+            continue;
+        }
+        let kc = Kubeconfig::read_from(&path)
+            .map_err(|e| Error::Kubeconfig(format!("{}: {}", path.display(), reason(&e))))?;
+        merged = Some(match merged {
+            None => kc,
+            Some(first) => first
+                .merge(kc)
+                .map_err(|e| Error::Kubeconfig(format!("KUBECONFIG={shown}: {}", reason(&e))))?,
+        });
+    }
+    match merged {
+        Some(kc) => Ok((kc, format!("KUBECONFIG={shown}"))),
+        None => Err(Error::Kubeconfig(format!(
+            "KUBECONFIG={shown} names no existing file"
+        ))),
+    }
+}
+
 fn parse_server(server: &str) -> Result<http::Uri> {
     // kubectl accepts `host:port` without a scheme and assumes https.
     let with_scheme = if server.contains("://") {
@@ -265,6 +291,38 @@ pub fn context_names(flags: &ConnectionFlags) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kubeconfig_entries_that_do_not_exist_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, context: &str, server: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(
+                &path,
+                format!(
+                    "apiVersion: v1\nkind: Config\ncurrent-context: {context}\n\
+                     clusters:\n- name: {context}\n  cluster: {{server: {server}}}\n\
+                     contexts:\n- name: {context}\n  context: {{cluster: {context}, user: u}}\n\
+                     users:\n- name: u\n  user: {{token: t}}\n"
+                ),
+            )
+            .unwrap();
+            path
+        };
+        let a = write("a", "first", "https://a.example:6443");
+        let b = write("b", "second", "https://b.example:6443");
+        let missing = dir.path().join("missing");
+        let list = std::env::join_paths([missing.clone(), a, b]).unwrap();
+        let (kc, _) = merge_kubeconfigs(&list).unwrap();
+        // The first existing file sets the current context; both contexts are there.
+        assert_eq!(kc.current_context.as_deref(), Some("first"));
+        assert_eq!(kc.contexts.len(), 2);
+        let only_missing = std::env::join_paths([missing]).unwrap();
+        assert!(merge_kubeconfigs(&only_missing)
+            .unwrap_err()
+            .to_string()
+            .contains("names no existing file"));
+    }
 
     #[test]
     fn server_without_scheme_is_https() {

@@ -88,9 +88,24 @@ pub enum Error {
     CrdMissing { server: String },
     #[error("clusterpromotion.config.projectsveltos.io {0:?} not found")]
     NotFound(String),
+    /// A list of another resource the server does not serve (its CRD is missing).
+    #[error("the server does not serve {resource}: its CRD is not installed")]
+    NotServed { resource: &'static str },
     /// The server refused the request for another reason (422, 409 after retries, 5xx).
     #[error("cannot {request}: {message}")]
     Api { request: Request, message: String },
+    /// A server-side dry run of a manifest that the API server or a webhook refuses.
+    #[error(
+        "{by} rejects ClusterPromotion {name:?} from {file}: {}; `kubectl promotion lint {file}` \
+         finds such mistakes without a cluster",
+        causes.join("; ")
+    )]
+    Rejected {
+        name: String,
+        file: String,
+        by: String,
+        causes: Vec<String>,
+    },
     /// A command that decided not to act (approve refusals); the message says why and what to do.
     #[error("{0}")]
     Refused(String),
@@ -112,6 +127,23 @@ fn detail(message: &str) -> String {
 }
 
 impl Error {
+    /// Why a part of the view could not be read, in a few words: `forbidden: list
+    /// clustersummaries.config.projectsveltos.io`, `its CRD is not installed`, or the error.
+    pub fn unreadable(&self) -> String {
+        match self {
+            Error::Forbidden { request, .. } => {
+                format!(
+                    "not readable (forbidden: {} {})",
+                    request.verb, request.resource
+                )
+            }
+            Error::NotServed { resource } => {
+                format!("not readable ({resource} is not served: its CRD is not installed)")
+            }
+            other => format!("not readable ({other})"),
+        }
+    }
+
     pub fn file(path: impl fmt::Display, reason: impl fmt::Display) -> Self {
         Error::File {
             path: path.to_string(),

@@ -12,16 +12,30 @@ use promotion_shared::patch::FIELD_MANAGER;
 
 use crate::connection::ConnectionFlags;
 use crate::error::{Error, Request, Result};
+use crate::request_log::RequestLog;
 
 pub const PROMOTIONS: &str = "clusterpromotions.config.projectsveltos.io";
 pub const PROFILES: &str = "clusterprofiles.config.projectsveltos.io";
 pub const SUMMARIES: &str = "clustersummaries.config.projectsveltos.io";
 pub const EVENTS: &str = "events.events.k8s.io";
+pub const CORE_EVENTS: &str = "events";
 
 const PROMOTIONS_PATH: &str = "/apis/config.projectsveltos.io/v1beta1/clusterpromotions";
 const PROFILES_PATH: &str = "/apis/config.projectsveltos.io/v1beta1/clusterprofiles";
 const SUMMARIES_PATH: &str = "/apis/config.projectsveltos.io/v1beta1/clustersummaries";
 const EVENTS_PATH: &str = "/apis/events.k8s.io/v1/events";
+const CORE_EVENTS_PATH: &str = "/api/v1/events";
+
+/// ClusterProfile, for the watcher in `wait`/`describe -w`.
+pub fn profile_resource() -> ApiResource {
+    ApiResource {
+        group: GROUP.into(),
+        version: VERSION.into(),
+        api_version: API_VERSION.into(),
+        kind: "ClusterProfile".into(),
+        plural: "clusterprofiles".into(),
+    }
+}
 
 /// ClusterSummary, for the watcher in `wait`/`describe -w`.
 pub fn summary_resource() -> ApiResource {
@@ -44,13 +58,17 @@ impl Kube {
     pub async fn connect(flags: &ConnectionFlags) -> Result<Kube> {
         let conn = flags.resolve().await?;
         let server = conn.server.clone();
-        let client = kube::Client::try_from(conn.config).map_err(|e| match e {
+        let builder = kube::client::ClientBuilder::try_from(conn.config).map_err(|e| match e {
             kube::Error::Auth(a) => credentials_error(&server, &a),
             other => Error::Kubeconfig(format!(
                 "cannot build a client for {server}: {}",
                 chain(&other)
             )),
         })?;
+        let client = match RequestLog::new(flags.v, &server) {
+            Some(log) => builder.with_layer(&log).build(),
+            None => builder.build(),
+        };
         Ok(Kube { client, server })
     }
 
@@ -85,6 +103,10 @@ impl Kube {
                     None => Error::CrdMissing {
                         server: self.server.clone(),
                     },
+                },
+                // A list of a resource the server does not serve: its CRD is not installed.
+                404 if req.name.is_none() => Error::NotServed {
+                    resource: req.resource,
                 },
                 code => Error::Api {
                     request: req.clone(),
@@ -180,10 +202,12 @@ impl Kube {
         Ok(items(self.send(req, &what).await?))
     }
 
-    /// The ClusterProfiles Sveltos generated for a promotion (stage and preverification ones).
-    pub async fn list_stage_profiles(&self, promotion: &str) -> Result<Vec<Value>> {
+    /// The ClusterProfiles Sveltos generated for any promotion: a profile whose generated name
+    /// collides (`web` + `eu-prod`, `web-eu` + `prod`) shows up under the promotion that wrote
+    /// it last, and a caller can tell it from its own.
+    pub async fn list_promotion_profiles(&self) -> Result<Vec<Value>> {
         let what = Request::new("list", PROFILES);
-        let lp = ListParams::default().labels(&format!("{PROMOTION_NAME_LABEL}={promotion}"));
+        let lp = ListParams::default().labels(PROMOTION_NAME_LABEL);
         let req = self.build(KubeRequest::new(PROFILES_PATH).list(&lp), &what)?;
         Ok(items(self.send(req, &what).await?))
     }
@@ -199,14 +223,28 @@ impl Kube {
         Ok(items(self.send(req, &what).await?))
     }
 
-    /// Events about the promotion (client-go records those of cluster-scoped objects in
-    /// `default`, so all namespaces are listed), newest last.
+    /// Events about the promotion, oldest first, as `kubectl describe` reads them: from
+    /// `events.k8s.io/v1`, and from core `v1` when that group is not readable (the built-in
+    /// `view`, `edit` and `admin` roles grant core Events only) or not served. client-go records
+    /// the Events of cluster-scoped objects in `default`, so all namespaces are listed.
     pub async fn list_events(&self, name: &str, uid: Option<&str>) -> Result<Vec<Value>> {
         let what = Request::new("list", EVENTS);
         let lp =
             ListParams::default().fields(&format!("regarding.kind={KIND},regarding.name={name}"));
         let req = self.build(KubeRequest::new(EVENTS_PATH).list(&lp), &what)?;
-        let mut events: Vec<Value> = items(self.send(req, &what).await?)
+        let listed = match self.client.request::<Value>(req).await {
+            Ok(list) => list,
+            Err(kube::Error::Api(s)) if matches!(s.code, 403 | 404) => {
+                let what = Request::new("list", CORE_EVENTS);
+                let lp = ListParams::default().fields(&format!(
+                    "involvedObject.kind={KIND},involvedObject.name={name}"
+                ));
+                let req = self.build(KubeRequest::new(CORE_EVENTS_PATH).list(&lp), &what)?;
+                self.send(req, &what).await?
+            }
+            Err(e) => return Err(self.error(e, &what)),
+        };
+        let mut events: Vec<Value> = items(listed)
             .into_iter()
             .filter(|e| crate::events::regards(e, name, uid))
             .collect();

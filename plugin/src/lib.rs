@@ -11,5 +11,6 @@ pub mod fetch;
 pub mod kube_client;
 pub mod output;
 pub mod render;
+pub mod request_log;
 pub mod view;
 pub mod watch;

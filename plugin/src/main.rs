@@ -12,6 +12,13 @@ use kubectl_promotion::error::{self, exit};
 use kubectl_promotion::render::Style;
 
 fn main() -> ExitCode {
+    // Rust ignores SIGPIPE, so a write to a closed pipe (`| head`) would panic in `println!`.
+    // Restore the default every Unix CLI has: the process ends quietly.
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to the default before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let args: Vec<String> = std::env::args().collect();
     // Completion requests bypass argument parsing: their words are whatever the user typed.
     if let Some(kind) = args.get(1).filter(|a| a.starts_with("__complete")) {

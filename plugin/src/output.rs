@@ -103,6 +103,23 @@ pub fn read_promotion(path: &Path) -> Result<Value> {
 }
 
 pub fn parse_promotion(text: &str, label: &str) -> Result<Value> {
+    let mut found = parse_promotions(text, label)?;
+    match found.len() {
+        0 => Err(Error::file(
+            label,
+            "no ClusterPromotion (apiVersion config.projectsveltos.io/v1beta1) in this file",
+        )),
+        1 => Ok(found.remove(0)),
+        n => Err(Error::file(
+            label,
+            format!("{n} ClusterPromotions in this file; pass one at a time"),
+        )),
+    }
+}
+
+/// Every ClusterPromotion of a manifest text: its documents, and the items of `kind: List`
+/// documents; other objects are skipped. Each must have a name.
+pub fn parse_promotions(text: &str, label: &str) -> Result<Vec<Value>> {
     let docs: Vec<Value> = if text.trim_start().starts_with('{') {
         vec![serde_json::from_str(text)
             .map_err(|e| Error::file(label, format!("invalid JSON: {e}")))?]
@@ -122,30 +139,69 @@ pub fn parse_promotion(text: &str, label: &str) -> Result<Value> {
             _ => {}
         }
     }
-    match found.len() {
-        0 => Err(Error::file(
-            label,
-            "no ClusterPromotion (apiVersion config.projectsveltos.io/v1beta1) in this file",
-        )),
-        1 => {
-            let doc = found.remove(0);
-            if doc
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .is_none_or(str::is_empty)
-            {
-                return Err(Error::file(
-                    label,
-                    "the ClusterPromotion has no metadata.name",
-                ));
-            }
-            Ok(doc)
+    for doc in &found {
+        if doc
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            return Err(Error::file(
+                label,
+                "a ClusterPromotion in this file has no metadata.name",
+            ));
         }
-        n => Err(Error::file(
-            label,
-            format!("{n} ClusterPromotions in this file; pass one at a time"),
-        )),
     }
+    Ok(found)
+}
+
+/// The ClusterPromotions of a file ("-" is stdin) or of the manifests (`*.yaml`, `*.yml`,
+/// `*.json`) in a directory, in file-name order, as `kubectl … -f DIR` reads them (`recursive`:
+/// subdirectories too, as `-R`). Each comes with the file it was read from.
+pub fn read_promotions(path: &Path, recursive: bool) -> Result<Vec<(String, Value)>> {
+    let mut files = Vec::new();
+    if path.is_dir() {
+        let mut pending = vec![path.to_path_buf()];
+        while let Some(dir) = pending.pop() {
+            let entries = std::fs::read_dir(&dir).map_err(|e| Error::file(dir.display(), e))?;
+            for entry in entries.flatten() {
+                let p = entry.path();
+                if p.is_dir() {
+                    if recursive {
+                        pending.push(p);
+                    }
+                } else if matches!(
+                    p.extension().and_then(|e| e.to_str()),
+                    Some("yaml" | "yml" | "json")
+                ) {
+                    files.push(p);
+                }
+            }
+        }
+        files.sort();
+    } else {
+        files.push(path.to_path_buf());
+    }
+    let mut out = Vec::new();
+    for file in files {
+        let label = if file == Path::new("-") {
+            "<stdin>".to_string()
+        } else {
+            file.display().to_string()
+        };
+        let text = if file == Path::new("-") {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|e| Error::file(&label, e))?;
+            s
+        } else {
+            std::fs::read_to_string(&file).map_err(|e| Error::file(&label, e))?
+        };
+        for doc in parse_promotions(&text, &label)? {
+            out.push((label.clone(), doc));
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
-//! The computed model behind `describe` (and its `-o json|yaml`): the pipeline from
-//! `promotion_shared::pipeline::derive`, joined with what the cluster reports per stage, the
-//! webhook's audit records and the object's Events. Field names are part of the plugin's
-//! interface; `plugin/docs/output.md` documents them.
+//! The computed model behind `describe`, `list`, `wait` and shell completion (and their
+//! `-o json|yaml`): the pipeline from `promotion_shared::pipeline::derive`, joined with what the
+//! cluster reports per stage, the webhook's audit records and the object's Events, computed from
+//! the objects of a [`Snapshot`] and never read from the cluster here. Field names are part of
+//! the plugin's interface; `plugin/docs/output.md` documents them.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -10,9 +11,10 @@ use serde_json::Value;
 
 use promotion_shared::admission::{approval_records, spec_change_record, ApprovalRecord};
 use promotion_shared::cluster_summary::ClusterState;
+use promotion_shared::freshness::freshness;
 use promotion_shared::model::{
-    stage_profile_name, ClusterPromotion, ProfileRole, CLUSTER_PROFILE_NAME_LABEL,
-    STAGE_NAME_ANNOTATION,
+    profile_belongs_to, ClusterPromotion, ProfileRole, CLUSTER_PROFILE_NAME_LABEL,
+    PROMOTION_NAME_LABEL, STAGE_NAME_ANNOTATION,
 };
 use promotion_shared::pipeline::{self, Observations, Phase, Pipeline, StageView};
 
@@ -52,40 +54,114 @@ pub fn typed(object: &Value) -> Result<ClusterPromotion> {
     })
 }
 
-/// Group ClusterSummaries by stage: the summary's `projectsveltos.io/cluster-profile-name` label
-/// names the generated profile `<promotion>-<stage>`. Every stage whose profile exists gets an
-/// entry (possibly empty: no matching clusters).
+/// The stage ClusterProfiles of a promotion found among `profiles`: by stage name, the profile
+/// Sveltos generated for it when it belongs to this promotion ([`profile_belongs_to`]), or why
+/// the generated name is taken.
+pub struct StageProfiles<'a> {
+    pub owned: BTreeMap<String, &'a Value>,
+    /// Stage name → what holds the profile name instead.
+    pub taken: BTreeMap<String, String>,
+}
+
+impl<'a> StageProfiles<'a> {
+    pub fn of(promotion: &ClusterPromotion, profiles: &'a [Value]) -> StageProfiles<'a> {
+        let by_name: BTreeMap<&str, &Value> = profiles
+            .iter()
+            .filter_map(|p| {
+                p.pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .map(|n| (n, p))
+            })
+            .collect();
+        let uid = promotion.metadata.uid.as_deref();
+        let mut owned = BTreeMap::new();
+        let mut taken = BTreeMap::new();
+        for generated in promotion.generated_profiles() {
+            if generated.role != ProfileRole::Stage {
+                continue;
+            }
+            let Some(profile) = by_name.get(generated.name.as_str()) else {
+                continue;
+            };
+            let stage_matches = profile
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(STAGE_NAME_ANNOTATION))
+                .and_then(Value::as_str)
+                .is_none_or(|s| s == generated.stage);
+            if profile_belongs_to(profile, promotion.name(), uid) && stage_matches {
+                owned.insert(generated.stage, *profile);
+            } else {
+                let holder = profile
+                    .pointer("/metadata/labels")
+                    .and_then(|l| l.get(PROMOTION_NAME_LABEL))
+                    .and_then(Value::as_str)
+                    .map(|p| format!("ClusterPromotion {p:?}"))
+                    .unwrap_or_else(|| "another object".to_string());
+                taken.insert(
+                    generated.stage,
+                    format!(
+                        "the ClusterProfile name {:?} is taken by {holder}: `<promotion>-<stage>` \
+                         names collide, rename a stage or a promotion",
+                        generated.name
+                    ),
+                );
+            }
+        }
+        StageProfiles { owned, taken }
+    }
+}
+
+/// The clusters of every stage whose ClusterProfile belongs to this promotion: one per
+/// ClusterSummary of the profile (the summary's `projectsveltos.io/cluster-profile-name` label,
+/// and its copied promotion label when present), and one per cluster the profile matches
+/// (`status.matchingClusters`) that has no ClusterSummary yet.
 pub fn observations(
     promotion: &ClusterPromotion,
-    profiles: &[Value],
+    profiles: &StageProfiles,
     summaries: &[Value],
 ) -> Observations {
-    let by_profile: BTreeMap<String, String> = promotion
-        .generated_profiles()
-        .into_iter()
-        .filter(|p| p.role == ProfileRole::Stage)
-        .map(|p| (p.name, p.stage))
+    let by_profile: BTreeMap<String, String> = profiles
+        .owned
+        .iter()
+        .filter_map(|(stage, p)| {
+            let name = p.pointer("/metadata/name").and_then(Value::as_str)?;
+            Some((name.to_string(), stage.clone()))
+        })
         .collect();
     let mut obs = Observations::new();
-    for p in profiles {
-        if let Some(stage) = p
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .and_then(|n| by_profile.get(n))
-        {
-            obs.entry(stage.clone()).or_default();
-        }
+    for stage in profiles.owned.keys() {
+        obs.entry(stage.clone()).or_default();
     }
     for s in summaries {
-        let profile = s
-            .pointer("/metadata/labels")
-            .and_then(|l| l.get(CLUSTER_PROFILE_NAME_LABEL))
-            .and_then(Value::as_str);
-        let Some(stage) = profile.and_then(|p| by_profile.get(p)) else {
+        let labels = s.pointer("/metadata/labels");
+        let label = |key: &str| labels.and_then(|l| l.get(key)).and_then(Value::as_str);
+        let Some(stage) = label(CLUSTER_PROFILE_NAME_LABEL).and_then(|p| by_profile.get(p)) else {
             continue;
         };
+        if label(PROMOTION_NAME_LABEL).is_some_and(|p| p != promotion.name()) {
+            continue;
+        }
         if let Some(state) = ClusterState::from_cluster_summary(s) {
             obs.entry(stage.clone()).or_default().push(state);
+        }
+    }
+    for (stage, profile) in &profiles.owned {
+        let clusters = obs.entry(stage.clone()).or_default();
+        let matching = profile
+            .pointer("/status/matchingClusters")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten();
+        for reference in matching {
+            let Some(state) = ClusterState::without_summary(reference) else {
+                continue;
+            };
+            let known = clusters
+                .iter()
+                .any(|c| c.namespace == state.namespace && c.name == state.name);
+            if !known {
+                clusters.push(state);
+            }
         }
     }
     for clusters in obs.values_mut() {
@@ -100,19 +176,23 @@ pub struct ClusterCounts {
     pub total: usize,
     pub provisioned: usize,
     pub failed: usize,
-    /// Neither provisioned nor failed yet.
+    /// Neither provisioned nor failed yet (those without a ClusterSummary included).
     pub pending: usize,
+    /// Matched by the ClusterProfile, but Sveltos has not created their ClusterSummary yet.
+    pub without_summary: usize,
 }
 
 impl ClusterCounts {
     pub fn of(clusters: &[ClusterState]) -> Self {
         let failed = clusters.iter().filter(|c| c.failure().is_some()).count();
         let provisioned = clusters.iter().filter(|c| c.is_provisioned()).count();
+        let without_summary = clusters.iter().filter(|c| c.summary_name.is_none()).count();
         ClusterCounts {
             total: clusters.len(),
             provisioned,
             failed,
             pending: clusters.len() - provisioned - failed,
+            without_summary,
         }
     }
 }
@@ -122,9 +202,12 @@ impl ClusterCounts {
 pub struct StageDetail {
     #[serde(flatten)]
     pub view: StageView,
-    /// Name of the generated ClusterProfile, when it exists.
+    /// Name of the generated ClusterProfile, when it exists and belongs to this promotion.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster_profile: Option<String>,
+    /// The generated profile name is held by another promotion's profile (or another object).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_profile_taken: Option<String>,
     /// Clusters the ClusterProfile reports as matching (`status.matchingClusters`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub matching_clusters: Option<usize>,
@@ -183,6 +266,13 @@ pub struct Description {
     /// Why the status is empty, in plain words.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Set (phase `stale`) when Sveltos has not picked up the latest change: why we know. The
+    /// stage states then describe the previous rollout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale: Option<String>,
+    /// What to do next, as a command or in words; absent when nothing needs doing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_step: Option<String>,
     /// The stage whose manual gate blocks the pipeline now.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub awaiting_approval: Option<String>,
@@ -211,14 +301,21 @@ impl Description {
             ("Events", snap.events.as_ref().err()),
         ] {
             if let Some(e) = r.filter(|e| !e.is_empty()) {
-                warnings.push(format!("{what} not shown: {e}"));
+                warnings.push(format!("{what} {e}"));
             }
         }
         let empty = Vec::new();
-        let profiles = snap.profiles.as_ref().unwrap_or(&empty);
+        let profiles = StageProfiles::of(&promotion, snap.profiles.as_ref().unwrap_or(&empty));
         let summaries = snap.summaries.as_ref().unwrap_or(&empty);
-        let obs = observations(&promotion, profiles, summaries);
-        let pipeline = pipeline::derive(&promotion, online.then_some(&obs));
+        let obs = observations(&promotion, &profiles, summaries);
+        let first_profile = promotion
+            .spec
+            .stages
+            .first()
+            .and_then(|s| profiles.owned.get(&s.name))
+            .copied();
+        let fresh = freshness(&snap.object, &promotion, first_profile);
+        let pipeline = pipeline::derive(&promotion, online.then_some(&obs), &fresh);
 
         let approvals = match approval_records(&snap.object) {
             Ok(m) => m,
@@ -231,18 +328,20 @@ impl Description {
             warnings.push(e.to_string());
             None
         });
-        let stages = stage_details(&promotion, &pipeline, profiles, &approvals);
+        let stages = stage_details(&pipeline, &profiles, &approvals);
         let events = snap
             .events
             .as_ref()
             .ok()
             .map(|evs| evs.iter().map(event_view).collect());
         let awaiting_approval = pipeline.awaiting_approval().map(|s| s.name.clone());
+        let next_step = next_step(&pipeline, &stages);
         let Pipeline {
             name,
             phase,
             current_stage,
             note,
+            stale,
             ..
         } = pipeline;
         Ok(Description {
@@ -263,6 +362,8 @@ impl Description {
                 .as_ref()
                 .and_then(|s| s.last_promotion_time.clone()),
             note,
+            stale,
+            next_step,
             awaiting_approval,
             deploys: deploys(&snap.object),
             stages,
@@ -279,32 +380,15 @@ impl Description {
 }
 
 fn stage_details(
-    promotion: &ClusterPromotion,
     pipeline: &Pipeline,
-    profiles: &[Value],
+    profiles: &StageProfiles,
     approvals: &BTreeMap<String, ApprovalRecord>,
 ) -> Vec<StageDetail> {
-    let name = promotion.name();
-    let by_name: BTreeMap<&str, &Value> = profiles
-        .iter()
-        .filter_map(|p| {
-            p.pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .map(|n| (n, p))
-        })
-        .collect();
     pipeline
         .stages
         .iter()
         .map(|view| {
-            let profile_name = stage_profile_name(name, &view.name);
-            let profile = by_name.get(profile_name.as_str()).copied().filter(|p| {
-                // A profile with this name but another stage annotation is not this stage's.
-                p.pointer("/metadata/annotations")
-                    .and_then(|a| a.get(STAGE_NAME_ANNOTATION))
-                    .and_then(Value::as_str)
-                    .is_none_or(|s| s == view.name)
-            });
+            let profile = profiles.owned.get(&view.name).copied();
             let matching = profile.and_then(|p| {
                 p.pointer("/status/matchingClusters")
                     .and_then(Value::as_array)
@@ -313,12 +397,17 @@ fn stage_details(
             let counts = view.clusters.as_deref().map(ClusterCounts::of);
             let from_previous = view.state == pipeline::StageState::NotStarted
                 && view.clusters.as_ref().is_some_and(|c| !c.is_empty());
+            let awaiting =
+                view.state == pipeline::StageState::AwaitingApproval && pipeline.stale.is_none();
             StageDetail {
-                approve_unblocks: (view.state == pipeline::StageState::AwaitingApproval)
-                    .then(|| transition(view))
-                    .flatten(),
+                approve_unblocks: awaiting.then(|| transition(view)),
                 approval_record: approvals.get(&view.name).cloned(),
-                cluster_profile: profile.map(|_| profile_name),
+                cluster_profile: profile.and_then(|p| {
+                    p.pointer("/metadata/name")
+                        .and_then(Value::as_str)
+                        .map(String::from)
+                }),
+                cluster_profile_taken: profiles.taken.get(&view.name).cloned(),
                 matching_clusters: matching,
                 cluster_counts: counts,
                 clusters_from_previous_rollout: from_previous,
@@ -328,11 +417,71 @@ fn stage_details(
         .collect()
 }
 
-/// `staging → production`.
-pub fn transition(view: &StageView) -> Option<String> {
-    view.next_stage
-        .as_ref()
-        .map(|next| format!("{} → {next}", view.name))
+/// What the operator should do next, from the derived pipeline: approve the gate that waits
+/// (never one of a stale status), run the health checks a stage waits on, fix what failed, or
+/// know that Sveltos will not act.
+fn next_step(pipeline: &Pipeline, stages: &[StageDetail]) -> Option<String> {
+    use pipeline::StageState;
+    let name = &pipeline.name;
+    if pipeline.phase == Phase::Stale {
+        return Some(format!(
+            "wait for Sveltos to restart the pipeline with the change (kubectl promotion wait \
+             {name} --for=stage={} follows it); until then the stages below are the previous \
+             rollout's",
+            pipeline
+                .stages
+                .first()
+                .map(|s| s.name.as_str())
+                .unwrap_or_default()
+        ));
+    }
+    if let Some(stage) = stages.iter().find(|s| s.approve_unblocks.is_some()) {
+        return Some(format!(
+            "kubectl promotion approve {name} --stage {}   ({})",
+            stage.view.name,
+            stage.approve_unblocks.as_deref().unwrap_or_default()
+        ));
+    }
+    for stage in &pipeline.stages {
+        match &stage.state {
+            StageState::Blocked { message } => return Some(message.clone()),
+            StageState::Failed {
+                retriable: false, ..
+            } => {
+                return Some(format!(
+                    "Sveltos has given up on a cluster of stage {} (FailedNonRetriable): fix the \
+                     cause shown below, then change the profile or the cluster so Sveltos tries \
+                     again; `kubectl promotion wait {name} --for=complete` follows it",
+                    stage.name
+                ))
+            }
+            StageState::Failed { .. } => {
+                return Some(format!(
+                    "Sveltos retries the failing clusters of stage {} (see below); fix the cause, \
+                     and `kubectl promotion wait {name} --for=complete` follows the retry",
+                    stage.name
+                ))
+            }
+            StageState::RunningHealthChecks => {
+                return Some(format!(
+                    "kubectl promotion health {name} --stage {}   (run its health checks now, \
+                     as Sveltos does)",
+                    stage.name
+                ))
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// What approving a stage's gate unblocks: `staging → production`, or for a gate on the last
+/// stage `production → complete` (Sveltos evaluates the last stage's trigger too).
+pub fn transition(view: &StageView) -> String {
+    match &view.next_stage {
+        Some(next) => format!("{} → {next}", view.name),
+        None => format!("{} → complete", view.name),
+    }
 }
 
 fn deploys(object: &Value) -> Deploys {
@@ -388,8 +537,49 @@ pub fn profile_names(promotion: &ClusterPromotion) -> Vec<String> {
     set.into_iter().collect()
 }
 
+/// Objects as Sveltos writes them, for the tests of the modules that build views.
+#[cfg(test)]
+pub mod fixtures {
+    use serde_json::{json, Value};
+
+    /// The ClusterProfile Sveltos generates for `stage` of the ClusterPromotion `object`: its
+    /// name, promotion label, stage annotation and owner, the promotion's `profileSpec` with the
+    /// stage's selector, and `matchingClusters` as `(namespace, name)` pairs.
+    pub fn profile(object: &Value, stage: &str, matching: &[(&str, &str)]) -> Value {
+        let promotion = object["metadata"]["name"].as_str().unwrap_or_default();
+        let mut spec = object["spec"]["profileSpec"].clone();
+        if !spec.is_object() {
+            spec = json!({});
+        }
+        let selector = object["spec"]["stages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|s| s["name"] == stage)
+            .map(|s| s["clusterSelector"].clone())
+            .unwrap_or(Value::Null);
+        spec["clusterSelector"] = selector;
+        json!({
+            "apiVersion": "config.projectsveltos.io/v1beta1", "kind": "ClusterProfile",
+            "metadata": {
+                "name": format!("{promotion}-{stage}"),
+                "labels": {"config.projectsveltos.io/promotionname": promotion},
+                "annotations": {"config.projectsveltos.io/stagename": stage},
+                "ownerReferences": [{"apiVersion": "config.projectsveltos.io/v1beta1",
+                                     "kind": "ClusterPromotion", "name": promotion}]
+            },
+            "spec": spec,
+            "status": {"matchingClusters": matching.iter().map(|(ns, name)| json!({
+                "apiVersion": "lib.projectsveltos.io/v1beta1", "kind": "SveltosCluster",
+                "namespace": ns, "name": name
+            })).collect::<Vec<_>>()}
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::fixtures::profile;
     use super::*;
     use serde_json::json;
 
@@ -433,8 +623,8 @@ mod tests {
         let snap = Snapshot {
             object: manual_gate(),
             profiles: Ok(vec![
-                json!({"metadata": {"name": "p-dev"}, "status": {"matchingClusters": [{}, {}]}}),
-                json!({"metadata": {"name": "p-staging"}}),
+                profile(&manual_gate(), "dev", &[("ns", "a"), ("ns", "b")]),
+                profile(&manual_gate(), "staging", &[]),
             ]),
             summaries: Ok(vec![
                 summary("p-dev", "a", "Provisioned"),
@@ -458,7 +648,8 @@ mod tests {
                 total: 2,
                 provisioned: 2,
                 failed: 0,
-                pending: 0
+                pending: 0,
+                without_summary: 0
             })
         );
         assert_eq!(d.stages[2].cluster_profile, None);
@@ -479,9 +670,9 @@ mod tests {
         let mut obj = manual_gate();
         obj["status"]["stages"] = json!([{"name": "dev"}]);
         let snap = Snapshot {
+            profiles: Ok(vec![profile(&obj, "dev", &[])]),
             object: obj,
-            profiles: Ok(vec![json!({"metadata": {"name": "p-dev"}})]),
-            summaries: Ok(vec![summary("p-dev", "a", "Failed")]),
+            summaries: Ok(vec![summary("p-dev", "a", "FailedNonRetriable")]),
             events: Ok(vec![]),
         };
         let d = Description::build(&snap).unwrap();
@@ -508,6 +699,6 @@ mod tests {
         };
         let d = Description::build(&snap).unwrap();
         assert_eq!(d.warnings.len(), 1);
-        assert!(d.warnings[0].starts_with("ClusterSummaries not shown"));
+        assert!(d.warnings[0].starts_with("ClusterSummaries forbidden"));
     }
 }

@@ -1,6 +1,7 @@
-//! Watching one promotion through watch events: the ClusterPromotion itself and the
-//! ClusterSummaries of its stage profiles. Used by `wait`, `describe --watch` and
-//! `approve --wait`.
+//! Watching one promotion through watch events: the ClusterPromotion itself, the ClusterProfiles
+//! Sveltos generates for promotions (the first stage's tells whether a change was picked up; a
+//! colliding name must be told apart), and the ClusterSummaries of its stage profiles. Used by
+//! `wait`, `describe --watch` and `approve --wait`.
 //!
 //! Both streams come from `kube::runtime::watcher`, which lists, then watches from the list's
 //! resourceVersion with bookmarks, re-watches when a watch ends, and re-lists when the server
@@ -17,31 +18,39 @@ use kube::runtime::WatchStreamExt;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use promotion_shared::model::{API_VERSION, GROUP, KIND, PLURAL, VERSION};
+use promotion_shared::model::{API_VERSION, GROUP, KIND, PLURAL, PROMOTION_NAME_LABEL, VERSION};
 
 use crate::error::{Error, Request, Result};
-use crate::kube_client::{self, summaries_selector, Kube, PROMOTIONS, SUMMARIES};
+use crate::kube_client::{self, summaries_selector, Kube, PROFILES, PROMOTIONS, SUMMARIES};
 use crate::view::{self, Snapshot};
 
 /// The current state of the followed promotion, after a change.
+#[derive(Clone)]
 pub struct State {
     pub object: Value,
+    pub profiles: Vec<Value>,
     pub summaries: Vec<Value>,
 }
 
 impl State {
-    pub fn snapshot(
-        &self,
-        profiles: std::result::Result<Vec<Value>, String>,
-        events: std::result::Result<Vec<Value>, String>,
-    ) -> Snapshot {
+    /// What the view model needs, with the Events read (or not) separately.
+    pub fn snapshot(&self, events: std::result::Result<Vec<Value>, String>) -> Snapshot {
         Snapshot {
             object: self.object.clone(),
-            profiles,
+            profiles: Ok(self.profiles.clone()),
             summaries: Ok(self.summaries.clone()),
             events,
         }
     }
+}
+
+/// What [`Follower::next`] reports.
+pub enum Update {
+    /// The promotion, its profiles or its clusters changed (the first one: the initial state).
+    Changed(State),
+    /// The connection to the server was lost; the watches retry with backoff, and the next
+    /// `Changed` means they are back.
+    ConnectionLost(String),
 }
 
 fn promotion_resource() -> ApiResource {
@@ -71,6 +80,13 @@ fn promotion_stream(kube: &Kube, name: &str) -> EventStream {
         .boxed()
 }
 
+fn profile_stream(kube: &Kube) -> EventStream {
+    let api: Api<DynamicObject> = Api::all_with(kube.client(), &kube_client::profile_resource());
+    watcher::watcher(api, config().labels(PROMOTION_NAME_LABEL))
+        .default_backoff()
+        .boxed()
+}
+
 fn summary_stream(kube: &Kube, profiles: &[String]) -> EventStream {
     let api: Api<DynamicObject> = Api::all_with(kube.client(), &kube_client::summary_resource());
     watcher::watcher(api, config().labels(&summaries_selector(profiles)))
@@ -78,15 +94,16 @@ fn summary_stream(kube: &Kube, profiles: &[String]) -> EventStream {
         .boxed()
 }
 
-/// An error the watcher cannot fix by retrying, mapped for the user; `None` for transient ones.
-fn fatal(kube: &Kube, err: watcher::Error, what: &Request) -> Option<Error> {
+/// An error the watcher cannot fix by retrying, mapped for the user (`Ok`), or why a transient
+/// one happened (`Err`, the watcher retries it).
+fn fatal(kube: &Kube, err: watcher::Error, what: &Request) -> std::result::Result<Error, String> {
     let inner = match err {
         watcher::Error::InitialListFailed(e)
         | watcher::Error::WatchStartFailed(e)
         | watcher::Error::WatchFailed(e) => e,
         watcher::Error::WatchError(s) => kube::Error::Api(s),
         watcher::Error::NoResourceVersion => {
-            return Some(Error::Api {
+            return Ok(Error::Api {
                 request: what.clone(),
                 message: "the server returned no resourceVersion (does it support watch?)".into(),
             })
@@ -94,10 +111,10 @@ fn fatal(kube: &Kube, err: watcher::Error, what: &Request) -> Option<Error> {
     };
     match &inner {
         kube::Error::Api(s) if matches!(s.code, 401 | 403 | 404 | 400) => {
-            Some(kube.error(inner, what))
+            Ok(kube.error(inner, what))
         }
-        kube::Error::Auth(_) => Some(kube.error(inner, what)),
-        _ => None,
+        kube::Error::Auth(_) => Ok(kube.error(inner, what)),
+        _ => Err(kube_client::chain(&inner)),
     }
 }
 
@@ -156,13 +173,15 @@ impl Mirror {
 pub struct Follower {
     kube: Kube,
     name: String,
-    profiles: Vec<String>,
+    stage_profiles: Vec<String>,
     promo_stream: EventStream,
+    prof_stream: EventStream,
     sum_stream: EventStream,
     promo: Mirror,
+    profs: Mirror,
     sums: Mirror,
-    promo_what: Request,
-    sum_what: Request,
+    /// A transient error was reported and nothing has come since.
+    lost: bool,
 }
 
 impl Follower {
@@ -170,43 +189,57 @@ impl Follower {
     /// unreachable server is an immediate error rather than something retried until a timeout.
     pub async fn start(kube: &Kube, name: &str) -> Result<Follower> {
         let initial = kube.get_promotion(name).await?;
-        let profiles = view::profile_names(&view::typed(&initial)?);
+        let stage_profiles = view::profile_names(&view::typed(&initial)?);
         Ok(Follower {
             kube: kube.clone(),
             name: name.to_string(),
             promo_stream: promotion_stream(kube, name),
-            sum_stream: summary_stream(kube, &profiles),
-            profiles,
+            prof_stream: profile_stream(kube),
+            sum_stream: summary_stream(kube, &stage_profiles),
+            stage_profiles,
             promo: Mirror::default(),
+            profs: Mirror::default(),
             sums: Mirror::default(),
-            promo_what: Request::named("watch", PROMOTIONS, name),
-            sum_what: Request::new("watch", SUMMARIES),
+            lost: false,
         })
     }
 
-    /// Wait for the next change (the first call returns once the initial lists are complete).
-    pub async fn next(&mut self) -> Result<State> {
+    /// Wait for the next change (the first call returns once the initial lists are complete),
+    /// or for the connection to be lost.
+    pub async fn next(&mut self) -> Result<Update> {
         loop {
             let mut changed = false;
+            let mut trouble: Option<String> = None;
             // Wait for one event, then take whatever else is already there, so that a burst
             // of updates gives one evaluation.
             tokio::select! {
                 ev = self.promo_stream.next() => {
-                    changed |= handle(&self.kube, ev, &mut self.promo, &self.promo_what)?;
+                    changed |= self.handle(Which::Promotion, ev, &mut trouble)?;
+                }
+                ev = self.prof_stream.next() => {
+                    changed |= self.handle(Which::Profiles, ev, &mut trouble)?;
                 }
                 ev = self.sum_stream.next() => {
-                    changed |= handle(&self.kube, ev, &mut self.sums, &self.sum_what)?;
+                    changed |= self.handle(Which::Summaries, ev, &mut trouble)?;
                 }
             }
             while let Some(Some(ev)) = self.promo_stream.next().now_or_never() {
-                changed |= handle(&self.kube, Some(ev), &mut self.promo, &self.promo_what)?;
+                changed |= self.handle(Which::Promotion, Some(ev), &mut trouble)?;
+            }
+            while let Some(Some(ev)) = self.prof_stream.next().now_or_never() {
+                changed |= self.handle(Which::Profiles, Some(ev), &mut trouble)?;
             }
             while let Some(Some(ev)) = self.sum_stream.next().now_or_never() {
-                changed |= handle(&self.kube, Some(ev), &mut self.sums, &self.sum_what)?;
+                changed |= self.handle(Which::Summaries, Some(ev), &mut trouble)?;
             }
-            if !(changed && self.promo.synced && self.sums.synced) {
+            if let Some(reason) = trouble.filter(|_| !self.lost && !changed) {
+                self.lost = true;
+                return Ok(Update::ConnectionLost(reason));
+            }
+            if !(changed && self.promo.synced && self.profs.synced && self.sums.synced) {
                 continue;
             }
+            self.lost = false;
             let name = self.name.as_str();
             let Some(object) = self
                 .promo
@@ -220,44 +253,69 @@ impl Follower {
             };
             // Stages renamed, added or removed: follow the new set of stage profiles.
             let now_profiles = view::profile_names(&view::typed(object)?);
-            if now_profiles != self.profiles {
-                self.profiles = now_profiles;
-                self.sum_stream = summary_stream(&self.kube, &self.profiles);
+            if now_profiles != self.stage_profiles {
+                self.stage_profiles = now_profiles;
+                self.sum_stream = summary_stream(&self.kube, &self.stage_profiles);
                 self.sums = Mirror::default();
                 continue;
             }
-            return Ok(State {
+            return Ok(Update::Changed(State {
                 object: object.clone(),
+                profiles: self.profs.items.values().cloned().collect(),
                 summaries: self.sums.items.values().cloned().collect(),
-            });
+            }));
         }
     }
 
-    /// Like [`Follower::next`], but gives up (returning `None`) at `deadline`.
+    /// The next state, skipping connection reports (for callers that only judge states), or
+    /// `None` at `deadline`.
     pub async fn next_until(&mut self, deadline: Option<Instant>) -> Result<Option<State>> {
-        match deadline {
-            Some(d) => match tokio::time::timeout_at(d, self.next()).await {
-                Ok(r) => r.map(Some),
-                Err(_) => Ok(None),
+        loop {
+            let update = match deadline {
+                Some(d) => match tokio::time::timeout_at(d, self.next()).await {
+                    Ok(r) => r?,
+                    Err(_) => return Ok(None),
+                },
+                None => self.next().await?,
+            };
+            if let Update::Changed(state) = update {
+                return Ok(Some(state));
+            }
+        }
+    }
+
+    fn handle(
+        &mut self,
+        which: Which,
+        ev: Option<watcher::Result<Event<DynamicObject>>>,
+        trouble: &mut Option<String>,
+    ) -> Result<bool> {
+        let (mirror, what) = match which {
+            Which::Promotion => (
+                &mut self.promo,
+                Request::named("watch", PROMOTIONS, &self.name),
+            ),
+            Which::Profiles => (&mut self.profs, Request::new("watch", PROFILES)),
+            Which::Summaries => (&mut self.sums, Request::new("watch", SUMMARIES)),
+        };
+        match ev {
+            Some(Ok(e)) => Ok(mirror.apply(e)),
+            Some(Err(e)) => match fatal(&self.kube, e, &what) {
+                Ok(err) => Err(err),
+                Err(reason) => {
+                    *trouble = Some(reason);
+                    Ok(false)
+                }
             },
-            None => self.next().await.map(Some),
+            // The watcher streams never end; treat an end like a transient gap.
+            None => Ok(false),
         }
     }
 }
 
-fn handle(
-    kube: &Kube,
-    ev: Option<watcher::Result<Event<DynamicObject>>>,
-    mirror: &mut Mirror,
-    what: &Request,
-) -> Result<bool> {
-    match ev {
-        Some(Ok(e)) => Ok(mirror.apply(e)),
-        Some(Err(e)) => match fatal(kube, e, what) {
-            Some(err) => Err(err),
-            None => Ok(false),
-        },
-        // The watcher streams never end; treat an end like a transient gap.
-        None => Ok(false),
-    }
+#[derive(Clone, Copy)]
+enum Which {
+    Promotion,
+    Profiles,
+    Summaries,
 }

@@ -1,10 +1,15 @@
-//! What a stage's clusters report, read from the ClusterSummaries of the stage's ClusterProfile.
+//! What a stage's clusters report, read from the ClusterSummaries of the stage's ClusterProfile
+//! (and, for a cluster the profile matches that has no ClusterSummary yet, from the profile's
+//! `status.matchingClusters`).
 
 use serde::Serialize;
 use serde_json::Value;
 
-/// `status.featureSummaries[].status` values that mean the feature did not deploy.
-pub const FAILED_STATUSES: [&str; 2] = ["Failed", "FailedNonRetriable"];
+/// `status.featureSummaries[].status`: Sveltos retries the feature.
+pub const FAILED: &str = "Failed";
+/// `status.featureSummaries[].status`: Sveltos gave up (a template error, or
+/// `maxConsecutiveFailures` reached) until the profile or cluster changes.
+pub const FAILED_NON_RETRIABLE: &str = "FailedNonRetriable";
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -26,7 +31,10 @@ pub struct ClusterState {
     pub name: String,
     /// `Capi` or `Sveltos`.
     pub cluster_type: String,
-    pub summary_name: String,
+    /// `None`: the ClusterProfile matches the cluster, but Sveltos has not created its
+    /// ClusterSummary yet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary_name: Option<String>,
     pub features: Vec<FeatureState>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure_message: Option<String>,
@@ -57,28 +65,110 @@ impl ClusterState {
                 .unwrap_or_default(),
             name: str_at(spec, "/clusterName").unwrap_or_default(),
             cluster_type: str_at(spec, "/clusterType").unwrap_or_default(),
-            summary_name: str_at(summary, "/metadata/name").unwrap_or_default(),
+            summary_name: Some(str_at(summary, "/metadata/name").unwrap_or_default()),
             features,
             failure_message: str_at(summary, "/status/failureMessage"),
         })
     }
 
-    /// The first failed feature, as "<feature>: <message>".
-    pub fn failure(&self) -> Option<String> {
-        self.features
+    /// A cluster the ClusterProfile matches (an entry of `status.matchingClusters`, a
+    /// `corev1.ObjectReference`) that has no ClusterSummary yet. `None` for a reference that
+    /// names no cluster.
+    pub fn without_summary(reference: &Value) -> Option<Self> {
+        let str_at = |p: &str| reference.get(p).and_then(Value::as_str);
+        let cluster_type = match str_at("kind")? {
+            "SveltosCluster" => "Sveltos",
+            "Cluster" => "Capi",
+            _ => return None,
+        };
+        Some(ClusterState {
+            namespace: str_at("namespace").unwrap_or_default().to_string(),
+            name: str_at("name")?.to_string(),
+            cluster_type: cluster_type.to_string(),
+            summary_name: None,
+            features: Vec::new(),
+            failure_message: None,
+        })
+    }
+
+    /// The feature that failed worst (non-retriable before retriable), if any.
+    pub fn failure(&self) -> Option<ClusterFailure> {
+        let worst = self
+            .features
             .iter()
-            .find(|f| FAILED_STATUSES.contains(&f.status.as_str()))
-            .map(|f| {
-                let msg = f.failure_message.as_deref().unwrap_or("no message");
-                format!(
-                    "cluster {}/{}: {} {}: {msg}",
-                    self.namespace, self.name, f.feature_id, f.status
-                )
-            })
+            .find(|f| f.status == FAILED_NON_RETRIABLE)
+            .or_else(|| self.features.iter().find(|f| f.status == FAILED))?;
+        Some(ClusterFailure {
+            cluster: format!("{}/{}", self.namespace, self.name),
+            feature: worst.feature_id.clone(),
+            retriable: worst.status == FAILED,
+            message: worst
+                .failure_message
+                .clone()
+                .unwrap_or_else(|| "no message".into()),
+        })
     }
 
     /// Upstream `isCluterSummaryProvisioned`: every feature reports Provisioned.
     pub fn is_provisioned(&self) -> bool {
         !self.features.is_empty() && self.features.iter().all(|f| f.status == "Provisioned")
     }
+}
+
+/// A cluster whose feature did not deploy.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterFailure {
+    /// `namespace/name`.
+    pub cluster: String,
+    pub feature: String,
+    /// `Failed` (Sveltos retries) rather than `FailedNonRetriable`.
+    pub retriable: bool,
+    pub message: String,
+}
+
+impl ClusterFailure {
+    /// `prod/prod33 Helm FailedNonRetriable: <message>`.
+    pub fn describe(&self) -> String {
+        let status = if self.retriable {
+            FAILED
+        } else {
+            FAILED_NON_RETRIABLE
+        };
+        format!(
+            "{} {} {status}: {}",
+            self.cluster, self.feature, self.message
+        )
+    }
+}
+
+/// The one-line summary of a stage's failed clusters, worst first: "2 clusters failed (1
+/// non-retriable: prod/prod33 Helm FailedNonRetriable: …)", or for retriable failures only "1
+/// cluster failing, Sveltos retries: dev/dev01 Helm Failed: …". `None` when no cluster failed.
+pub fn failure_summary(clusters: &[ClusterState]) -> Option<(bool, String)> {
+    let failures: Vec<ClusterFailure> = clusters.iter().filter_map(ClusterState::failure).collect();
+    let plural = |n: usize| if n == 1 { "cluster" } else { "clusters" };
+    let non_retriable: Vec<&ClusterFailure> = failures.iter().filter(|f| !f.retriable).collect();
+    let worst = non_retriable.first().copied().or(failures.first())?;
+    let n = failures.len();
+    Some(if non_retriable.is_empty() {
+        (
+            true,
+            format!(
+                "{n} {} failing, Sveltos retries: {}",
+                plural(n),
+                worst.describe()
+            ),
+        )
+    } else {
+        (
+            false,
+            format!(
+                "{n} {} failed ({} non-retriable: {})",
+                plural(n),
+                non_retriable.len(),
+                worst.describe()
+            ),
+        )
+    })
 }

@@ -14,6 +14,7 @@ pub mod admission;
 pub mod approval;
 pub mod cluster_summary;
 pub mod diff;
+pub mod freshness;
 #[cfg(feature = "health-runtime")]
 pub mod health;
 pub mod model;

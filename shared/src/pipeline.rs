@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::cluster_summary::ClusterState;
+use crate::cluster_summary::{failure_summary, ClusterState};
+use crate::freshness::Freshness;
 use crate::model::{ClusterPromotion, Stage, StageStatus, FINALIZER};
 use crate::selector;
 
@@ -35,8 +36,12 @@ pub enum StageState {
     Promoted,
     /// Last stage, trigger satisfied: the pipeline is complete.
     Complete,
-    /// A cluster of this stage reports a failed feature, or Sveltos refused the promotion.
-    Failed { message: String },
+    /// A cluster of this stage reports a failed feature. `retriable`: every failure is `Failed`,
+    /// which Sveltos retries (the pipeline is degraded, not lost); otherwise one is
+    /// `FailedNonRetriable` and Sveltos has given up until the profile or the cluster changes.
+    Failed { message: String, retriable: bool },
+    /// Sveltos refuses to run the promotion at all (no licence for it).
+    Blocked { message: String },
 }
 
 impl StageState {
@@ -57,7 +62,11 @@ impl StageState {
             StageState::ApprovedPending => "approved and pending".into(),
             StageState::Promoted => "promoted".into(),
             StageState::Complete => "complete".into(),
+            StageState::Failed {
+                retriable: true, ..
+            } => "failed (Sveltos retries)".into(),
             StageState::Failed { .. } => "failed".into(),
+            StageState::Blocked { .. } => "blocked".into(),
         }
     }
 
@@ -191,21 +200,36 @@ pub struct StageView {
 #[serde(rename_all = "camelCase")]
 pub enum Phase {
     NotStarted,
+    /// Sveltos has not picked up the latest change: the status is the previous rollout's.
+    Stale,
     Progressing,
+    /// A cluster's feature failed and Sveltos retries it.
+    Degraded,
     AwaitingApproval,
     Complete,
+    /// A cluster's feature failed for good (`FailedNonRetriable`).
     Failed,
+    /// Sveltos refuses to run this promotion (licence).
+    Blocked,
 }
 
 impl Phase {
     pub fn label(&self) -> &'static str {
         match self {
             Phase::NotStarted => "not started",
+            Phase::Stale => "change not picked up yet",
             Phase::Progressing => "progressing",
+            Phase::Degraded => "degraded",
             Phase::AwaitingApproval => "awaiting approval",
             Phase::Complete => "complete",
             Phase::Failed => "failed",
+            Phase::Blocked => "blocked",
         }
+    }
+
+    /// Nothing will change without someone acting: complete, failed for good, or blocked.
+    pub fn is_final(&self) -> bool {
+        matches!(self, Phase::Complete | Phase::Failed | Phase::Blocked)
     }
 }
 
@@ -219,6 +243,10 @@ pub struct Pipeline {
     /// Plain-words reason when the status is empty.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Set when Sveltos has not picked up the latest change (`phase: stale`): why we know. The
+    /// stage states then describe the previous rollout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale: Option<String>,
     pub stages: Vec<StageView>,
 }
 
@@ -227,8 +255,12 @@ impl Pipeline {
         self.stages.iter().find(|s| s.name == name)
     }
 
-    /// The stage (if any) whose manual gate blocks the pipeline right now.
+    /// The stage (if any) whose manual gate blocks the current rollout right now. Never one of
+    /// a stale status: approving it would pre-approve the new rollout's gate.
     pub fn awaiting_approval(&self) -> Option<&StageView> {
+        if self.stale.is_some() {
+            return None;
+        }
         self.stages
             .iter()
             .find(|s| s.state == StageState::AwaitingApproval)
@@ -242,10 +274,14 @@ impl Pipeline {
             .find(|s| s.state != StageState::NotStarted)
     }
 
+    /// The stage that failed (for good or retrying) or is blocked, if any.
     pub fn failed(&self) -> Option<&StageView> {
-        self.stages
-            .iter()
-            .find(|s| matches!(s.state, StageState::Failed { .. }))
+        self.stages.iter().find(|s| {
+            matches!(
+                s.state,
+                StageState::Failed { .. } | StageState::Blocked { .. }
+            )
+        })
     }
 }
 
@@ -253,8 +289,13 @@ impl Pipeline {
 pub type Observations = BTreeMap<String, Vec<ClusterState>>;
 
 /// Derive the pipeline view. `observations` holds the clusters of the stages that were looked
-/// up; a stage missing from it is judged from the promotion alone.
-pub fn derive(promotion: &ClusterPromotion, observations: Option<&Observations>) -> Pipeline {
+/// up (a stage missing from it is judged from the promotion alone); `freshness` says whether the
+/// status belongs to the current spec ([`crate::freshness`]).
+pub fn derive(
+    promotion: &ClusterPromotion,
+    observations: Option<&Observations>,
+    freshness: &Freshness,
+) -> Pipeline {
     let stages = &promotion.spec.stages;
     let views: Vec<StageView> = stages
         .iter()
@@ -267,22 +308,35 @@ pub fn derive(promotion: &ClusterPromotion, observations: Option<&Observations>)
 
     let has_status = !promotion.stage_statuses().is_empty();
     let note = (!has_status).then(|| empty_status_reason(promotion));
+    let stale = match freshness {
+        Freshness::Stale { reason, .. } => Some(reason.clone()),
+        Freshness::Current => None,
+    };
+    let any = |f: fn(&StageState) -> bool| views.iter().any(|v| f(&v.state));
     let phase = if !has_status {
         Phase::NotStarted
-    } else if views
-        .iter()
-        .any(|v| matches!(v.state, StageState::Failed { .. }))
-    {
+    } else if any(|s| matches!(s, StageState::Blocked { .. })) {
+        Phase::Blocked
+    } else if stale.is_some() {
+        Phase::Stale
+    } else if any(|s| {
+        matches!(
+            s,
+            StageState::Failed {
+                retriable: false,
+                ..
+            }
+        )
+    }) {
         Phase::Failed
     } else if views
         .last()
         .is_some_and(|v| v.state == StageState::Complete)
     {
         Phase::Complete
-    } else if views
-        .iter()
-        .any(|v| v.state == StageState::AwaitingApproval)
-    {
+    } else if any(|s| matches!(s, StageState::Failed { .. })) {
+        Phase::Degraded
+    } else if any(|s| *s == StageState::AwaitingApproval) {
         Phase::AwaitingApproval
     } else {
         Phase::Progressing
@@ -295,6 +349,7 @@ pub fn derive(promotion: &ClusterPromotion, observations: Option<&Observations>)
             .as_ref()
             .and_then(|s| s.current_stage_name.clone()),
         note,
+        stale,
         stages: views,
     }
 }
@@ -369,15 +424,18 @@ fn frontier_state(
 ) -> StageState {
     use crate::status::descriptions::*;
     use crate::status::failures::LICENSE_REQUIRED;
-    if let Some(failed) = clusters.and_then(|c| c.iter().find_map(ClusterState::failure)) {
-        return StageState::Failed { message: failed };
-    }
     if let Some(msg) = status.failure_message.as_deref() {
         if msg.starts_with(LICENSE_REQUIRED) {
-            return StageState::Failed {
-                message: msg.to_string(),
+            return StageState::Blocked {
+                message: format!(
+                    "Sveltos refuses to run this ClusterPromotion: {msg} (without a licence, \
+                     only the first two ClusterPromotions by creation time are managed)"
+                ),
             };
         }
+    }
+    if let Some((retriable, message)) = clusters.and_then(failure_summary) {
+        return StageState::Failed { message, retriable };
     }
     if status.last_successful_applied_time.is_none() {
         return StageState::Provisioning;

@@ -6,6 +6,7 @@ use serde_json::json;
 
 use promotion_shared::approval::Used;
 use promotion_shared::cluster_summary::ClusterState;
+use promotion_shared::freshness::{freshness, Freshness, StaleSignal};
 use promotion_shared::model::ClusterPromotion;
 use promotion_shared::pipeline::{derive, Approval, Observations, Phase, StageState};
 use promotion_shared::source::parse_documents;
@@ -19,7 +20,7 @@ fn load(file: &str) -> ClusterPromotion {
 }
 
 fn states(p: &ClusterPromotion, obs: Option<&Observations>) -> Vec<(String, StageState)> {
-    derive(p, obs)
+    derive(p, obs, &Freshness::Current)
         .stages
         .into_iter()
         .map(|s| (s.name, s.state))
@@ -46,7 +47,7 @@ fn auto_rollout_soaks_on_the_last_stage() {
             ),
         ]
     );
-    let pipeline = derive(&p, None);
+    let pipeline = derive(&p, None, &Freshness::Current);
     assert_eq!(pipeline.phase, Phase::Progressing);
     assert_eq!(
         pipeline.frontier().map(|s| s.name.as_str()),
@@ -69,7 +70,7 @@ fn manual_gate_awaits_approval_on_staging() {
             st("production", StageState::NotStarted),
         ]
     );
-    let pipeline = derive(&p, None);
+    let pipeline = derive(&p, None, &Freshness::Current);
     assert_eq!(pipeline.phase, Phase::AwaitingApproval);
     let gate = pipeline.awaiting_approval().unwrap();
     assert_eq!(
@@ -90,7 +91,7 @@ fn approved_gate_is_pending_until_the_next_stage_is_reached() {
         .as_mut()
         .unwrap()
         .approved = Some(true);
-    let pipeline = derive(&p, None);
+    let pipeline = derive(&p, None, &Freshness::Current);
     assert_eq!(pipeline.stages[1].state, StageState::ApprovedPending);
     assert_eq!(pipeline.stages[1].approval, Approval::Pending);
     // Once production shows up in status, the approval has been consumed.
@@ -101,7 +102,7 @@ fn approved_gate_is_pending_until_the_next_stage_is_reached() {
     next.last_successful_applied_time = None;
     status.stages.as_mut().unwrap().push(next);
     p.status = Some(status);
-    let pipeline = derive(&p, None);
+    let pipeline = derive(&p, None, &Freshness::Current);
     assert_eq!(pipeline.stages[1].state, StageState::Promoted);
     assert_eq!(pipeline.stages[1].approval, Approval::Consumed);
     assert_eq!(pipeline.stages[2].state, StageState::Provisioning);
@@ -127,23 +128,52 @@ fn failed_dev_is_provisioning_from_the_promotion_alone_and_failed_with_summaries
             "failureMessage": "values don't meet the specifications of the schema(s): replicas: Invalid type. Expected: integer, given: boolean"}]}
     });
     let cluster = ClusterState::from_cluster_summary(&summary).unwrap();
-    let obs: Observations = [("dev".to_string(), vec![cluster])].into_iter().collect();
-    let pipeline = derive(&p, Some(&obs));
-    assert_eq!(pipeline.phase, Phase::Failed);
+    let obs: Observations = [("dev".to_string(), vec![cluster.clone()])]
+        .into_iter()
+        .collect();
+    let pipeline = derive(&p, Some(&obs), &Freshness::Current);
+    // STATES.md: failed. The feature is `Failed`, which Sveltos retries: degraded, not lost.
+    assert_eq!(pipeline.stages[0].state.label(), "failed (Sveltos retries)");
+    assert_eq!(pipeline.phase, Phase::Degraded);
     match &pipeline.stages[0].state {
-        StageState::Failed { message } => {
-            assert!(message.contains("dev/dev01"), "{message}");
-            assert!(message.contains("Expected: integer"), "{message}");
+        StageState::Failed { message, retriable } => {
+            assert!(retriable);
+            assert_eq!(
+                message,
+                "1 cluster failing, Sveltos retries: dev/dev01 Helm Failed: values don't meet \
+                 the specifications of the schema(s): replicas: Invalid type. Expected: \
+                 integer, given: boolean"
+            );
         }
         other => panic!("dev should be failed, is {other:?}"),
     }
+    // A second cluster that Sveltos gave up on: the stage fails for good, and the summary names
+    // it first.
+    let mut worse = cluster;
+    worse.name = "dev33".into();
+    worse.features[0].status = "FailedNonRetriable".into();
+    worse.features[0].failure_message = Some("template error".into());
+    let obs: Observations = [("dev".to_string(), vec![obs["dev"][0].clone(), worse])]
+        .into_iter()
+        .collect();
+    let pipeline = derive(&p, Some(&obs), &Freshness::Current);
+    assert_eq!(pipeline.phase, Phase::Failed);
+    assert_eq!(
+        pipeline.stages[0].state,
+        StageState::Failed {
+            message: "2 clusters failed (1 non-retriable: dev/dev33 Helm FailedNonRetriable: \
+                      template error)"
+                .into(),
+            retriable: false
+        }
+    );
     assert_eq!(pipeline.failed().map(|s| s.name.as_str()), Some("dev"));
 }
 
 #[test]
 fn empty_status_is_not_started_and_says_why() {
     let p = load("payment-four-stages.yaml");
-    let pipeline = derive(&p, None);
+    let pipeline = derive(&p, None, &Freshness::Current);
     assert_eq!(pipeline.phase, Phase::NotStarted);
     assert!(pipeline
         .stages
@@ -158,7 +188,9 @@ fn empty_status_is_not_started_and_says_why() {
     let mut with_finalizer = p.clone();
     with_finalizer.metadata.finalizers =
         Some(vec!["config.projectsveltos.io/clusterpromotion".into()]);
-    let note = derive(&with_finalizer, None).note.unwrap();
+    let note = derive(&with_finalizer, None, &Freshness::Current)
+        .note
+        .unwrap();
     assert!(note.contains("no ClusterPromotion reconciler"), "{note}");
 }
 
@@ -167,18 +199,63 @@ fn last_stage_without_trigger_completes_once_provisioned() {
     let mut p = load("kyverno-manual-gate.yaml");
     p.spec.stages.truncate(2);
     p.spec.stages[1].trigger = None;
-    let pipeline = derive(&p, None);
+    let pipeline = derive(&p, None, &Freshness::Current);
     assert_eq!(pipeline.stages[1].state, StageState::Complete);
     assert_eq!(pipeline.phase, Phase::Complete);
 }
 
 #[test]
 fn json_model_has_stable_field_names() {
-    let v = serde_json::to_value(derive(&load("kyverno-manual-gate.yaml"), None)).unwrap();
+    let v = serde_json::to_value(derive(
+        &load("kyverno-manual-gate.yaml"),
+        None,
+        &Freshness::Current,
+    ))
+    .unwrap();
     assert_eq!(v["phase"], "awaitingApproval");
     assert_eq!(v["stages"][1]["state"], "awaitingApproval");
     assert_eq!(v["stages"][1]["approval"], "notApproved");
     assert_eq!(v["stages"][1]["nextStage"], "production");
     assert_eq!(v["stages"][1]["trigger"]["kind"], "manual");
     assert_eq!(v["stages"][0]["selector"], "env=dev");
+}
+
+#[test]
+fn a_licence_refusal_blocks_the_pipeline_and_says_why() {
+    let mut p = load("kyverno-failed-dev.yaml");
+    let status = p.status.as_mut().unwrap();
+    status.stages.as_mut().unwrap()[0].failure_message =
+        Some("license is required to manage ClusterPromotion".into());
+    let pipeline = derive(&p, None, &Freshness::Current);
+    assert_eq!(pipeline.phase, Phase::Blocked);
+    assert!(matches!(
+        &pipeline.stages[0].state,
+        StageState::Blocked { message } if message.contains("first two ClusterPromotions")
+    ));
+}
+
+#[test]
+fn a_stage_change_sveltos_has_not_seen_makes_the_status_stale() {
+    let text = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/kyverno-rollout-auto.yaml"),
+    )
+    .unwrap();
+    let mut object = parse_documents(&text).unwrap().remove(0).value;
+    let p: ClusterPromotion = serde_json::from_value(object.clone()).unwrap();
+    // The example's stagesHash is the one Sveltos wrote for these stages.
+    assert_eq!(freshness(&object, &p, None), Freshness::Current);
+    object["spec"]["stages"][2]["clusterSelector"]["matchLabels"]["env"] = "production".into();
+    let p: ClusterPromotion = serde_json::from_value(object.clone()).unwrap();
+    let fresh = freshness(&object, &p, None);
+    assert!(matches!(
+        fresh,
+        Freshness::Stale {
+            signal: StaleSignal::StagesHash,
+            ..
+        }
+    ));
+    let pipeline = derive(&p, None, &fresh);
+    assert_eq!(pipeline.phase, Phase::Stale);
+    assert!(pipeline.stale.is_some());
+    assert!(pipeline.awaiting_approval().is_none());
 }

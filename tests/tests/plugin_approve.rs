@@ -102,7 +102,7 @@ fn refusals_name_what_can_be_approved_and_write_nothing() {
     let cases: [(&[&str], &str); 5] = [
         (&["approve", GATE, "--stage", "uat"], "has no stage \"uat\" (stages: dev, staging, qa, production); stages that can be approved: staging, qa"),
         (&["approve", GATE, "--stage", "dev"], "stage \"dev\" has an auto trigger: it promotes to \"staging\" by itself (auto: delay 2m)"),
-        (&["approve", GATE, "--stage", "production"], "stage \"production\" is the last stage of \"kyverno-rollout-man\": there is no next stage to promote to"),
+        (&["approve", GATE, "--stage", "production"], "stage \"production\" has no trigger: it completes the pipeline as soon as its clusters are provisioned; stages that can be approved: staging, qa"),
         (&["approve", GATE, "--stage", "qa"], "the pipeline has not reached stage \"qa\" yet (it is awaiting approval at stage staging (awaiting approval)); pass --pre-approve"),
         (&["approve", "kyverno-rollout-auto"], "no stage of \"kyverno-rollout-auto\" is awaiting approval: it is progressing at stage production (soaking until 2026-02-16T06:36:24Z). Pass --stage to choose one (this promotion has no stage with a manual trigger, so nothing can be approved)"),
     ];
@@ -125,7 +125,7 @@ fn already_approved_changes_nothing() {
         .run(&["approve", GATE, "--stage", "staging", "--reason", "again"])
         .expect(0);
     assert!(
-        out.stdout.contains("unchanged: stage staging is already approved; Sveltos promotes staging → qa on its next pass"),
+        out.stdout.contains("unchanged: stage staging is already approved; Sveltos acts on it on its next pass (staging → qa)"),
         "{}",
         out.stdout
     );

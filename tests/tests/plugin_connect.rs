@@ -402,9 +402,9 @@ fn completion_scripts_and_version() {
     );
     assert!(help.contains("Examples:"));
     // Usage errors exit 1 (2 and 3 mean something else for diff and wait).
-    let out = env.run(&["describe"]).expect(1);
+    let out = env.run(&["approve"]).expect(1);
     assert!(
-        out.stderr.contains("Usage: kubectl promotion describe"),
+        out.stderr.contains("Usage: kubectl promotion approve"),
         "{}",
         out.stderr
     );

@@ -68,7 +68,7 @@ fn manual_gate_awaits_approval_and_says_how_to_approve() {
     assert!(stage_line(&t, "staging").ends_with("awaiting approval"));
     assert!(stage_line(&t, "production").ends_with("not started"));
     assert!(t.contains(
-        "Next step:      kubectl promotion approve kyverno-rollout-man --stage staging   (unblocks staging → production)"
+        "Next step:      kubectl promotion approve kyverno-rollout-man --stage staging   (staging → production)"
     ), "{t}");
     assert!(t.contains("Trigger:        manual: approved: false"), "{t}");
     assert!(
@@ -92,8 +92,12 @@ fn failed_dev_is_failed_once_the_cluster_summaries_are_read() {
     let env = Env::start(example_world("kyverno-failed-dev.yaml"));
     let out = env.run(&["describe", "kyverno-rollout-auto"]).expect(0);
     let t = &out.stdout;
-    assert!(t.contains("Phase:          failed"), "{t}");
-    assert!(stage_line(t, "dev").ends_with("failed"), "{t}");
+    // STATES.md: failed; the feature is `Failed`, which Sveltos retries: degraded, not lost.
+    assert!(t.contains("Phase:          degraded"), "{t}");
+    assert!(
+        stage_line(t, "dev").ends_with("failed (Sveltos retries)"),
+        "{t}"
+    );
     assert!(stage_line(t, "staging").ends_with("not started"));
     assert!(t.contains("1 cluster: 0 provisioned, 1 failed"), "{t}");
     assert!(t.contains("dev/dev01"), "{t}");
@@ -125,12 +129,13 @@ fn failed_dev_is_failed_once_the_cluster_summaries_are_read() {
     )
     .expect("describe -o json is JSON");
     assert_eq!(json["kind"], "PromotionDescription");
-    assert_eq!(json["phase"], "failed");
+    assert_eq!(json["phase"], "degraded");
     assert_eq!(json["stages"][0]["state"], "failed");
+    assert_eq!(json["stages"][0]["retriable"], true);
     assert!(json["stages"][0]["message"]
         .as_str()
         .unwrap()
-        .contains("cluster dev/dev01: Helm Failed"));
+        .starts_with("1 cluster failing, Sveltos retries: dev/dev01 Helm Failed: "));
     assert_eq!(json["stages"][0]["clusterCounts"]["failed"], 1);
     assert_eq!(
         json["stages"][0]["clusters"][0]["features"][0]["status"],
@@ -250,7 +255,7 @@ fn list_shows_every_promotion() {
         out.stdout
     );
     assert!(
-        row("kyverno-rollout-auto").contains("1/3      dev       failed"),
+        row("kyverno-rollout-auto").contains("1/3      dev       degraded"),
         "{}",
         out.stdout
     );
@@ -292,7 +297,7 @@ fn list_shows_every_promotion() {
     let items = json["items"].as_array().unwrap();
     assert_eq!(items.len(), 3);
     assert_eq!(items[2]["awaitingApproval"], "staging");
-    assert_eq!(items[1]["phase"], "failed");
+    assert_eq!(items[1]["phase"], "degraded");
 
     let yaml: Value =
         serde_saphyr::from_str(&env.run(&["list", "-o", "yaml"]).expect(0).stdout).unwrap();

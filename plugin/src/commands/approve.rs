@@ -12,15 +12,16 @@ use serde_json::Value;
 use promotion_shared::admission::APPROVAL_REASON_ANNOTATION;
 use promotion_shared::model::ClusterPromotion;
 use promotion_shared::patch;
-use promotion_shared::pipeline::{self, Approval, Pipeline, StageState, TriggerKind};
+use promotion_shared::pipeline::{Approval, StageState, TriggerKind};
 
 use super::wait::WaitFor;
 use super::{note, wait, Ctx};
 use crate::duration;
 use crate::error::{exit, Error, Request, Result};
+use crate::fetch;
 use crate::kube_client::PROMOTIONS;
 use crate::output::{self, ObjectFormat};
-use crate::view;
+use crate::view::{self, Description};
 
 /// `--dry-run`, as kubectl spells it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -95,7 +96,11 @@ pub const MAX_ATTEMPTS: u32 = 5;
 #[derive(Debug, PartialEq, Eq)]
 pub struct Target {
     pub stage: String,
-    pub next: String,
+    /// The stage approving promotes to; `None` for a gate on the last stage, which completes the
+    /// pipeline (Sveltos evaluates the last stage's trigger too).
+    pub next: Option<String>,
+    /// `staging → production`, or `production → complete`.
+    pub transition: String,
     pub already_approved: bool,
     /// The pipeline has not reached the stage (or already went past it) in this rollout.
     pub ahead_of_time: bool,
@@ -121,49 +126,68 @@ fn approvable_hint(p: &ClusterPromotion) -> String {
 }
 
 /// What the pipeline is doing, for refusals.
-fn doing(pl: &Pipeline) -> String {
-    if let Some(n) = &pl.note {
+fn doing(d: &Description) -> String {
+    if let Some(n) = &d.note {
         return format!("its status is empty ({n})");
     }
-    match pl.frontier() {
+    match d
+        .stages
+        .iter()
+        .rev()
+        .find(|s| s.view.state != StageState::NotStarted)
+    {
         Some(f) => format!(
             "it is {} at stage {} ({})",
-            pl.phase.label(),
-            f.name,
-            f.state.label()
+            d.phase.label(),
+            f.view.name,
+            f.view.state.label()
         ),
-        None => format!("it is {}", pl.phase.label()),
+        None => format!("it is {}", d.phase.label()),
     }
 }
 
-/// Apply the refusal rules of `approve`.
+/// Apply the refusal rules of `approve` to the computed view of the promotion.
 pub fn resolve(
     p: &ClusterPromotion,
-    pl: &Pipeline,
+    d: &Description,
     stage: Option<&str>,
     pre_approve: bool,
 ) -> Result<Target> {
     let name = p.name();
+    if let (Some(why), false) = (&d.stale, pre_approve) {
+        let stage_hint = stage.unwrap_or("S");
+        return Err(Error::Refused(format!(
+            "Sveltos has not picked up the latest change to {name:?} yet ({why}): the stage \
+             states are the previous rollout's, and approving now would approve the new \
+             rollout's gate ahead of time. Wait until the new rollout reaches the gate \
+             (kubectl promotion wait {name} --for=approval), or pass --stage {stage_hint} \
+             --pre-approve to approve it ahead of time on purpose"
+        )));
+    }
     let stage_name = match stage {
         Some(s) => s.to_string(),
-        None => match pl.awaiting_approval().or_else(|| {
-            // Approved but not yet used: approving "the waiting stage" again is a no-op.
-            pl.stages
-                .iter()
-                .find(|s| s.state == StageState::ApprovedPending)
-        }) {
-            Some(v) => v.name.clone(),
+        None => match d
+            .stages
+            .iter()
+            .find(|s| s.approve_unblocks.is_some())
+            .or_else(|| {
+                // Approved but not yet used: approving "the waiting stage" again is a no-op.
+                d.stages
+                    .iter()
+                    .find(|s| s.view.state == StageState::ApprovedPending)
+            }) {
+            Some(s) => s.view.name.clone(),
             None => {
                 return Err(Error::Refused(format!(
                     "no stage of {name:?} is awaiting approval: {}. Pass --stage to choose one \
                      ({})",
-                    doing(pl),
+                    doing(d),
                     approvable_hint(p)
                 )))
             }
         },
     };
-    let Some(view) = pl.stage(&stage_name) else {
+    let Some(detail) = d.stages.iter().find(|s| s.view.name == stage_name) else {
         let all: Vec<&str> = p.spec.stages.iter().map(|s| s.name.as_str()).collect();
         return Err(Error::Refused(format!(
             "{name:?} has no stage {stage_name:?} (stages: {}); {}",
@@ -171,27 +195,25 @@ pub fn resolve(
             approvable_hint(p)
         )));
     };
-    let Some(next) = view.next_stage.clone() else {
-        return Err(Error::Refused(format!(
-            "stage {stage_name:?} is the last stage of {name:?}: there is no next stage to \
-             promote to; {}",
-            approvable_hint(p)
-        )));
+    let view = &detail.view;
+    let transition = view::transition(view);
+    let onward = match &view.next_stage {
+        Some(next) => format!("it promotes to {next:?}"),
+        None => "it completes the pipeline".to_string(),
     };
     match view.trigger.kind {
         TriggerKind::Manual => {}
         TriggerKind::Auto => {
             return Err(Error::Refused(format!(
-                "stage {stage_name:?} has an auto trigger: it promotes to {next:?} by itself \
-                 ({}); {}",
+                "stage {stage_name:?} has an auto trigger: {onward} by itself ({}); {}",
                 view.trigger.summary(),
                 approvable_hint(p)
             )))
         }
         TriggerKind::None => {
             return Err(Error::Refused(format!(
-                "stage {stage_name:?} has no trigger: it promotes to {next:?} as soon as its \
-                 clusters are provisioned; {}",
+                "stage {stage_name:?} has no trigger: {onward} as soon as its clusters are \
+                 provisioned; {}",
                 approvable_hint(p)
             )))
         }
@@ -203,17 +225,18 @@ pub fn resolve(
         }
     }
     let already_approved = view.trigger.approved == Some(true);
-    let ahead_of_time = matches!(view.state, StageState::NotStarted | StageState::Promoted);
+    let ahead_of_time =
+        d.stale.is_some() || matches!(view.state, StageState::NotStarted | StageState::Promoted);
     if ahead_of_time && !already_approved && !pre_approve {
         let why = if view.state == StageState::Promoted {
             format!(
-                "stage {stage_name:?} was already promoted to {next:?} in this rollout, so an \
+                "stage {stage_name:?} was already promoted ({transition}) in this rollout, so an \
                  approval now only applies to a later rollout"
             )
         } else {
             format!(
                 "the pipeline has not reached stage {stage_name:?} yet ({})",
-                doing(pl)
+                doing(d)
             )
         };
         return Err(Error::Refused(format!(
@@ -222,7 +245,8 @@ pub fn resolve(
     }
     Ok(Target {
         stage: stage_name,
-        next,
+        next: view.next_stage.clone(),
+        transition,
         already_approved,
         ahead_of_time,
         approval: view.approval,
@@ -248,18 +272,19 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
     let what = Request::named("patch", PROMOTIONS, name);
     let mut attempt = 1;
     let (target, stored) = loop {
-        let object = kube.get_promotion(name).await?;
+        let snap = fetch::state(&kube, name).await?;
+        let object = snap.object.clone();
         let promotion = view::typed(&object)?;
-        let pl = pipeline::derive(&promotion, None);
-        let target = resolve(&promotion, &pl, args.stage.as_deref(), args.pre_approve)?;
-        let transition = format!("{} → {}", target.stage, target.next);
+        let d = Description::build(&snap)?;
+        let target = resolve(&promotion, &d, args.stage.as_deref(), args.pre_approve)?;
         if target.already_approved {
+            let transition = &target.transition;
             let state = match target.approval {
                 Approval::Consumed => format!(
-                    "the approval was already used to promote {transition} (automaticReset: \
-                     false keeps it for later rollouts)"
+                    "the approval was already used ({transition}; automaticReset: false keeps \
+                     it for later rollouts)"
                 ),
-                _ => format!("Sveltos promotes {transition} on its next pass"),
+                _ => format!("Sveltos acts on it on its next pass ({transition})"),
             };
             println!(
                 "{} unchanged: stage {} is already approved; {state}",
@@ -269,7 +294,10 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
             if reason.is_some() {
                 note(ctx, "the reason was not recorded: nothing was changed");
             }
-            return Ok(exit::OK);
+            if !args.wait {
+                return Ok(exit::OK);
+            }
+            return wait_after(ctx, &kube, name, &target, args).await;
         }
         let annotations: Vec<(&str, &str)> = reason
             .map(|r| vec![(APPROVAL_REASON_ANNOTATION, r)])
@@ -322,23 +350,32 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
 
     print_result(name, &target, &stored, args)?;
     if args.wait {
-        note(
-            ctx,
-            &format!(
-                "waiting up to {:?} for stage {} to start…",
-                args.timeout, target.next
-            ),
-        );
-        return wait::wait_for(
-            ctx,
-            &kube,
-            name,
-            &WaitFor::Stage(target.next.clone()),
-            args.timeout,
-        )
-        .await;
+        return wait_after(ctx, &kube, name, &target, args).await;
     }
     Ok(exit::OK)
+}
+
+/// `--wait`: until the stage approving promotes to has started (or, for a gate on the last
+/// stage, the pipeline has completed), whether this run approved it or it already was.
+async fn wait_after(
+    ctx: &Ctx,
+    kube: &crate::kube_client::Kube,
+    name: &str,
+    target: &Target,
+    args: &ApproveArgs,
+) -> Result<u8> {
+    let (cond, what) = match &target.next {
+        Some(next) => (
+            WaitFor::Stage(next.clone()),
+            format!("stage {next} to start"),
+        ),
+        None => (WaitFor::Complete, "the pipeline to complete".to_string()),
+    };
+    note(
+        ctx,
+        &format!("waiting up to {:?} for {what}…", args.timeout),
+    );
+    wait::wait_for(ctx, kube, name, &cond, args.timeout, false).await
 }
 
 fn print_result(name: &str, target: &Target, stored: &Value, args: &ApproveArgs) -> Result<()> {
@@ -348,10 +385,9 @@ fn print_result(name: &str, target: &Target, stored: &Value, args: &ApproveArgs)
         Some(ObjectFormat::Name) => format!("{}\n", output::resource_name(name)),
         None => {
             let mut line = format!(
-                "{} approved (stage {} → {})",
+                "{} approved (stage {})",
                 output::resource_name(name),
-                target.stage,
-                target.next
+                target.transition
             );
             if target.ahead_of_time {
                 line.push_str(", pre-approved ahead of the pipeline");
@@ -371,20 +407,21 @@ fn print_result(name: &str, target: &Target, stored: &Value, args: &ApproveArgs)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::view::Snapshot;
     use serde_json::json;
 
-    fn promotion(stages: Value, status: Value) -> (ClusterPromotion, Pipeline) {
-        let p: ClusterPromotion = serde_json::from_value(json!({
+    fn promotion(stages: Value, status: Value) -> (ClusterPromotion, Description) {
+        let object = json!({
             "metadata": {"name": "p"},
             "spec": {"stages": stages},
             "status": status
-        }))
-        .unwrap();
-        let pl = pipeline::derive(&p, None);
-        (p, pl)
+        });
+        let p: ClusterPromotion = serde_json::from_value(object.clone()).unwrap();
+        let d = Description::build(&Snapshot::offline(object)).unwrap();
+        (p, d)
     }
 
-    fn gate(approved: Option<bool>) -> (ClusterPromotion, Pipeline) {
+    fn gate(approved: Option<bool>) -> (ClusterPromotion, Description) {
         let mut manual = json!({});
         if let Some(a) = approved {
             manual["approved"] = json!(a);
@@ -413,19 +450,23 @@ mod tests {
 
     #[test]
     fn default_stage_is_the_one_awaiting_approval() {
-        let (p, pl) = gate(Some(false));
-        let t = resolve(&p, &pl, None, false).unwrap();
-        assert_eq!((t.stage.as_str(), t.next.as_str()), ("staging", "qa"));
+        let (p, d) = gate(Some(false));
+        let t = resolve(&p, &d, None, false).unwrap();
+        assert_eq!(
+            (t.stage.as_str(), t.next.as_deref()),
+            ("staging", Some("qa"))
+        );
+        assert_eq!(t.transition, "staging → qa");
         assert!(!t.already_approved && !t.ahead_of_time);
     }
 
     #[test]
     fn nothing_awaiting_says_what_the_pipeline_does() {
-        let (p, pl) = promotion(
+        let (p, d) = promotion(
             json!([{"name": "dev", "trigger": {"manual": {}}}, {"name": "prod"}]),
             json!({"stages": [{"name": "dev"}]}),
         );
-        let m = refusal(resolve(&p, &pl, None, false));
+        let m = refusal(resolve(&p, &d, None, false));
         assert!(m.contains("no stage of \"p\" is awaiting approval"), "{m}");
         assert!(m.contains("at stage dev (provisioning)"), "{m}");
         assert!(m.contains("stages that can be approved: dev"), "{m}");
@@ -433,44 +474,74 @@ mod tests {
 
     #[test]
     fn refusals_list_what_can_be_approved() {
-        let (p, pl) = gate(Some(false));
-        let unknown = refusal(resolve(&p, &pl, Some("uat"), false));
+        let (p, d) = gate(Some(false));
+        let unknown = refusal(resolve(&p, &d, Some("uat"), false));
         assert!(unknown.contains("no stage \"uat\" (stages: dev, staging, qa, production)"));
-        assert!(unknown.contains("stages that can be approved: staging, qa"));
-        let auto = refusal(resolve(&p, &pl, Some("dev"), false));
-        assert!(auto.contains("has an auto trigger"), "{auto}");
-        let last = refusal(resolve(&p, &pl, Some("production"), false));
-        assert!(last.contains("is the last stage"), "{last}");
-        assert!(last.contains("stages that can be approved: staging, qa"));
+        assert!(unknown.contains("stages that can be approved: staging, qa, production"));
+        let auto = refusal(resolve(&p, &d, Some("dev"), false));
+        assert!(
+            auto.contains("has an auto trigger: it promotes to \"staging\""),
+            "{auto}"
+        );
+    }
+
+    #[test]
+    fn a_gate_on_the_last_stage_can_be_approved_and_completes_the_pipeline() {
+        let (p, d) = promotion(
+            json!([
+                {"name": "dev"},
+                {"name": "prod", "trigger": {"manual": {}}}
+            ]),
+            json!({"stages": [
+                {"name": "dev", "lastSuccessfulAppliedTime": "t"},
+                {"name": "prod", "lastSuccessfulAppliedTime": "t",
+                 "currentStatusDescription": "Paused: Awaiting Manual Approval (2026-02-16T07:38:02Z)"}
+            ]}),
+        );
+        let t = resolve(&p, &d, None, false).unwrap();
+        assert_eq!(t.stage, "prod");
+        assert_eq!(t.next, None);
+        assert_eq!(t.transition, "prod → complete");
     }
 
     #[test]
     fn stage_without_trigger_is_refused() {
-        let (p, pl) = promotion(
+        let (p, d) = promotion(
             json!([{"name": "a"}, {"name": "b"}]),
             json!({"stages": [{"name": "a"}]}),
         );
-        let m = refusal(resolve(&p, &pl, Some("a"), false));
+        let m = refusal(resolve(&p, &d, Some("a"), false));
         assert!(m.contains("has no trigger"), "{m}");
         assert!(m.contains("no stage with a manual trigger"), "{m}");
     }
 
     #[test]
     fn unreached_stage_needs_pre_approve() {
-        let (p, pl) = gate(Some(false));
-        let m = refusal(resolve(&p, &pl, Some("qa"), false));
+        let (p, d) = gate(Some(false));
+        let m = refusal(resolve(&p, &d, Some("qa"), false));
         assert!(m.contains("has not reached stage \"qa\" yet"), "{m}");
         assert!(m.contains("--pre-approve"), "{m}");
-        let t = resolve(&p, &pl, Some("qa"), true).unwrap();
+        let t = resolve(&p, &d, Some("qa"), true).unwrap();
         assert!(t.ahead_of_time);
-        assert_eq!(t.next, "production");
+        assert_eq!(t.next.as_deref(), Some("production"));
     }
 
     #[test]
     fn already_approved_is_a_no_op_target() {
-        let (p, pl) = gate(Some(true));
-        let t = resolve(&p, &pl, Some("staging"), false).unwrap();
+        let (p, d) = gate(Some(true));
+        let t = resolve(&p, &d, Some("staging"), false).unwrap();
         assert!(t.already_approved);
         assert_eq!(t.approval, Approval::Pending);
+    }
+
+    #[test]
+    fn a_stale_status_is_never_approved_by_default() {
+        let (p, mut d) = gate(Some(false));
+        d.stale = Some("spec.profileSpec changed".into());
+        let m = refusal(resolve(&p, &d, None, false));
+        assert!(m.contains("has not picked up the latest change"), "{m}");
+        assert!(m.contains("--pre-approve"), "{m}");
+        let t = resolve(&p, &d, Some("staging"), true).unwrap();
+        assert!(t.ahead_of_time);
     }
 }

@@ -344,22 +344,11 @@ async fn flag_values(
 async fn promotion_names(conn: &ConnectionFlags, prefix: &str) -> Answer {
     let lookup = async {
         let kube = Kube::connect(conn).await.ok()?;
-        let items = kube.list_promotions(None).await.ok()?;
+        // The phase shown is `list`'s STATE, from the same view model as `describe`.
+        let (rows, _) = crate::commands::list::rows(&kube, None).await.ok()?;
         Some(
-            items
-                .iter()
-                .filter_map(|o| {
-                    let name = o.pointer("/metadata/name")?.as_str()?.to_string();
-                    let desc = view::typed(o)
-                        .map(|p| {
-                            crate::commands::list::row(&p, None)
-                                .phase
-                                .label()
-                                .to_string()
-                        })
-                        .unwrap_or_default();
-                    Some((name, desc))
-                })
+            rows.into_iter()
+                .map(|r| (r.name, r.phase.label().to_string()))
                 .collect::<Vec<_>>(),
         )
     };
@@ -372,14 +361,16 @@ async fn promotion_names(conn: &ConnectionFlags, prefix: &str) -> Answer {
 async fn stage_names(conn: &ConnectionFlags, name: &str, prefix: &str, command: &str) -> Answer {
     let lookup = async {
         let kube = Kube::connect(conn).await.ok()?;
-        let object = kube.get_promotion(name).await.ok()?;
-        let p = view::typed(&object).ok()?;
-        let pl = promotion_shared::pipeline::derive(&p, None);
-        let approvable = crate::commands::approve::approvable(&p);
+        // Stage states as `describe` shows them (the same snapshot and view model).
+        let snap = crate::fetch::snapshot(&kube, name).await.ok()?;
+        let d = view::Description::build(&snap).ok()?;
+        let p = view::typed(&snap.object).ok()?;
+        let approvable = p.approvable_stages();
         Some(
-            pl.stages
+            d.stages
                 .iter()
-                .filter(|s| command != "approve" || approvable.contains(&s.name))
+                .map(|s| &s.view)
+                .filter(|s| command != "approve" || approvable.contains(&s.name.as_str()))
                 .filter(|s| command != "diff" || s.next_stage.is_some())
                 .map(|s| (s.name.clone(), s.state.label()))
                 .collect::<Vec<_>>(),

@@ -1,21 +1,24 @@
-//! `describe NAME` / `describe -f FILE` / `describe NAME --watch`.
+//! `describe [NAME...]` / `describe -f FILE` / `describe NAME --watch`.
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
+use serde::Serialize;
+use serde_json::Value;
+use tokio::time::Instant;
 
 use promotion_shared::pipeline::{Phase, StageState};
-use serde_json::Value;
 
 use super::Ctx;
 use crate::error::{exit, Error, Result};
 use crate::fetch;
 use crate::kube_client::Kube;
 use crate::output::{self, ModelFormat};
-use crate::render::{self, describe::Options};
-use crate::view::{self, Description, Snapshot};
-use crate::watch::Follower;
+use crate::render::{self, describe::Options, terminal};
+use crate::view::{Description, Snapshot, API_VERSION};
+use crate::watch::{Follower, Update};
 
 #[derive(Args, Debug)]
 #[command(
@@ -28,22 +31,29 @@ the matching clusters with their per-feature status (from the generated ClusterP
 <promotion>-<stage> and its ClusterSummaries), times and messages; then who approved what and
 who last changed the spec (the admission webhook's audit annotations), and the object's Events.
 
+When Sveltos has not picked up the latest change yet, the view says so first: the stage states
+below it are then the previous rollout's, and no approval is proposed.
+
+Without NAME, describes every ClusterPromotion; with several names, each of them.
 With -f, describes a manifest offline (no cluster needed; cluster status is then unknown).
-With -o json|yaml, prints the computed model instead (field reference: plugin/docs/output.md).",
+With -o json|yaml, prints the computed model instead (field reference: plugin/docs/output.md);
+several promotions print as a PromotionDescriptionList.",
     after_help = "\
 Examples:
   kubectl promotion describe kyverno-rollout
   kubectl promotion describe kyverno-rollout --all-clusters
-  kubectl promotion describe -f rollout.yaml            # offline, no cluster
+  kubectl promotion describe                             # every ClusterPromotion
+  kubectl promotion describe -f rollout.yaml             # offline, no cluster
   kubectl promotion describe kyverno-rollout -o json | jq '.stages[] | {name, state}'
-  kubectl promotion describe kyverno-rollout -w         # follow until complete or failed
+  kubectl promotion describe kyverno-rollout -w          # follow until complete or failed
 
-Exit status: 0; 1 on error. With -w: 0 when the pipeline completes, 2 when it fails."
+Exit status: 0; 1 on error. With -w: 0 when the pipeline completes, 2 when it fails for good
+or Sveltos refuses it."
 )]
 pub struct DescribeArgs {
-    /// ClusterPromotion name (omit with -f)
-    #[arg(value_name = "NAME", required_unless_present = "filename")]
-    pub name: Option<String>,
+    /// ClusterPromotion names (none: every ClusterPromotion; omit with -f)
+    #[arg(value_name = "NAME")]
+    pub names: Vec<String>,
     /// Describe the ClusterPromotion in this manifest offline ("-" reads stdin)
     #[arg(
         short = 'f',
@@ -55,13 +65,21 @@ pub struct DescribeArgs {
     /// Output format: the computed model as json or yaml (default: human-readable)
     #[arg(short = 'o', long = "output", value_enum, value_name = "FORMAT")]
     pub output: Option<ModelFormat>,
-    /// Keep watching: redraw in place on a terminal, print changes otherwise; ends when the
-    /// pipeline completes or fails
+    /// Keep watching one promotion: redraw in place on a terminal (about once a second), print
+    /// changes otherwise; ends when the pipeline completes or fails
     #[arg(short = 'w', long)]
     pub watch: bool,
     /// List every cluster of every stage (default: the ones not provisioned, then a count)
     #[arg(long)]
     pub all_clusters: bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DescriptionList<'a> {
+    api_version: &'static str,
+    kind: &'static str,
+    items: &'a [Description],
 }
 
 pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
@@ -71,44 +89,82 @@ pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
             .pointer("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        if let Some(name) = args.name.as_deref().filter(|n| *n != in_file) {
+        if let Some(name) = args.names.iter().find(|n| *n != in_file) {
             return Err(Error::Usage(format!(
                 "NAME {name:?} does not match the ClusterPromotion {in_file:?} in {}",
                 path.display()
             )));
         }
         let d = Description::build(&Snapshot::offline(object))?;
-        print(ctx, args, &d)?;
+        print(ctx, args, std::slice::from_ref(&d), false)?;
         return Ok(exit::OK);
     }
-    let name = args
-        .name
-        .as_deref()
-        .ok_or_else(|| Error::Usage("describe needs NAME or -f FILE".into()))?;
     let kube = ctx.kube().await?;
     if args.watch {
+        let [name] = args.names.as_slice() else {
+            return Err(Error::Usage(
+                "describe --watch follows one ClusterPromotion: give exactly one NAME".into(),
+            ));
+        };
         return watch(ctx, args, &kube, name).await;
     }
-    let snap = fetch::snapshot(&kube, name).await?;
-    let d = Description::build(&snap)?;
-    print(ctx, args, &d)?;
+    let all = args.names.is_empty();
+    let names = if all {
+        let mut names: Vec<String> = kube
+            .list_promotions(None)
+            .await?
+            .iter()
+            .filter_map(|o| o.pointer("/metadata/name").and_then(Value::as_str))
+            .map(String::from)
+            .collect();
+        names.sort();
+        names
+    } else {
+        args.names.clone()
+    };
+    let snapshots =
+        futures::future::join_all(names.iter().map(|n| fetch::snapshot(&kube, n))).await;
+    let mut descriptions = Vec::new();
+    for snap in snapshots {
+        descriptions.push(Description::build(&snap?)?);
+    }
+    if descriptions.is_empty() {
+        eprintln!("No resources found");
+    }
+    print(ctx, args, &descriptions, all || names.len() > 1)?;
     Ok(exit::OK)
 }
 
-fn print(ctx: &Ctx, args: &DescribeArgs, d: &Description) -> Result<()> {
-    let text = match args.output {
-        Some(ModelFormat::Json) => output::to_json(d)?,
-        Some(ModelFormat::Yaml) => output::to_yaml(d)?,
-        None => render::describe::render(
-            d,
-            &ctx.out,
-            &Options {
-                all_clusters: args.all_clusters,
-                now: ctx.now(),
-            },
-        ),
+/// Print descriptions: one model as an object, several (or "all") as a list.
+fn print(ctx: &Ctx, args: &DescribeArgs, ds: &[Description], as_list: bool) -> Result<()> {
+    let list = DescriptionList {
+        api_version: API_VERSION,
+        kind: "PromotionDescriptionList",
+        items: ds,
+    };
+    let text = match (args.output, as_list, ds) {
+        (Some(ModelFormat::Json), false, [d]) => output::to_json(d)?,
+        (Some(ModelFormat::Yaml), false, [d]) => output::to_yaml(d)?,
+        (Some(ModelFormat::Json), _, _) => output::to_json(&list)?,
+        (Some(ModelFormat::Yaml), _, _) => output::to_yaml(&list)?,
+        (None, _, _) => ds
+            .iter()
+            .map(|d| human(ctx, args, d))
+            .collect::<Vec<_>>()
+            .join("\n\n"),
     };
     write_out(&text)
+}
+
+fn human(ctx: &Ctx, args: &DescribeArgs, d: &Description) -> String {
+    render::describe::render(
+        d,
+        &ctx.out,
+        &Options {
+            all_clusters: args.all_clusters,
+            now: ctx.now(),
+        },
+    )
 }
 
 fn write_out(text: &str) -> Result<()> {
@@ -118,93 +174,169 @@ fn write_out(text: &str) -> Result<()> {
         .map_err(|e| Error::Io(format!("writing output: {e}")))
 }
 
-/// Follow the pipeline. On a terminal the view is redrawn in place; otherwise the first view is
-/// printed whole and then one line per change, so a log stays readable. Ends with exit 0 when
-/// the pipeline completes and 2 when it fails.
+/// How often a terminal view is redrawn at most, and how often its relative times tick.
+const REDRAW_EVERY: Duration = Duration::from_secs(1);
+
+/// Follow the pipeline until it completes (exit 0) or fails for good (exit 2).
+///
+/// On a terminal the view is redrawn in place, at most once a second however fast changes come,
+/// and every second anyway so that "in 26m" keeps counting; the top of the view stays on screen
+/// when it is taller than the terminal; while the server is away the view says so. Otherwise
+/// the first view is printed whole and then one line per change (stage states, cluster
+/// progress, approvals), so a log stays readable.
 async fn watch(ctx: &Ctx, args: &DescribeArgs, kube: &Kube, name: &str) -> Result<u8> {
-    let redraw = ctx.out_is_tty && args.output.is_none();
+    let tty = ctx.out_is_tty && args.output.is_none();
     let mut follower = Follower::start(kube, name).await?;
-    let mut profiles = kube
-        .list_stage_profiles(name)
-        .await
-        .map_err(|e| e.to_string());
-    let mut reached = usize::MAX;
+    let mut events: std::result::Result<Vec<Value>, String> = Err(String::new());
+    let mut current: Option<Description> = None;
     let mut previous: Option<Description> = None;
+    let mut lost: Option<String> = None;
+    let mut last_draw: Option<Instant> = None;
+    let mut tick = tokio::time::interval(REDRAW_EVERY);
     loop {
-        let state = follower.next().await?;
-        let promotion = view::typed(&state.object)?;
-        // A newly reached stage has a new ClusterProfile: read them again.
-        if promotion.stage_statuses().len() != reached {
-            reached = promotion.stage_statuses().len();
-            if previous.is_some() {
-                profiles = kube
-                    .list_stage_profiles(name)
-                    .await
-                    .map_err(|e| e.to_string());
-            }
+        tokio::select! {
+            update = follower.next() => match update? {
+                Update::Changed(state) => {
+                    if tty {
+                        let uid = state.object.pointer("/metadata/uid").and_then(Value::as_str);
+                        events = kube.list_events(name, uid).await.map_err(|e| e.unreadable());
+                    }
+                    current = Some(Description::build(&state.snapshot(events.clone()))?);
+                    lost = None;
+                }
+                Update::ConnectionLost(reason) => lost = Some(reason),
+            },
+            // A tick redraws what a change arriving too soon after the last draw left undrawn,
+            // and moves the relative times on.
+            _ = tick.tick(), if tty => {}
         }
-        let events = if redraw {
-            kube.list_events(name, promotion.metadata.uid.as_deref())
-                .await
-                .map_err(|e| e.to_string())
-        } else {
-            Err(String::new())
-        };
-        let d = Description::build(&state.snapshot(profiles.clone(), events))?;
-        if redraw {
-            // Home, clear screen, draw: what `watch` and Argo Rollouts do.
-            write_out("\x1b[H\x1b[2J")?;
-            print(ctx, args, &d)?;
-        } else if args.output.is_some() {
-            if previous.as_ref() != Some(&d) {
-                print(ctx, args, &d)?;
+        let Some(d) = &current else { continue };
+        if tty {
+            if last_draw.is_none_or(|t| t.elapsed() >= REDRAW_EVERY) {
+                draw(ctx, args, d, lost.as_deref())?;
+                last_draw = Some(Instant::now());
             }
+        } else if args.output.is_some() {
+            if previous.as_ref() != Some(d) {
+                print(ctx, args, std::slice::from_ref(d), false)?;
+            }
+        } else if let Some(reason) = lost.take() {
+            write_out(&format!(
+                "{}  connection lost, retrying… ({reason})\n",
+                stamp(ctx)
+            ))?;
         } else {
             match &previous {
-                None => print(ctx, args, &d)?,
-                Some(prev) => write_out(&changes(prev, &d, ctx))?,
+                None => print(ctx, args, std::slice::from_ref(d), false)?,
+                Some(prev) => write_out(&changes(prev, d, ctx))?,
             }
         }
         let done = match d.phase {
             Phase::Complete => Some(exit::OK),
-            Phase::Failed => Some(exit::PIPELINE_FAILED),
+            Phase::Failed | Phase::Blocked => Some(exit::PIPELINE_FAILED),
             _ => None,
         };
-        previous = Some(d);
+        previous = current.clone();
         if let Some(code) = done {
+            if tty {
+                draw(ctx, args, d, lost.as_deref())?;
+            }
             return Ok(code);
         }
     }
 }
 
-/// One line per stage whose state changed (and one for the phase), timestamped.
+/// Home, clear, draw: what `watch` and Argo Rollouts do; clipped to the terminal's height so
+/// that the header (name, phase, next step) stays visible.
+fn draw(ctx: &Ctx, args: &DescribeArgs, d: &Description, lost: Option<&str>) -> Result<()> {
+    let mut text = String::new();
+    if let Some(reason) = lost {
+        text.push_str(&ctx.out.paint(
+            &format!("connection lost, retrying… ({reason})"),
+            render::Tone::Waiting,
+        ));
+        text.push('\n');
+    }
+    text.push_str(&human(ctx, args, d));
+    let text = match terminal::height() {
+        Some(rows) => terminal::clip(&text, rows),
+        None => text,
+    };
+    write_out(&format!("\x1b[H\x1b[2J{text}"))
+}
+
+fn stamp(ctx: &Ctx) -> String {
+    ctx.now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// One line per change between two views, timestamped: the change being picked up, stage
+/// states, cluster progress (`0 → 30 → 60/60 provisioned`), approvals given, and the phase.
 pub fn changes(prev: &Description, now: &Description, ctx: &Ctx) -> String {
-    let stamp = ctx.now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let stamp = stamp(ctx);
     let mut out = String::new();
+    let mut line = |text: String| {
+        out.push_str(&format!("{stamp}  {text}\n"));
+    };
+    match (&prev.stale, &now.stale) {
+        (None, Some(why)) => line(format!(
+            "Sveltos has not picked up the latest change yet ({why})"
+        )),
+        (Some(_), None) => line("Sveltos picked up the change: a new rollout".into()),
+        _ => {}
+    }
     for stage in &now.stages {
-        let before = prev
-            .stages
-            .iter()
-            .find(|s| s.view.name == stage.view.name)
-            .map(|s| &s.view.state);
-        if before == Some(&stage.view.state) {
-            continue;
+        let before = prev.stages.iter().find(|s| s.view.name == stage.view.name);
+        let name = &stage.view.name;
+        if before.map(|b| &b.view.state) != Some(&stage.view.state) {
+            let from = before
+                .map(|b| b.view.state.label())
+                .unwrap_or_else(|| "-".into());
+            let mut text = format!(
+                "stage {name}: {from} → {}",
+                ctx.out.state(&stage.view.state)
+            );
+            if let StageState::Failed { message, .. } | StageState::Blocked { message } =
+                &stage.view.state
+            {
+                text.push_str(&format!(" ({message})"));
+            }
+            line(text);
         }
-        let from = before.map(StageState::label).unwrap_or_else(|| "-".into());
-        let mut line = format!(
-            "{stamp}  stage {}: {from} → {}",
-            stage.view.name,
-            ctx.out.state(&stage.view.state)
-        );
-        if let StageState::Failed { message } = &stage.view.state {
-            line.push_str(&format!(" ({message})"));
+        let counts = |s: Option<&crate::view::StageDetail>| {
+            s.and_then(|s| s.cluster_counts.as_ref())
+                .map(|c| (c.provisioned, c.total))
+        };
+        if let (Some((was, _)), Some((is, total))) = (counts(before), counts(Some(stage))) {
+            if counts(before) != counts(Some(stage)) {
+                line(format!(
+                    "stage {name}: clusters {was} → {is}/{total} provisioned"
+                ));
+            }
         }
-        out.push_str(&line);
-        out.push('\n');
+        let approved = |s: Option<&crate::view::StageDetail>| {
+            s.and_then(|s| s.view.trigger.approved) == Some(true)
+        };
+        if approved(Some(stage)) && !approved(before) {
+            let by = stage
+                .approval_record
+                .as_ref()
+                .map(|r| {
+                    let reason = r
+                        .reason
+                        .as_ref()
+                        .map(|x| format!(": {x:?}"))
+                        .unwrap_or_default();
+                    format!(" by {} at {}{reason}", r.user, r.time)
+                })
+                .unwrap_or_default();
+            line(format!("stage {name}: approved{by}"));
+        } else if approved(before) && !approved(Some(stage)) {
+            line(format!("stage {name}: approval removed"));
+        }
     }
     if prev.phase != now.phase {
-        out.push_str(&format!(
-            "{stamp}  pipeline {}: {} → {}\n",
+        line(format!(
+            "pipeline {}: {} → {}",
             now.name,
             prev.phase.label(),
             ctx.out.phase(&now.phase)

@@ -5,13 +5,13 @@
 
 use std::collections::BTreeSet;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 
 use serde_json::{Map, Value};
 
-use promotion_shared::admission::{plan_mutation, ResetCause, UserInfo};
+use promotion_shared::admission::{plan_mutation, removed_approvals, UserInfo};
 use promotion_shared::diff::{
     appended_check_names, comparable_profile_spec, semantic_diff, Change, ChangeKind,
 };
@@ -31,33 +31,40 @@ use crate::view;
 Two comparisons, with `kubectl diff` conventions (exit 0: no differences, 1: differences,
 >1: error; KUBECTL_EXTERNAL_DIFF honoured; coloured unified YAML on a terminal):
 
-  diff [NAME] -f FILE   the live ClusterPromotion against FILE as the server would store it
-                    (a server-side dry run, so defaults and the admission webhook's
-                    mutations show), then the consequences: whether the pipeline restarts
-                    from the first stage, which approvals the webhook resets, stages added
-                    or removed.
+  diff [NAME] -f FILE...   each ClusterPromotion in the files (several -f, multi-document
+                    YAML, `kind: List`, directories of manifests) against the live object as
+                    the server would store it (a server-side dry run, so defaults and the
+                    admission webhook's mutations show), then the consequences: whether the
+                    pipeline restarts from the first stage, every approval the update takes
+                    away (who gave it, when, why), stages added or removed. A manifest the
+                    server rejects is reported with all the server's causes.
   diff NAME --stage S   what promoting past stage S changes at the next stage: the ClusterProfile
                     spec deployed at S against the one at the next stage, leaving out the
                     stage selector and the post-delay health checks Sveltos appends.",
     after_help = "\
 Examples:
   kubectl promotion diff -f rollout.yaml
+  kubectl promotion diff -f manifests/                  # every ClusterPromotion in the directory
   kubectl promotion diff kyverno-rollout -f rollout.yaml
   KUBECTL_EXTERNAL_DIFF=\"colordiff -N -u\" kubectl promotion diff -f rollout.yaml
   kubectl promotion diff kyverno-rollout --stage staging"
 )]
 pub struct DiffArgs {
-    /// ClusterPromotion name (taken from FILE when omitted with -f)
+    /// ClusterPromotion name (with -f: compare only that one; taken from the files otherwise)
     #[arg(value_name = "NAME", required_unless_present = "filename")]
     pub name: Option<String>,
-    /// Manifest to compare with the live object ("-" reads stdin)
+    /// Manifest, or directory of manifests, to compare with the live objects ("-" reads
+    /// stdin); may be repeated
     #[arg(
         short = 'f',
         long = "filename",
         value_name = "FILE",
         conflicts_with = "stage"
     )]
-    pub filename: Option<PathBuf>,
+    pub filename: Vec<PathBuf>,
+    /// With a directory in -f: its subdirectories too
+    #[arg(short = 'R', long)]
+    pub recursive: bool,
     /// Show what promoting past this stage changes at the next stage
     #[arg(long, value_name = "STAGE", requires = "name")]
     pub stage: Option<String>,
@@ -66,16 +73,16 @@ pub struct DiffArgs {
 pub const EXTERNAL_DIFF_ENV: &str = "KUBECTL_EXTERNAL_DIFF";
 
 pub async fn run(ctx: &Ctx, args: &DiffArgs) -> Result<u8> {
-    match (&args.filename, &args.stage) {
-        (Some(path), _) => diff_file(ctx, args.name.as_deref(), path).await,
-        (None, Some(stage)) => {
+    match (args.filename.as_slice(), &args.stage) {
+        ([_, ..], _) => diff_files(ctx, args).await,
+        ([], Some(stage)) => {
             let name = args
                 .name
                 .as_deref()
                 .ok_or_else(|| Error::Usage("diff --stage needs NAME".into()))?;
             diff_stage(ctx, name, stage).await
         }
-        (None, None) => Err(Error::Usage(
+        ([], None) => Err(Error::Usage(
             "diff needs -f FILE (compare a manifest with the live object) or --stage STAGE \
              (what promoting past STAGE changes)"
                 .into(),
@@ -83,50 +90,160 @@ pub async fn run(ctx: &Ctx, args: &DiffArgs) -> Result<u8> {
     }
 }
 
-async fn diff_file(ctx: &Ctx, name: Option<&str>, path: &Path) -> Result<u8> {
-    let file = output::read_promotion(path)?;
-    let in_file = file
+/// One ClusterPromotion read from the files, compared with the live object.
+struct Compared {
+    name: String,
+    file: String,
+    live_yaml: String,
+    merged_yaml: String,
+    consequences: Vec<String>,
+}
+
+async fn diff_files(ctx: &Ctx, args: &DiffArgs) -> Result<u8> {
+    let mut found = Vec::new();
+    for path in &args.filename {
+        found.extend(output::read_promotions(path, args.recursive)?);
+    }
+    if let Some(n) = &args.name {
+        found.retain(|(_, doc)| doc.pointer("/metadata/name").and_then(Value::as_str) == Some(n));
+        if found.is_empty() {
+            return Err(Error::Usage(format!(
+                "no ClusterPromotion {n:?} in {}",
+                shown_paths(&args.filename)
+            )));
+        }
+    }
+    if found.is_empty() {
+        return Err(Error::Usage(format!(
+            "no ClusterPromotion (apiVersion config.projectsveltos.io/v1beta1) in {}",
+            shown_paths(&args.filename)
+        )));
+    }
+    let kube = ctx.kube().await?;
+    let mut compared = Vec::new();
+    for (file, doc) in &found {
+        compared.push(compare(&kube, file, doc).await?);
+    }
+    let code = show_all(ctx, &compared)?;
+    if code == exit::DIFFERENCES {
+        for c in &compared {
+            if c.live_yaml != c.merged_yaml {
+                let title = if compared.len() > 1 {
+                    format!("What applying {} ({}) does:", c.name, c.file)
+                } else {
+                    "What applying this does:".to_string()
+                };
+                print_consequences(&ctx.err, &title, &c.consequences);
+            }
+        }
+    }
+    Ok(code)
+}
+
+fn shown_paths(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The live object and what the server would store for `doc` (a server-side dry run), with the
+/// consequences of the change.
+async fn compare(kube: &crate::kube_client::Kube, file: &str, doc: &Value) -> Result<Compared> {
+    let name = doc
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
-    if let Some(n) = name.filter(|n| *n != in_file) {
-        return Err(Error::Usage(format!(
-            "NAME {n:?} does not match the ClusterPromotion {in_file:?} in {}",
-            path.display()
-        )));
-    }
-    let kube = ctx.kube().await?;
-    let live = match kube.get_promotion(&in_file).await {
+    let live = match kube.get_promotion(&name).await {
         Ok(v) => Some(v),
         Err(Error::NotFound(_)) => None,
         Err(e) => return Err(e),
     };
-    let (requested, merged) = match &live {
+    let dry_run = match &live {
         Some(live) => {
-            let body = apply_body(live, &file);
+            let body = apply_body(live, doc);
             let mut requested = live.clone();
             json_patch::merge(&mut requested, &body);
-            (requested, kube.merge_patch_dry_run(&in_file, &body).await?)
+            kube.merge_patch_dry_run(&name, &body)
+                .await
+                .map(|merged| (requested, merged))
         }
-        None => (file.clone(), kube.create_dry_run(&file).await?),
+        None => kube
+            .create_dry_run(doc)
+            .await
+            .map(|merged| (doc.clone(), merged)),
     };
+    let (requested, merged) = dry_run.map_err(|e| rejected(e, file, &name))?;
     let live_yaml = match &live {
         Some(l) => output::to_yaml(&display_form(l))?,
         None => String::new(),
     };
     let merged_yaml = output::to_yaml(&display_form(&merged))?;
-    let code = show(ctx, &in_file, &live_yaml, &merged_yaml)?;
-    if code == exit::DIFFERENCES {
-        let lines = match &live {
-            Some(live) => consequences(live, &requested, &merged),
-            None => vec![format!(
-                "{in_file} does not exist yet: creating it starts the pipeline at its first stage"
-            )],
-        };
-        print_consequences(&ctx.err, &lines);
+    let consequences = match &live {
+        Some(live) => consequences(live, &requested, &merged),
+        None => vec![format!(
+            "{name} does not exist yet: creating it starts the pipeline at its first stage"
+        )],
+    };
+    Ok(Compared {
+        name,
+        file: file.to_string(),
+        live_yaml,
+        merged_yaml,
+        consequences,
+    })
+}
+
+/// A server-side dry run the server refuses: a rejection of the manifest, with every cause the
+/// server gave, and the offline check that finds them before a cluster is involved.
+fn rejected(err: Error, file: &str, name: &str) -> Error {
+    let (by, message) = match err {
+        Error::AdmissionDenied {
+            webhook, message, ..
+        } => (format!("admission webhook {webhook}"), message),
+        Error::Api { message, .. } if message.ends_with("(422)") || message.ends_with("(400)") => {
+            ("the API server".to_string(), message)
+        }
+        other => return other,
+    };
+    Error::Rejected {
+        name: name.to_string(),
+        file: file.to_string(),
+        by,
+        causes: causes(&message),
     }
-    Ok(code)
+}
+
+/// The causes in an API server message: `… is invalid: [a: x, b: y]` or `… is invalid: a: x`.
+fn causes(message: &str) -> Vec<String> {
+    let message = message
+        .trim_end_matches(" (422)")
+        .trim_end_matches(" (400)");
+    let Some((_, list)) = message.split_once(" is invalid: ") else {
+        return vec![message.to_string()];
+    };
+    match list.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+        // Causes are "field: Type value: detail"; a cause starts where a field path does.
+        Some(inner) => {
+            let mut out: Vec<String> = Vec::new();
+            for piece in inner.split(", ") {
+                let starts_cause = piece
+                    .split_once(": ")
+                    .is_some_and(|(field, _)| !field.contains(' ') && field.contains('.'));
+                match out.last_mut() {
+                    Some(last) if !starts_cause => {
+                        last.push_str(", ");
+                        last.push_str(piece);
+                    }
+                    _ => out.push(piece.to_string()),
+                }
+            }
+            out
+        }
+        None => vec![list.to_string()],
+    }
 }
 
 /// The merge patch that makes the live object's spec exactly FILE's spec (removed fields are
@@ -189,22 +306,36 @@ fn display_form(object: &Value) -> Value {
     o
 }
 
-/// Print the diff (built-in or external) and return 0 or 1.
-fn show(ctx: &Ctx, name: &str, old: &str, new: &str) -> Result<u8> {
+/// Print the diffs (built-in, or one run of the external program over the LIVE and MERGED
+/// directories, as kubectl does) and return 0 or 1.
+fn show_all(ctx: &Ctx, compared: &[Compared]) -> Result<u8> {
     if let Some(cmd) = std::env::var(EXTERNAL_DIFF_ENV)
         .ok()
         .filter(|c| !c.trim().is_empty())
     {
-        return external(&cmd, name, old, new);
+        let files: Vec<(String, &str, &str)> = compared
+            .iter()
+            .map(|c| {
+                (
+                    file_name(&c.name),
+                    c.live_yaml.as_str(),
+                    c.merged_yaml.as_str(),
+                )
+            })
+            .collect();
+        return external(&cmd, &files);
     }
-    let file = file_name(name);
-    let text = render::diff::unified(
-        old,
-        new,
-        &format!("LIVE/{file}"),
-        &format!("MERGED/{file}"),
-        &ctx.out,
-    );
+    let mut text = String::new();
+    for c in compared {
+        let file = file_name(&c.name);
+        text.push_str(&render::diff::unified(
+            &c.live_yaml,
+            &c.merged_yaml,
+            &format!("LIVE/{file}"),
+            &format!("MERGED/{file}"),
+            &ctx.out,
+        ));
+    }
     if text.is_empty() {
         return Ok(exit::OK);
     }
@@ -221,8 +352,8 @@ fn file_name(name: &str) -> String {
 }
 
 /// Run `KUBECTL_EXTERNAL_DIFF` as kubectl does: the variable is split on spaces into a program
-/// and its arguments, and the two directories are appended.
-fn external(cmd: &str, name: &str, old: &str, new: &str) -> Result<u8> {
+/// and its arguments, and the two directories (one file per object) are appended.
+fn external(cmd: &str, files: &[(String, &str, &str)]) -> Result<u8> {
     let io = |e: std::io::Error| Error::Io(format!("{EXTERNAL_DIFF_ENV}: {e}"));
     let live = tempfile::Builder::new()
         .prefix("LIVE-")
@@ -232,11 +363,12 @@ fn external(cmd: &str, name: &str, old: &str, new: &str) -> Result<u8> {
         .prefix("MERGED-")
         .tempdir()
         .map_err(io)?;
-    let file = file_name(name);
-    if !old.is_empty() {
-        std::fs::write(live.path().join(&file), old).map_err(io)?;
+    for (file, old, new) in files {
+        if !old.is_empty() {
+            std::fs::write(live.path().join(file), old).map_err(io)?;
+        }
+        std::fs::write(merged.path().join(file), new).map_err(io)?;
     }
-    std::fs::write(merged.path().join(&file), new).map_err(io)?;
     let mut parts = cmd.split_whitespace();
     let program = parts.next().unwrap_or("diff");
     let status = std::process::Command::new(program)
@@ -261,12 +393,12 @@ fn external(cmd: &str, name: &str, old: &str, new: &str) -> Result<u8> {
     }
 }
 
-fn print_consequences(style: &Style, lines: &[String]) {
+fn print_consequences(style: &Style, title: &str, lines: &[String]) {
     if lines.is_empty() {
         return;
     }
     eprintln!();
-    eprintln!("{}", style.paint("What applying this does:", Tone::Strong));
+    eprintln!("{}", style.paint(title, Tone::Strong));
     for l in lines {
         eprintln!("  • {l}");
     }
@@ -351,26 +483,15 @@ pub fn consequences(live: &Value, requested: &Value, merged: &Value) -> Vec<Stri
             profiles.join(", ")
         ));
     }
+    // What the webhook will say: every approval the update takes away, with its record.
+    for removed in removed_approvals(live, requested) {
+        out.push(removed.warning());
+    }
     let user = UserInfo {
         username: Some("you".into()),
         ..UserInfo::default()
     };
     let plan = plan_mutation(Some(live), requested, &user, chrono::Utc::now());
-    for reset in &plan.reset_approvals {
-        let why = match &reset.cause {
-            ResetCause::Consumed {
-                next_stage: Some(next),
-            } => format!("it was already used to promote to {next}"),
-            ResetCause::Consumed { next_stage: None } => {
-                "it was already used to complete the pipeline".to_string()
-            }
-            ResetCause::NewRollout { .. } => "the new rollout needs a new approval".to_string(),
-        };
-        out.push(format!(
-            "the admission webhook resets the approval of stage {}: {why}",
-            reset.stage
-        ));
-    }
     for stage in &plan.recorded_approvals {
         out.push(format!(
             "this approves stage {stage} (recorded as yours by the admission webhook); keep \
@@ -436,7 +557,7 @@ async fn diff_stage(ctx: &Ctx, name: &str, stage: &str) -> Result<u8> {
         )));
     };
     let here = &p.spec.stages[index];
-    let profiles = kube.list_stage_profiles(name).await?;
+    let profiles = kube.list_promotion_profiles().await?;
     let (from, to, notes) = stage_specs(&p, &object, &profiles, here, next);
     // Keys sorted: the two profiles were written at different times, and member order is not
     // a difference.
@@ -482,7 +603,7 @@ async fn diff_stage(ctx: &Ctx, name: &str, stage: &str) -> Result<u8> {
         .ok()
         .filter(|c| !c.trim().is_empty())
     {
-        return external(&cmd, &next_profile, &old, &new);
+        return external(&cmd, &[(next_profile.clone(), old.as_str(), new.as_str())]);
     }
     let text = render::diff::unified(&old, &new, &label(&next.name), &label(stage), &ctx.out);
     print!("{text}");
@@ -497,14 +618,9 @@ fn stage_specs(
     here: &promotion_shared::model::Stage,
     next: &promotion_shared::model::Stage,
 ) -> (Value, Value, Vec<String>) {
-    let find = |stage: &str| {
-        let n = stage_profile_name(p.name(), stage);
-        profiles
-            .iter()
-            .find(|v| v.pointer("/metadata/name").and_then(Value::as_str) == Some(n.as_str()))
-            .and_then(|v| v.get("spec"))
-            .cloned()
-    };
+    // Only a profile that belongs to this promotion: a colliding name is another's.
+    let owned = view::StageProfiles::of(p, profiles);
+    let find = |stage: &str| owned.owned.get(stage).and_then(|v| v.get("spec")).cloned();
     let profile_spec = p.spec.profile_spec.as_ref();
     let mut notes = Vec::new();
     let to = match find(&here.name) {
@@ -603,11 +719,50 @@ mod tests {
             lines[0].starts_with("the pipeline restarts from the first stage (dev): spec.profileSpec changes (helmCharts[k/r].chartVersion: 1 → 2)"),
             "{lines:?}"
         );
+        // Word for word what the admission webhook will warn.
+        assert_eq!(
+            lines[1],
+            "approval of stage \"staging\" (no record of who gave it) reset: spec.profileSpec \
+             changed, the new rollout needs a new approval"
+        );
+    }
+
+    #[test]
+    fn an_apply_without_approved_names_the_approval_it_takes_away() {
+        let mut live = promo(json!({}), three(), Some(true));
+        live["metadata"]["annotations"] = json!({"audit.kubectl-promotion.dev/approvals":
+            "{\"staging\":{\"user\":\"alice\",\"time\":\"2026-03-01T12:00:00Z\",\"reason\":\"CAB-1\"}}"});
+        let mut new = live.clone();
+        new["spec"]["stages"][1]["trigger"]["manual"]
+            .as_object_mut()
+            .unwrap()
+            .remove("approved");
+        let lines = consequences(&live, &new, &new);
         assert!(
-            lines
-                .iter()
-                .any(|l| l.contains("resets the approval of stage staging")),
+            lines.contains(
+                &"approval of stage \"staging\" (given by alice at 2026-03-01T12:00:00Z: \
+                  \"CAB-1\") removed by this update"
+                    .to_string()
+            ),
             "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn a_rejection_lists_every_cause() {
+        let message = "ClusterPromotion.config.projectsveltos.io \"p\" is invalid: \
+                       [spec.stages[1].trigger: Invalid value: \"object\": both, set, spec.x: \
+                       Unsupported value: \"a\"] (422)";
+        assert_eq!(
+            causes(message),
+            [
+                "spec.stages[1].trigger: Invalid value: \"object\": both, set",
+                "spec.x: Unsupported value: \"a\""
+            ]
+        );
+        assert_eq!(
+            causes("ClusterPromotion.config.projectsveltos.io \"p\" is invalid: spec.a: Required value (422)"),
+            ["spec.a: Required value"]
         );
     }
 

@@ -5,7 +5,6 @@ use std::io::Write;
 use clap::Args;
 
 use serde::Serialize;
-use serde_json::Value;
 
 use promotion_shared::model::{ClusterPromotion, ProfileRole};
 use promotion_shared::pipeline::{self, Phase};
@@ -13,9 +12,10 @@ use promotion_shared::pipeline::{self, Phase};
 use super::{warn, Ctx};
 use crate::duration;
 use crate::error::{exit, Error, Result};
+use crate::kube_client::Kube;
 use crate::output::{self, ListFormat};
 use crate::render::{table, Style};
-use crate::view::{self, API_VERSION};
+use crate::view::{self, Snapshot, API_VERSION};
 
 #[derive(Args, Debug)]
 #[command(
@@ -79,34 +79,10 @@ struct RowList<'a> {
 
 pub async fn run(ctx: &Ctx, args: &ListArgs) -> Result<u8> {
     let kube = ctx.kube().await?;
-    let objects = kube.list_promotions(args.selector.as_deref()).await?;
-    let mut promotions: Vec<ClusterPromotion> =
-        objects.iter().map(view::typed).collect::<Result<_>>()?;
-    promotions.sort_by(|a, b| a.name().cmp(b.name()));
-
-    // Failure is only visible in the frontier stage's ClusterSummaries: read those (one request
-    // for all promotions), so that STATE agrees with `describe`.
-    let frontier: Vec<String> = promotions
-        .iter()
-        .filter_map(|p| {
-            let stage = &p.stage_statuses().last()?.name;
-            p.generated_profiles()
-                .into_iter()
-                .find(|g| &g.stage == stage && g.role == ProfileRole::Stage)
-                .map(|g| g.name)
-        })
-        .collect();
-    let summaries = match kube.list_summaries(&frontier).await {
-        Ok(s) => Some(s),
-        Err(e) => {
-            warn(ctx, &format!("{e}; STATE cannot show clusters that failed"));
-            None
-        }
-    };
-    let rows: Vec<Row> = promotions
-        .iter()
-        .map(|p| row(p, summaries.as_deref()))
-        .collect();
+    let (rows, warnings) = rows(&kube, args.selector.as_deref()).await?;
+    for w in &warnings {
+        warn(ctx, w);
+    }
     let text = render(&rows, args, &ctx.out, ctx.now())?;
     if rows.is_empty() && args.output.is_none_or(|o| o == ListFormat::Wide) {
         eprintln!("No resources found");
@@ -117,38 +93,96 @@ pub async fn run(ctx: &Ctx, args: &ListArgs) -> Result<u8> {
     Ok(exit::OK)
 }
 
-pub fn row(p: &ClusterPromotion, summaries: Option<&[Value]>) -> Row {
-    let obs = summaries.map(|s| view::observations(p, &[], s));
-    let pl = pipeline::derive(p, obs.as_ref());
-    let frontier = pl.frontier();
-    let awaiting = pl.awaiting_approval();
-    let message = match &pl.note {
-        Some(n) => Some(n.clone()),
-        None => frontier.and_then(|f| match &f.state {
-            pipeline::StageState::Failed { message } => Some(message.clone()),
-            _ => f
-                .current_status_description
-                .clone()
-                .or_else(|| f.failure_message.clone()),
-        }),
-    };
+/// Every ClusterPromotion (matching `selector`) as a row, by name, computed by the same view
+/// model as `describe` from the same kinds of objects: the promotions, the ClusterProfiles
+/// Sveltos generated (the first stage's tells whether a change was picked up) and the
+/// ClusterSummaries of each frontier stage (a stage's state depends on no other clusters). Also
+/// what could not be read, for a warning.
+pub async fn rows(kube: &Kube, selector: Option<&str>) -> Result<(Vec<Row>, Vec<String>)> {
+    let objects = kube.list_promotions(selector).await?;
+    let promotions: Vec<ClusterPromotion> =
+        objects.iter().map(view::typed).collect::<Result<_>>()?;
+    let frontier: Vec<String> = promotions
+        .iter()
+        .filter_map(|p| {
+            let stage = &p.stage_statuses().last()?.name;
+            p.generated_profiles()
+                .into_iter()
+                .find(|g| &g.stage == stage && g.role == ProfileRole::Stage)
+                .map(|g| g.name)
+        })
+        .collect();
+    let (profiles, summaries) = tokio::join!(
+        kube.list_promotion_profiles(),
+        kube.list_summaries(&frontier)
+    );
+    let mut warnings = Vec::new();
+    let profiles = profiles.map_err(|e| {
+        warnings.push(format!(
+            "ClusterProfiles {}: STATE cannot tell a change Sveltos has not picked up yet",
+            e.unreadable()
+        ));
+        String::new()
+    });
+    let summaries = summaries.map_err(|e| {
+        warnings.push(format!(
+            "ClusterSummaries {}: STATE cannot show clusters that failed",
+            e.unreadable()
+        ));
+        String::new()
+    });
+    let mut rows = Vec::new();
+    for object in objects {
+        let snap = Snapshot {
+            object,
+            profiles: profiles.clone(),
+            summaries: summaries.clone(),
+            events: Err(String::new()),
+        };
+        rows.push(row(&view::Description::build(&snap)?));
+    }
+    rows.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok((rows, warnings))
+}
+
+/// The row of a promotion, from its description.
+pub fn row(d: &view::Description) -> Row {
+    let frontier = d
+        .stages
+        .iter()
+        .rev()
+        .find(|s| s.view.state != pipeline::StageState::NotStarted);
+    let message = d
+        .stale
+        .as_ref()
+        .map(|why| format!("Sveltos has not picked up the latest change yet: {why}"))
+        .or_else(|| d.note.clone())
+        .or_else(|| {
+            frontier.and_then(|f| match &f.view.state {
+                pipeline::StageState::Failed { message, .. }
+                | pipeline::StageState::Blocked { message } => Some(message.clone()),
+                _ => f
+                    .view
+                    .current_status_description
+                    .clone()
+                    .or_else(|| f.view.failure_message.clone()),
+            })
+        });
+    let awaiting = d.stages.iter().find(|s| s.approve_unblocks.is_some());
     Row {
-        name: p.name().to_string(),
-        stages: p.spec.stages.len(),
-        reached_stages: p.stage_statuses().len(),
-        current_stage: pl.current_stage.clone(),
-        phase: pl.phase.clone(),
-        awaiting_approval: awaiting.map(|s| s.name.clone()),
-        approve_unblocks: awaiting.and_then(view::transition),
-        creation_timestamp: p
-            .metadata
-            .creation_timestamp
-            .as_ref()
-            .map(|t| t.0.to_string()),
-        last_promotion_time: p
-            .status
-            .as_ref()
-            .and_then(|s| s.last_promotion_time.clone()),
+        name: d.name.clone(),
+        stages: d.stages.len(),
+        reached_stages: d
+            .stages
+            .iter()
+            .filter(|s| s.view.state != pipeline::StageState::NotStarted)
+            .count(),
+        current_stage: d.current_stage.clone(),
+        phase: d.phase.clone(),
+        awaiting_approval: awaiting.map(|s| s.view.name.clone()),
+        approve_unblocks: awaiting.and_then(|s| s.approve_unblocks.clone()),
+        creation_timestamp: d.creation_timestamp.clone(),
+        last_promotion_time: d.last_promotion_time.clone(),
         message,
     }
 }
@@ -218,8 +252,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn promotion(status: Value) -> ClusterPromotion {
-        serde_json::from_value(json!({
+    /// The row of a promotion with `status`, read with no cluster data (as when the
+    /// ClusterProfiles and ClusterSummaries are not readable), or with an empty cluster view.
+    fn row_of(status: serde_json::Value, online: bool) -> Row {
+        let object = json!({
             "metadata": {"name": "p", "creationTimestamp": "2026-02-16T07:00:00Z"},
             "spec": {"stages": [
                 {"name": "dev", "trigger": {"auto": {}}},
@@ -227,8 +263,21 @@ mod tests {
                 {"name": "prod"}
             ]},
             "status": status
-        }))
-        .unwrap()
+        });
+        let cluster_data = || {
+            if online {
+                Ok(vec![])
+            } else {
+                Err(String::new())
+            }
+        };
+        let snap = Snapshot {
+            object,
+            profiles: cluster_data(),
+            summaries: cluster_data(),
+            events: Err(String::new()),
+        };
+        row(&view::Description::build(&snap).unwrap())
     }
 
     fn args(output: Option<ListFormat>, no_headers: bool) -> ListArgs {
@@ -247,11 +296,13 @@ mod tests {
 
     #[test]
     fn awaiting_approval_row() {
-        let p = promotion(json!({"currentStageName": "staging", "stages": [
+        let r = row_of(
+            json!({"currentStageName": "staging", "stages": [
             {"name": "dev", "lastSuccessfulAppliedTime": "2026-02-16T07:27:41Z"},
             {"name": "staging", "lastSuccessfulAppliedTime": "2026-02-16T07:34:02Z",
-             "currentStatusDescription": "Paused: Awaiting Manual Approval (2026-02-16T07:38:02Z)"}]}));
-        let r = row(&p, Some(&[]));
+             "currentStatusDescription": "Paused: Awaiting Manual Approval (2026-02-16T07:38:02Z)"}]}),
+            true,
+        );
         let text = render(&[r], &args(None, false), &Style::plain(), now()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
@@ -266,7 +317,7 @@ mod tests {
 
     #[test]
     fn formats() {
-        let r = row(&promotion(json!({})), None);
+        let r = row_of(json!({}), false);
         assert_eq!(r.phase, Phase::NotStarted);
         assert!(r
             .message
@@ -281,7 +332,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(name, "clusterpromotion.config.projectsveltos.io/p\n");
-        let json: Value = serde_json::from_str(
+        let json: serde_json::Value = serde_json::from_str(
             &render(
                 std::slice::from_ref(&r),
                 &args(Some(ListFormat::Json), false),

@@ -12,8 +12,9 @@ use tokio::time::Instant;
 use super::{note, Ctx};
 use crate::duration;
 use crate::error::{exit, Error, Result};
+use crate::fetch;
 use crate::kube_client::Kube;
-use crate::view::{self, Description, Snapshot};
+use crate::view::Description;
 use crate::watch::Follower;
 
 #[derive(Args, Debug)]
@@ -24,6 +25,11 @@ Conditions:
   --for=complete      the last stage is done
   --for=approval      a stage waits for manual approval (to notify an approver from CI)
   --for=stage=NAME    the pipeline has reached stage NAME
+
+A condition holds only for the current rollout: while Sveltos has not picked up the latest
+change (the status still describes the previous rollout), `wait` keeps waiting. Failures Sveltos
+retries (a feature `Failed`) keep it waiting too, unless --fail-fast; a failure Sveltos gave up on
+(`FailedNonRetriable`) or a refusal (licence) ends it with exit 2.
 
 Exit status: 0 the condition holds; 2 the pipeline failed first; 3 the timeout elapsed;
 1 any other error. Follows watch events (re-listing when a watch drops), not polling.
@@ -43,6 +49,9 @@ pub struct WaitArgs {
     /// How long to wait (e.g. 30s, 10m, 1h); 0 checks once
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration::parse_flag)]
     pub timeout: Duration,
+    /// Stop (exit 2) at the first failed cluster, even one Sveltos retries
+    #[arg(long)]
+    pub fail_fast: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -83,61 +92,66 @@ pub enum Verdict {
     Impossible(String),
 }
 
-/// Judge the condition against the computed pipeline.
-pub fn evaluate(cond: &WaitFor, d: &Description) -> Verdict {
+/// Judge the condition against the computed view. `fail_fast`: a failure Sveltos retries ends
+/// the wait too.
+pub fn evaluate(cond: &WaitFor, d: &Description, fail_fast: bool) -> Verdict {
     let doing = doing(d);
     if let WaitFor::Stage(s) = cond {
-        match d.stages.iter().find(|st| &st.view.name == s) {
-            None => {
-                let names: Vec<&str> = d.stages.iter().map(|s| s.view.name.as_str()).collect();
-                return Verdict::Impossible(format!(
-                    "{:?} has no stage {s:?} (stages: {})",
-                    d.name,
-                    names.join(", ")
-                ));
-            }
-            Some(st) if st.view.state != StageState::NotStarted => {
-                return Verdict::Reached(format!("stage {s} reached: {}", st.view.state.label()))
-            }
-            Some(_) => {}
+        if !d.stages.iter().any(|st| &st.view.name == s) {
+            let names: Vec<&str> = d.stages.iter().map(|s| s.view.name.as_str()).collect();
+            return Verdict::Impossible(format!(
+                "{:?} has no stage {s:?} (stages: {})",
+                d.name,
+                names.join(", ")
+            ));
         }
     }
-    if d.phase == Phase::Failed {
-        return Verdict::Failed(doing);
+    match d.phase {
+        // The status is the previous rollout's: nothing in it answers the condition.
+        Phase::Stale => return Verdict::Pending(doing),
+        Phase::Failed | Phase::Blocked => return Verdict::Failed(doing),
+        Phase::Degraded if fail_fast => return Verdict::Failed(doing),
+        _ => {}
     }
     match cond {
+        WaitFor::Stage(s) => {
+            let stage = d.stages.iter().find(|st| &st.view.name == s);
+            match stage {
+                Some(st) if st.view.state != StageState::NotStarted => {
+                    Verdict::Reached(format!("stage {s} reached: {}", st.view.state.label()))
+                }
+                _ if d.phase == Phase::Complete => {
+                    Verdict::Impossible(format!("{} is complete without reaching {s}", d.name))
+                }
+                _ => Verdict::Pending(doing),
+            }
+        }
         WaitFor::Complete if d.phase == Phase::Complete => {
             Verdict::Reached(format!("{} complete", d.name))
         }
-        WaitFor::Approval => match &d.awaiting_approval {
-            Some(stage) => {
-                let unblocks = d
-                    .stages
-                    .iter()
-                    .find(|s| &s.view.name == stage)
-                    .and_then(|s| s.approve_unblocks.clone())
-                    .unwrap_or_else(|| stage.clone());
-                Verdict::Reached(format!(
-                    "stage {stage} awaits approval (unblocks {unblocks}): kubectl promotion \
-                     approve {} --stage {stage}",
-                    d.name
-                ))
-            }
+        WaitFor::Complete => Verdict::Pending(doing),
+        WaitFor::Approval => match d.stages.iter().find(|s| s.approve_unblocks.is_some()) {
+            Some(stage) => Verdict::Reached(format!(
+                "stage {} awaits approval (unblocks {}): kubectl promotion approve {} --stage {}",
+                stage.view.name,
+                stage.approve_unblocks.as_deref().unwrap_or_default(),
+                d.name,
+                stage.view.name
+            )),
             None if d.phase == Phase::Complete => Verdict::Impossible(format!(
                 "{} is complete: no stage will await approval in this rollout",
                 d.name
             )),
             None => Verdict::Pending(doing),
         },
-        WaitFor::Stage(s) if d.phase == Phase::Complete => {
-            Verdict::Impossible(format!("{} is complete without reaching {s}", d.name))
-        }
-        _ => Verdict::Pending(doing),
     }
 }
 
-/// "at staging: soaking until T" / the empty-status note.
+/// "at staging: soaking until T" / the empty-status note / the stale reason.
 fn doing(d: &Description) -> String {
+    if let Some(why) = &d.stale {
+        return format!("Sveltos has not picked up the latest change yet ({why})");
+    }
     if let Some(n) = &d.note {
         return format!("status empty: {n}");
     }
@@ -148,7 +162,10 @@ fn doing(d: &Description) -> String {
         .find(|s| s.view.state != StageState::NotStarted)
     {
         Some(s) => match &s.view.state {
-            StageState::Failed { message } => format!("stage {} failed: {message}", s.view.name),
+            StageState::Failed { message, .. } => {
+                format!("stage {} {}: {message}", s.view.name, s.view.state.label())
+            }
+            StageState::Blocked { message } => message.clone(),
             state => format!("at stage {}: {}", s.view.name, state.label()),
         },
         None => "not started".into(),
@@ -157,7 +174,15 @@ fn doing(d: &Description) -> String {
 
 pub async fn run(ctx: &Ctx, args: &WaitArgs) -> Result<u8> {
     let kube = ctx.kube().await?;
-    wait_for(ctx, &kube, &args.name, &args.condition, args.timeout).await
+    wait_for(
+        ctx,
+        &kube,
+        &args.name,
+        &args.condition,
+        args.timeout,
+        args.fail_fast,
+    )
+    .await
 }
 
 /// Wait for `cond`; returns the exit code (0, 2 or 3) or an error (exit 1).
@@ -166,24 +191,13 @@ pub async fn wait_for(
     kube: &Kube,
     name: &str,
     cond: &WaitFor,
-    timeout: std::time::Duration,
+    timeout: Duration,
+    fail_fast: bool,
 ) -> Result<u8> {
     if timeout.is_zero() {
         // kubectl wait --timeout=0: check once.
-        let object = kube.get_promotion(name).await?;
-        let promotion = view::typed(&object)?;
-        let summaries = kube
-            .list_summaries(&view::profile_names(&promotion))
-            .await
-            .map_err(|e| e.to_string());
-        let snap = Snapshot {
-            object,
-            profiles: Ok(Vec::new()),
-            summaries,
-            events: Err(String::new()),
-        };
-        let d = Description::build(&snap)?;
-        return conclude(ctx, cond, evaluate(cond, &d), timeout);
+        let d = Description::build(&fetch::state(kube, name).await?)?;
+        return conclude(ctx, cond, evaluate(cond, &d, fail_fast), timeout);
     }
     let deadline = Instant::now() + timeout;
     let mut follower = Follower::start(kube, name).await?;
@@ -192,8 +206,8 @@ pub async fn wait_for(
         let Some(state) = follower.next_until(Some(deadline)).await? else {
             return conclude(ctx, cond, Verdict::Pending(last), timeout);
         };
-        let d = Description::build(&state.snapshot(Ok(Vec::new()), Err(String::new())))?;
-        match evaluate(cond, &d) {
+        let d = Description::build(&state.snapshot(Err(String::new())))?;
+        match evaluate(cond, &d, fail_fast) {
             Verdict::Pending(doing) => {
                 if doing != last {
                     note(ctx, &format!("waiting for {cond}: {doing}"));
@@ -205,12 +219,7 @@ pub async fn wait_for(
     }
 }
 
-fn conclude(
-    ctx: &Ctx,
-    cond: &WaitFor,
-    verdict: Verdict,
-    timeout: std::time::Duration,
-) -> Result<u8> {
+fn conclude(ctx: &Ctx, cond: &WaitFor, verdict: Verdict, timeout: Duration) -> Result<u8> {
     match verdict {
         Verdict::Reached(msg) => {
             println!("{msg}");
@@ -268,20 +277,28 @@ mod tests {
         assert!(parse_condition("stage=").is_err());
         assert!(parse_condition("ready").is_err());
     }
+    use crate::view::fixtures::profile;
+    use crate::view::Snapshot;
     use serde_json::{json, Value};
 
+    fn object(status: Value) -> Value {
+        json!({
+            "metadata": {"name": "p"},
+            "spec": {"stages": [
+                {"name": "dev", "clusterSelector": {"matchLabels": {"env": "dev"}},
+                 "trigger": {"auto": {}}},
+                {"name": "staging", "trigger": {"manual": {}}},
+                {"name": "prod"}
+            ]},
+            "status": status
+        })
+    }
+
     fn d(status: Value, summaries: Vec<Value>) -> Description {
+        let object = object(status);
         Description::build(&Snapshot {
-            object: json!({
-                "metadata": {"name": "p"},
-                "spec": {"stages": [
-                    {"name": "dev", "trigger": {"auto": {}}},
-                    {"name": "staging", "trigger": {"manual": {}}},
-                    {"name": "prod"}
-                ]},
-                "status": status
-            }),
-            profiles: Ok(vec![]),
+            profiles: Ok(vec![profile(&object, "dev", &[])]),
+            object,
             summaries: Ok(summaries),
             events: Err(String::new()),
         })
@@ -298,14 +315,24 @@ mod tests {
         )
     }
 
+    fn cluster_with(status: &str) -> Value {
+        json!({
+            "metadata": {"name": "s", "namespace": "n",
+                         "labels": {"projectsveltos.io/cluster-profile-name": "p-dev"}},
+            "spec": {"clusterNamespace": "n", "clusterName": "c1"},
+            "status": {"featureSummaries": [{"featureID": "Helm", "status": status,
+                                             "failureMessage": "boom"}]}
+        })
+    }
+
     #[test]
     fn approval_condition() {
-        match evaluate(&WaitFor::Approval, &awaiting()) {
+        match evaluate(&WaitFor::Approval, &awaiting(), false) {
             Verdict::Reached(m) => assert!(m.contains("unblocks staging → prod")),
             v => panic!("{v:?}"),
         }
         assert!(matches!(
-            evaluate(&WaitFor::Complete, &awaiting()),
+            evaluate(&WaitFor::Complete, &awaiting(), false),
             Verdict::Pending(m) if m == "at stage staging: awaiting approval"
         ));
     }
@@ -313,34 +340,75 @@ mod tests {
     #[test]
     fn stage_condition() {
         assert!(matches!(
-            evaluate(&WaitFor::Stage("staging".into()), &awaiting()),
+            evaluate(&WaitFor::Stage("staging".into()), &awaiting(), false),
             Verdict::Reached(_)
         ));
         assert!(matches!(
-            evaluate(&WaitFor::Stage("prod".into()), &awaiting()),
+            evaluate(&WaitFor::Stage("prod".into()), &awaiting(), false),
             Verdict::Pending(_)
         ));
         assert!(matches!(
-            evaluate(&WaitFor::Stage("qa".into()), &awaiting()),
+            evaluate(&WaitFor::Stage("qa".into()), &awaiting(), false),
             Verdict::Impossible(m) if m.contains("stages: dev, staging, prod")
         ));
     }
 
     #[test]
-    fn failure_comes_from_cluster_summaries() {
+    fn a_failure_sveltos_gave_up_on_ends_the_wait() {
         let failed = d(
             json!({"stages": [{"name": "dev"}]}),
-            vec![json!({
-                "metadata": {"name": "s", "namespace": "n",
-                             "labels": {"projectsveltos.io/cluster-profile-name": "p-dev"}},
-                "spec": {"clusterNamespace": "n", "clusterName": "c1"},
-                "status": {"featureSummaries": [{"featureID": "Helm", "status": "Failed",
-                                                 "failureMessage": "boom"}]}
-            })],
+            vec![cluster_with("FailedNonRetriable")],
         );
-        match evaluate(&WaitFor::Complete, &failed) {
+        match evaluate(&WaitFor::Complete, &failed, false) {
             Verdict::Failed(m) => assert!(m.contains("boom"), "{m}"),
             v => panic!("{v:?}"),
+        }
+    }
+
+    #[test]
+    fn a_failure_sveltos_retries_waits_unless_fail_fast() {
+        let retrying = d(
+            json!({"stages": [{"name": "dev"}]}),
+            vec![cluster_with("Failed")],
+        );
+        assert_eq!(retrying.phase, Phase::Degraded);
+        match evaluate(&WaitFor::Complete, &retrying, false) {
+            Verdict::Pending(m) => assert!(m.contains("Sveltos retries"), "{m}"),
+            v => panic!("{v:?}"),
+        }
+        assert!(matches!(
+            evaluate(&WaitFor::Complete, &retrying, true),
+            Verdict::Failed(_)
+        ));
+    }
+
+    #[test]
+    fn a_stale_status_answers_no_condition() {
+        // Complete as far as the status says, but the first stage's profile still has the
+        // previous spec: the change has not been picked up.
+        let object = object(json!({"stages": [
+            {"name": "dev", "lastSuccessfulAppliedTime": "t"},
+            {"name": "staging", "lastSuccessfulAppliedTime": "t"},
+            {"name": "prod", "lastSuccessfulAppliedTime": "t"}]}));
+        let mut old = profile(&object, "dev", &[]);
+        old["spec"]["helmCharts"] = json!([{"releaseName": "r", "releaseNamespace": "n"}]);
+        let d = Description::build(&Snapshot {
+            object,
+            profiles: Ok(vec![old]),
+            summaries: Ok(vec![]),
+            events: Err(String::new()),
+        })
+        .unwrap();
+        assert_eq!(d.phase, Phase::Stale);
+        for cond in [
+            WaitFor::Complete,
+            WaitFor::Approval,
+            WaitFor::Stage("prod".into()),
+        ] {
+            match evaluate(&cond, &d, false) {
+                Verdict::Pending(m) => assert!(m.contains("not picked up"), "{m}"),
+                v => panic!("{cond}: {v:?}"),
+            }
         }
     }
 
@@ -355,11 +423,11 @@ mod tests {
             vec![],
         );
         assert!(matches!(
-            evaluate(&WaitFor::Complete, &done),
+            evaluate(&WaitFor::Complete, &done, false),
             Verdict::Reached(_)
         ));
         assert!(matches!(
-            evaluate(&WaitFor::Approval, &done),
+            evaluate(&WaitFor::Approval, &done, false),
             Verdict::Impossible(_)
         ));
     }

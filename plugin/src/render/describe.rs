@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use chrono::{DateTime, Utc};
 use promotion_shared::cluster_summary::ClusterState;
-use promotion_shared::pipeline::{Phase, StageState, TriggerKind};
+use promotion_shared::pipeline::{Approval, Phase, StageState, StageView, TriggerKind};
 
 use super::{table, Style, Tone};
 use crate::duration;
@@ -61,8 +61,26 @@ pub fn render(d: &Description, style: &Style, opts: &Options) -> String {
             &style.paint(&format!("empty: {note}"), Tone::Waiting),
         );
     }
-    if let Some(next) = next_step(d) {
-        field(&mut out, 0, "Next step", &style.paint(&next, Tone::Waiting));
+    if let Some(why) = &d.stale {
+        field(
+            &mut out,
+            0,
+            "Status",
+            &style.paint(
+                &format!(
+                    "Sveltos has not picked up this change yet: the status below is from the \
+                     previous rollout ({why})"
+                ),
+                Tone::Waiting,
+            ),
+        );
+    }
+    if let Some(next) = &d.next_step {
+        let tone = match d.phase {
+            Phase::Failed | Phase::Blocked => Tone::Bad,
+            _ => Tone::Waiting,
+        };
+        field(&mut out, 0, "Next step", &style.paint(next, tone));
     }
     deploys(&mut out, d);
     field(&mut out, 0, "Pipeline", &pipeline_line(d, style));
@@ -82,26 +100,6 @@ pub fn render(d: &Description, style: &Style, opts: &Options) -> String {
         }
     }
     out
-}
-
-fn next_step(d: &Description) -> Option<String> {
-    match d.phase {
-        Phase::AwaitingApproval => {
-            let stage = d.awaiting_approval.as_ref()?;
-            let detail = d.stages.iter().find(|s| &s.view.name == stage)?;
-            Some(format!(
-                "kubectl promotion approve {} --stage {stage}   (unblocks {})",
-                d.name,
-                detail.approve_unblocks.as_deref().unwrap_or(stage)
-            ))
-        }
-        Phase::Failed => Some(format!(
-            "fix the failing clusters (see below); `kubectl promotion wait {} --for=complete` \
-             follows the retry",
-            d.name
-        )),
-        _ => None,
-    }
 }
 
 fn deploys(out: &mut String, d: &Description) {
@@ -187,7 +185,6 @@ fn stage_block(
         &stage.approval_record,
         v.trigger.kind == TriggerKind::Manual,
     ) {
-        use promotion_shared::pipeline::Approval;
         let mut text = format!("{} at {}", rec.user, rec.time);
         if let Some(r) = &rec.reason {
             text.push_str(&format!(": {r:?}"));
@@ -199,7 +196,16 @@ fn stage_block(
         });
         field(out, ind, "Last approval", &text);
     }
+    if let Some(ahead) = pre_approved(v) {
+        field(out, ind, "Approval", &style.paint(&ahead, Tone::Active));
+    }
+    if let Some(taken) = &stage.cluster_profile_taken {
+        field(out, ind, "ClusterProfile", &style.paint(taken, Tone::Bad));
+    }
     clusters(out, d, stage, style, opts);
+    if let Some(wait) = wait_line(v, opts.now) {
+        field(out, ind, "Waits", &wait);
+    }
     for (label, t) in [
         ("Reconciled", v.last_update_reconciled_time.as_deref()),
         ("Provisioned", v.last_successful_applied_time.as_deref()),
@@ -213,11 +219,14 @@ fn stage_block(
         field(out, ind, "Status", desc);
     }
     if let Some(msg) = &v.failure_message {
-        let failed = matches!(v.state, StageState::Failed { .. });
+        let failed = matches!(
+            v.state,
+            StageState::Failed { .. } | StageState::Blocked { .. }
+        );
         let tone = if failed { Tone::Bad } else { Tone::Waiting };
         field(out, ind, "Message", &style.paint(msg, tone));
     }
-    if let StageState::Failed { message } = &v.state {
+    if let StageState::Failed { message, .. } | StageState::Blocked { message } = &v.state {
         if v.failure_message.as_deref() != Some(message.as_str()) {
             field(out, ind, "Failure", &style.paint(message, Tone::Bad));
         }
@@ -236,6 +245,51 @@ fn stage_block(
     out.push('\n');
 }
 
+/// For an approval given ahead of the pipeline: when it will be used.
+fn pre_approved(v: &StageView) -> Option<String> {
+    if v.approval != Approval::Pending || v.state != StageState::NotStarted {
+        return None;
+    }
+    let onward = match &v.next_stage {
+        Some(next) => format!("promotes to {next}"),
+        None => "completes the pipeline".into(),
+    };
+    let delay = v
+        .trigger
+        .delay
+        .as_ref()
+        .map(|d| format!(" and its delay of {d} has passed"))
+        .unwrap_or_default();
+    Some(format!(
+        "approved ahead of time: when the pipeline reaches this stage, Sveltos {onward} as soon \
+         as its clusters are provisioned{delay}"
+    ))
+}
+
+/// When a soak or a closed promotion window ends, relative to now: "(in 26m)", or past it
+/// "(overdue by 2m: Sveltos re-checks every 2m)".
+fn wait_line(v: &StageView, now: DateTime<Utc>) -> Option<String> {
+    let (what, until) = match &v.state {
+        StageState::Soaking { until: Some(t) } => ("soak ends", t),
+        StageState::WaitingForWindow { until: Some(t) } => ("promotion window opens", t),
+        _ => return None,
+    };
+    let at = DateTime::parse_from_rfc3339(until).ok()?;
+    let delta = at.with_timezone(&Utc).signed_duration_since(now);
+    Some(if delta.num_seconds() > 0 {
+        format!("{what} at {until} (in {})", duration::human(delta))
+    } else {
+        format!(
+            "{what} at {until} (overdue by {}: Sveltos re-checks every {})",
+            duration::human(-delta),
+            RECHECK_EVERY
+        )
+    })
+}
+
+/// addon-controller's `normalStageRequeueAfter`: how often it looks at a stage in progress.
+const RECHECK_EVERY: &str = "2m";
+
 fn clusters(out: &mut String, d: &Description, stage: &StageDetail, style: &Style, opts: &Options) {
     let ind = 5;
     let v = &stage.view;
@@ -243,9 +297,16 @@ fn clusters(out: &mut String, d: &Description, stage: &StageDetail, style: &Styl
         let text = if !d.online {
             "not read (offline)".to_string()
         } else {
-            match &stage.cluster_profile {
-                None => "none yet (no ClusterProfile for this stage)".to_string(),
-                Some(p) => format!("unknown (ClusterSummaries of {p} not readable)"),
+            match (
+                &stage.cluster_profile,
+                stage.cluster_profile_taken.is_some(),
+            ) {
+                (None, true) => "unknown (the stage's ClusterProfile name is taken)".to_string(),
+                (None, false) if d.warnings.iter().any(|w| w.starts_with("ClusterProfiles")) => {
+                    "unknown (ClusterProfiles not readable)".to_string()
+                }
+                (None, false) => "none yet (no ClusterProfile for this stage)".to_string(),
+                (Some(p), _) => format!("unknown (ClusterSummaries of {p} not readable)"),
             }
         };
         field(out, ind, "Clusters", &style.paint(&text, Tone::Dim));
@@ -257,8 +318,17 @@ fn clusters(out: &mut String, d: &Description, stage: &StageDetail, style: &Styl
         "no matching clusters".to_string()
     } else {
         let mut parts = vec![format!("{} provisioned", counts.provisioned)];
-        if counts.pending > 0 {
-            parts.push(format!("{} in progress", counts.pending));
+        if counts.pending > counts.without_summary {
+            parts.push(format!(
+                "{} in progress",
+                counts.pending - counts.without_summary
+            ));
+        }
+        if counts.without_summary > 0 {
+            parts.push(format!(
+                "{} with no ClusterSummary yet",
+                counts.without_summary
+            ));
         }
         if counts.failed > 0 {
             parts.push(style.paint(&format!("{} failed", counts.failed), Tone::Bad));
@@ -332,7 +402,9 @@ fn cluster_row(c: &ClusterState, style: &Style) -> Vec<String> {
     } else {
         name
     };
-    let features = if c.features.is_empty() {
+    let features = if c.summary_name.is_none() {
+        "no ClusterSummary yet (Sveltos has not started on this cluster)".to_string()
+    } else if c.features.is_empty() {
         "no feature reported yet".to_string()
     } else {
         c.features
@@ -471,8 +543,8 @@ mod tests {
             "status": status,
         });
         Description::build(&Snapshot {
+            profiles: Ok(vec![crate::view::fixtures::profile(&object, "dev", &[])]),
             object,
-            profiles: Ok(vec![json!({"metadata": {"name": "p-dev"}})]),
             summaries: Ok(summaries),
             events: Ok(vec![]),
         })
@@ -527,7 +599,11 @@ mod tests {
         let mut summaries: Vec<_> = (0..30)
             .map(|i| summary(&format!("ok{i:02}"), "Provisioned", None))
             .collect();
-        summaries.push(summary("bad", "Failed", Some("replicas: invalid type")));
+        summaries.push(summary(
+            "bad",
+            "FailedNonRetriable",
+            Some("replicas: invalid type"),
+        ));
         let d = description(json!({"stages": [{"name": "dev"}]}), summaries);
         let text = render(&d, &Style::plain(), &opts());
         assert!(text.contains("  1. dev  failed"));

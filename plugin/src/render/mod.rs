@@ -4,6 +4,7 @@
 pub mod describe;
 pub mod diff;
 pub mod table;
+pub mod terminal;
 
 use std::io::IsTerminal;
 
@@ -116,10 +117,12 @@ impl Style {
     pub fn phase(&self, phase: &Phase) -> String {
         let tone = match phase {
             Phase::NotStarted => Tone::Dim,
+            Phase::Stale => Tone::Waiting,
             Phase::Progressing => Tone::Active,
+            Phase::Degraded => Tone::Waiting,
             Phase::AwaitingApproval => Tone::Waiting,
             Phase::Complete => Tone::Good,
-            Phase::Failed => Tone::Bad,
+            Phase::Failed | Phase::Blocked => Tone::Bad,
         };
         self.paint(phase.label(), tone)
     }
@@ -136,7 +139,10 @@ pub fn state_tone(state: &StageState) -> Tone {
         | StageState::WaitingForWindow { .. }
         | StageState::AwaitingApproval => Tone::Waiting,
         StageState::Promoted | StageState::Complete => Tone::Good,
-        StageState::Failed { .. } => Tone::Bad,
+        StageState::Failed {
+            retriable: true, ..
+        } => Tone::Waiting,
+        StageState::Failed { .. } | StageState::Blocked { .. } => Tone::Bad,
     }
 }
 
@@ -151,7 +157,11 @@ fn state_symbol(state: &StageState) -> (&'static str, Tone) {
         StageState::AwaitingApproval => "॥",
         StageState::ApprovedPending => "»",
         StageState::Promoted | StageState::Complete => "✔",
+        StageState::Failed {
+            retriable: true, ..
+        } => "⚠",
         StageState::Failed { .. } => "✖",
+        StageState::Blocked { .. } => "⊘",
     };
     (sym, tone)
 }
@@ -211,6 +221,7 @@ mod tests {
         let s = Style { color: true };
         let painted = s.state(&StageState::Failed {
             message: "m".into(),
+            retriable: false,
         });
         assert!(painted.contains('\u{1b}'));
         assert_eq!(visible_width(&painted), "failed".len());

@@ -1,0 +1,277 @@
+//! Whether a ClusterPromotion's status describes its current spec, or still the previous
+//! rollout's: after a change that starts a new rollout ([`crate::rollout`]), Sveltos restarts the
+//! pipeline on its next reconcile (`resetStageStatuses`, then the first stage again), and until
+//! then `status.stages` shows where the *previous* rollout stood. Reporting that status as the
+//! current rollout's is the one mistake a live view must never make: `wait --for=complete` would
+//! succeed at once, and a gate shown as awaiting approval belongs to the old rollout.
+//!
+//! addon-controller records which spec its status belongs to only as two hashes, so the signals,
+//! most reliable first:
+//! 1. `status.stagesHash` against the hash of the current stages ([`crate::rollout::stages_hash`]
+//!    reproduces Sveltos' exactly): a stage change Sveltos has not seen.
+//! 2. The first stage's generated ClusterProfile: on every restart Sveltos applies the current
+//!    `profileSpec` to it (`handlePromotionRestart` → `reconcileStageProfile`), so a profile
+//!    spec that is not the current `profileSpec` (less the stage selector and the post-delay
+//!    health checks Sveltos appends) means the change has not been picked up.
+//!    `status.profileSpecHash` cannot be compared directly: it hashes Go's encoding of the whole
+//!    typed ProfileSpec.
+//! 3. Without the profile (not readable, or not there): the admission webhook's record of the
+//!    change that started the current rollout, against the time Sveltos (re)started the first
+//!    stage (`status.stages[0].lastUpdateReconciledTime`, set by `addStageStatus` on restart).
+
+use chrono::DateTime;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::admission::spec_change_record;
+use crate::diff::{appended_check_names, comparable_profile_spec};
+use crate::model::ClusterPromotion;
+use crate::rollout::{profile_spec_equivalent, stages_hash};
+use crate::tree::tree_of;
+
+/// Which signal showed that the status is stale.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StaleSignal {
+    StagesHash,
+    StageProfile,
+    SpecChangeRecord,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase", tag = "freshness")]
+pub enum Freshness {
+    /// The status belongs to the current spec, or there is no status to be stale.
+    Current,
+    /// Sveltos has not picked up the latest change that starts a new rollout.
+    Stale { reason: String, signal: StaleSignal },
+}
+
+impl Freshness {
+    pub fn is_stale(&self) -> bool {
+        matches!(self, Freshness::Stale { .. })
+    }
+}
+
+/// How fresh `object`'s status is. `first_stage_profile` is the ClusterProfile Sveltos generated
+/// for the first stage, when it was read and belongs to this promotion.
+pub fn freshness(
+    object: &Value,
+    promotion: &ClusterPromotion,
+    first_stage_profile: Option<&Value>,
+) -> Freshness {
+    let Some(first_status) = promotion.stage_statuses().first() else {
+        return Freshness::Current;
+    };
+    let status = promotion.status.as_ref();
+    let tree = tree_of(object);
+    if let (Some(recorded), Some(current)) = (
+        status.and_then(|s| s.stages_hash.as_deref()),
+        stages_hash(&tree),
+    ) {
+        if recorded != current {
+            return Freshness::Stale {
+                reason: "the stage names, their order or their cluster selectors changed".into(),
+                signal: StaleSignal::StagesHash,
+            };
+        }
+    }
+    let first_stage = promotion.spec.stages.first();
+    if let (Some(profile), Some(stage)) = (first_stage_profile, first_stage) {
+        let spec = profile.get("spec").cloned().unwrap_or(Value::Null);
+        let appended = appended_check_names(stage, promotion.spec.profile_spec.as_ref());
+        let deployed = with_defaults(comparable_profile_spec(&spec, &appended));
+        let wanted = with_defaults(
+            object
+                .pointer("/spec/profileSpec")
+                .cloned()
+                .unwrap_or(Value::Null),
+        );
+        return if profile_spec_equivalent(Some(&tree_of(&deployed)), Some(&tree_of(&wanted))) {
+            Freshness::Current
+        } else {
+            Freshness::Stale {
+                reason: format!(
+                    "spec.profileSpec changed, and the first stage's ClusterProfile still has \
+                     the previous spec ({})",
+                    profile
+                        .pointer("/metadata/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                ),
+                signal: StaleSignal::StageProfile,
+            }
+        };
+    }
+    let changed = spec_change_record(object).ok().flatten();
+    let restarted = first_status.last_update_reconciled_time.as_deref();
+    if let (Some(changed), Some(restarted)) = (changed, restarted) {
+        let (Ok(changed_at), Ok(restarted_at)) = (
+            DateTime::parse_from_rfc3339(&changed.time),
+            DateTime::parse_from_rfc3339(restarted),
+        ) else {
+            return Freshness::Current;
+        };
+        if changed_at > restarted_at {
+            return Freshness::Stale {
+                reason: format!(
+                    "{} started a new rollout at {}, after Sveltos last started the pipeline \
+                     ({restarted})",
+                    changed.user, changed.time
+                ),
+                signal: StaleSignal::SpecChangeRecord,
+            };
+        }
+    }
+    Freshness::Current
+}
+
+/// The CRDs' top-level `profileSpec` defaults (the same in ClusterPromotion's `profileSpec` and
+/// ClusterProfile's `spec`). The API server applies them only to an object that is there, so a
+/// promotion without `profileSpec` has none while its generated profile has them all.
+const PROFILE_SPEC_DEFAULTS: [(&str, DefaultValue); 6] = [
+    ("syncMode", DefaultValue::Str("Continuous")),
+    ("tier", DefaultValue::Int(100)),
+    ("continueOnConflict", DefaultValue::Bool(false)),
+    ("continueOnError", DefaultValue::Bool(false)),
+    ("reloader", DefaultValue::Bool(false)),
+    (
+        "stopMatchingBehavior",
+        DefaultValue::Str("WithdrawPolicies"),
+    ),
+];
+
+enum DefaultValue {
+    Str(&'static str),
+    Int(u64),
+    Bool(bool),
+}
+
+fn with_defaults(spec: Value) -> Value {
+    let mut map = match spec {
+        Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    };
+    for (key, default) in PROFILE_SPEC_DEFAULTS {
+        map.entry(key).or_insert_with(|| match default {
+            DefaultValue::Str(s) => Value::from(s),
+            DefaultValue::Int(n) => Value::from(n),
+            DefaultValue::Bool(b) => Value::from(b),
+        });
+    }
+    Value::Object(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::admission::SPEC_CHANGE_ANNOTATION;
+    use serde_json::json;
+
+    fn promotion(chart: &str, stages_hash: Option<&str>) -> Value {
+        let mut status = json!({"stages": [
+            {"name": "dev", "lastUpdateReconciledTime": "2026-02-16T07:00:00Z",
+             "lastSuccessfulAppliedTime": "2026-02-16T07:02:00Z"},
+        ]});
+        if let Some(h) = stages_hash {
+            status["stagesHash"] = json!(h);
+        }
+        json!({
+            "metadata": {"name": "p"},
+            "spec": {
+                "profileSpec": {"helmCharts": [{"releaseName": "k", "releaseNamespace": "k",
+                                                "chartVersion": chart}]},
+                "stages": [
+                    {"name": "dev", "clusterSelector": {"matchLabels": {"env": "dev"}},
+                     "trigger": {"auto": {"postDelayHealthChecks": [{"name": "pods"}]}}},
+                    {"name": "prod", "clusterSelector": {"matchLabels": {"env": "prod"}}}
+                ]
+            },
+            "status": status
+        })
+    }
+
+    fn profile(chart: &str) -> Value {
+        json!({"metadata": {"name": "p-dev"}, "spec": {
+            "clusterSelector": {"matchLabels": {"env": "dev"}},
+            "helmCharts": [{"chartVersion": chart, "releaseNamespace": "k", "releaseName": "k"}],
+            "validateHealths": [{"name": "pods"}]
+        }})
+    }
+
+    fn judge(object: &Value, profile: Option<&Value>) -> Freshness {
+        let typed: ClusterPromotion = serde_json::from_value(object.clone()).unwrap();
+        freshness(object, &typed, profile)
+    }
+
+    #[test]
+    fn the_first_stage_profile_tells_whether_profile_spec_was_picked_up() {
+        let object = promotion("3.7.0", None);
+        assert_eq!(judge(&object, Some(&profile("3.7.0"))), Freshness::Current);
+        let stale = judge(&object, Some(&profile("3.6.2")));
+        assert!(
+            matches!(
+                stale,
+                Freshness::Stale {
+                    signal: StaleSignal::StageProfile,
+                    ..
+                }
+            ),
+            "{stale:?}"
+        );
+    }
+
+    #[test]
+    fn a_stages_hash_that_differs_is_a_stage_change_not_picked_up() {
+        let object = promotion("3.7.0", Some("not-the-hash"));
+        assert!(matches!(
+            judge(&object, Some(&profile("3.7.0"))),
+            Freshness::Stale {
+                signal: StaleSignal::StagesHash,
+                ..
+            }
+        ));
+        let current = stages_hash(&tree_of(&object)).unwrap();
+        let object = promotion("3.7.0", Some(&current));
+        assert_eq!(judge(&object, Some(&profile("3.7.0"))), Freshness::Current);
+    }
+
+    #[test]
+    fn without_the_profile_the_webhook_record_is_compared_with_the_restart() {
+        let mut object = promotion("3.7.0", None);
+        object["metadata"]["annotations"] = json!({SPEC_CHANGE_ANNOTATION:
+            r#"{"user":"carol","time":"2026-02-16T08:00:00Z"}"#});
+        assert!(matches!(
+            judge(&object, None),
+            Freshness::Stale {
+                signal: StaleSignal::SpecChangeRecord,
+                ..
+            }
+        ));
+        object["metadata"]["annotations"] = json!({SPEC_CHANGE_ANNOTATION:
+            r#"{"user":"carol","time":"2026-02-16T06:59:00Z"}"#});
+        assert_eq!(judge(&object, None), Freshness::Current);
+    }
+
+    #[test]
+    fn crd_defaults_on_one_side_only_are_no_difference() {
+        let mut object = promotion("3.7.0", None);
+        object["spec"]
+            .as_object_mut()
+            .unwrap()
+            .remove("profileSpec");
+        let generated = json!({"metadata": {"name": "p-dev"}, "spec": {
+            "clusterSelector": {"matchLabels": {"env": "dev"}}, "syncMode": "Continuous",
+            "tier": 100, "continueOnConflict": false, "continueOnError": false,
+            "reloader": false, "stopMatchingBehavior": "WithdrawPolicies"
+        }});
+        assert_eq!(judge(&object, Some(&generated)), Freshness::Current);
+    }
+
+    #[test]
+    fn no_status_is_never_stale() {
+        let mut object = promotion("3.7.0", Some("x"));
+        object["status"] = json!({});
+        assert_eq!(judge(&object, Some(&profile("1"))), Freshness::Current);
+    }
+}
