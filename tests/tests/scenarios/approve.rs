@@ -8,7 +8,9 @@ use promotion_e2e::envtest::User;
 use promotion_shared::admission::{APPROVALS_ANNOTATION, APPROVAL_REASON_ANNOTATION};
 use serde_json::Value;
 
-use super::support::{example, kubectl, manual_gate, name_of, read_back, register_webhook, Expect};
+use super::support::{
+    example, kubectl, manual_gate, name_of, read_back, reconciled_now, register_webhook, Expect,
+};
 
 pub fn a_release_manager_approves_and_a_developer_is_refused(cluster: &Cluster) {
     let backend = cluster.kind().name();
@@ -16,7 +18,8 @@ pub fn a_release_manager_approves_and_a_developer_is_refused(cluster: &Cluster) 
     cluster
         .install_plugin()
         .or_fail(cluster, "installing the plugin");
-    let promotion = cluster.adopt(example("kyverno-manual-gate.yaml"));
+    let mut promotion = cluster.adopt(example("kyverno-manual-gate.yaml"));
+    promotion["status"] = reconciled_now(&promotion["status"]);
     let name = name_of(&promotion);
     cluster
         .put(&promotion)

@@ -10,7 +10,8 @@ use promotion_e2e::envtest::User;
 use serde_json::{json, Value};
 
 use super::support::{
-    approval_given, example, kubectl, manual_gate, name_of, read_back, register_webhook, Expect,
+    approval_given, example, kubectl, manual_gate, name_of, read_back, reconciled_now,
+    register_webhook, Expect,
 };
 
 pub fn a_consumed_approval_is_removed_on_the_next_update(cluster: &Cluster) {
@@ -22,6 +23,7 @@ pub fn a_consumed_approval_is_removed_on_the_next_update(cluster: &Cluster) {
     let mut promotion = cluster.adopt(example("kyverno-manual-gate.yaml"));
     let name = name_of(&promotion);
     let status = promotion["status"].clone();
+    let reconciled = reconciled_now(&status);
     if let Some(map) = promotion.as_object_mut() {
         map.remove("status");
     }
@@ -29,7 +31,7 @@ pub fn a_consumed_approval_is_removed_on_the_next_update(cluster: &Cluster) {
         .put(&promotion)
         .or_fail(cluster, "storing the promotion");
     cluster
-        .put_status(CLUSTER_PROMOTION, None, &name, &status)
+        .put_status(CLUSTER_PROMOTION, None, &name, &reconciled)
         .or_fail(cluster, "writing the status");
     let out = kubectl(
         cluster,
@@ -57,7 +59,7 @@ pub fn a_consumed_approval_is_removed_on_the_next_update(cluster: &Cluster) {
         }));
     }
     cluster
-        .put_status(CLUSTER_PROMOTION, None, &name, &promoted)
+        .put_status(CLUSTER_PROMOTION, None, &name, &reconciled_now(&promoted))
         .or_fail(cluster, "writing the promoted status");
     let stored = read_back(cluster, &name);
     assert_eq!(

@@ -7,7 +7,9 @@ use promotion_e2e::envtest::objects::CLUSTER_PROMOTION;
 use promotion_e2e::envtest::User;
 
 use super::rollout::{approved_gate, consequences, reversed, without_status, NO_RESTART};
-use super::support::{kubectl, manual_gate, name_of, read_back, register_webhook, Expect};
+use super::support::{
+    kubectl, manual_gate, name_of, read_back, reconciled_now, register_webhook, Expect,
+};
 
 pub fn diff_predicts_no_reset_for_a_sorted_reorder(cluster: &Cluster) {
     let backend = cluster.kind().name();
@@ -27,7 +29,12 @@ pub fn diff_predicts_no_reset_for_a_sorted_reorder(cluster: &Cluster) {
     );
     assert_eq!(out.code, 0, "[{backend}] creating: {out}");
     cluster
-        .put_status(CLUSTER_PROMOTION, None, &name, &original["status"])
+        .put_status(
+            CLUSTER_PROMOTION,
+            None,
+            &name,
+            &reconciled_now(&original["status"]),
+        )
         .or_fail(cluster, "writing the status as Sveltos would");
 
     let mut reordered = without_status(original);

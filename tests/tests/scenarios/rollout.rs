@@ -11,7 +11,8 @@ use promotion_e2e::envtest::User;
 use serde_json::{json, Value};
 
 use super::support::{
-    approval_given, example, kubectl, manual_gate, name_of, read_back, register_webhook, Expect,
+    approval_given, example, kubectl, manual_gate, name_of, read_back, reconciled_now,
+    register_webhook, Expect,
 };
 
 /// `diff -f`'s consequence when the pipeline does not restart.
@@ -101,7 +102,12 @@ pub fn a_new_rollout_resets_the_approval_and_a_sorted_reorder_does_not(cluster: 
     let (_, out) = apply("original.yaml", &without_status(original.clone()));
     assert_eq!(out.code, 0, "[{backend}] creating: {out}");
     cluster
-        .put_status(CLUSTER_PROMOTION, None, &name, &original["status"])
+        .put_status(
+            CLUSTER_PROMOTION,
+            None,
+            &name,
+            &reconciled_now(&original["status"]),
+        )
         .or_fail(cluster, "writing the status as Sveltos would");
     let stored = read_back(cluster, &name);
     assert_eq!(
@@ -114,13 +120,13 @@ pub fn a_new_rollout_resets_the_approval_and_a_sorted_reorder_does_not(cluster: 
         given.starts_with("given by admin at "),
         "[{backend}] {given}"
     );
-    let reset_warning = format!(
-        "Warning: approval of stage \"staging\" ({given}) reset: spec.profileSpec changed, the \
-         new rollout needs a new approval\n"
-    );
-    let reset_consequence = "the admission webhook resets the approval of stage staging: the new \
-                             rollout needs a new approval"
-        .to_string();
+    let reset = |given: &str| {
+        format!(
+            "approval of stage \"staging\" ({given}) reset: spec.profileSpec changed, the new \
+             rollout needs a new approval"
+        )
+    };
+    let reset_warning = format!("Warning: {}\n", reset(&given));
 
     // helmCharts is sorted by Sveltos before hashing: no new rollout.
     let mut charts_reordered = without_status(original.clone());
@@ -168,7 +174,7 @@ pub fn a_new_rollout_resets_the_approval_and_a_sorted_reorder_does_not(cluster: 
              (preDeployChecks reordered (Sveltos hashes this list in order)); later stages keep \
              the current spec until they are promoted again"
                 .to_string(),
-            reset_consequence.clone(),
+            reset(&given),
         ],
         "{context}"
     );
@@ -217,17 +223,10 @@ pub fn a_new_rollout_resets_the_approval_and_a_sorted_reorder_does_not(cluster: 
         )),
         "{context}"
     );
-    assert!(bullets.contains(&reset_consequence), "{context}");
+    assert!(bullets.contains(&reset(&given)), "{context}");
     assert_eq!(
         (out.code, out.stderr.as_str()),
-        (
-            0,
-            format!(
-                "Warning: approval of stage \"staging\" ({given}) reset: spec.profileSpec \
-                 changed, the new rollout needs a new approval\n"
-            )
-            .as_str()
-        ),
+        (0, format!("Warning: {}\n", reset(&given)).as_str()),
         "{context}"
     );
     let stored = read_back(cluster, &name);

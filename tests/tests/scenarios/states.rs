@@ -5,6 +5,8 @@
 //! the computed models (`-o json`, plugin/docs/output.md) and `wait`'s exit codes. Only what
 //! STATES.md states is expected; the human-readable wording is not.
 
+use std::collections::HashMap;
+
 use promotion_e2e::backend::{Cluster, SESSION_LABEL};
 use promotion_e2e::envtest::User;
 use promotion_e2e::fixtures::{self, Example, WorldBuilder};
@@ -54,23 +56,50 @@ fn write_world(cluster: &Cluster) -> Names {
             .unwrap_or_else(|e| panic!("{e}"));
         names.push(name);
     }
-    for mut object in builder.build() {
-        if object["kind"] == "Namespace" {
-            continue;
+    // Owners first: the server assigns uids, and generated objects name their owners by uid.
+    const ORDER: [&str; 5] = [
+        "SveltosCluster",
+        "ClusterPromotion",
+        "ClusterProfile",
+        "ClusterSummary",
+        "Event",
+    ];
+    let mut objects: Vec<Value> = builder
+        .build()
+        .into_iter()
+        .filter(|o| o["kind"] != "Namespace")
+        .collect();
+    objects.sort_by_key(|o| ORDER.iter().position(|k| o["kind"] == *k));
+    let mut uids: HashMap<String, String> = HashMap::new();
+    for mut object in objects {
+        let real_uid = |uid: &Value| uid.as_str().and_then(|u| uids.get(u)).cloned();
+        for owner in object["metadata"]["ownerReferences"]
+            .as_array_mut()
+            .into_iter()
+            .flatten()
+        {
+            if let Some(uid) = real_uid(&owner["uid"]) {
+                owner["uid"] = json!(uid);
+            }
+        }
+        if let Some(uid) = real_uid(&object["involvedObject"]["uid"]) {
+            object["involvedObject"]["uid"] = json!(uid);
         }
         let meta = &mut object["metadata"];
         if !meta["labels"].is_object() {
             meta["labels"] = json!({});
         }
         meta["labels"][SESSION_LABEL] = json!(cluster.session());
-        cluster.put(&object).or_fail(
-            cluster,
-            &format!(
-                "writing {} {}",
-                object["kind"].as_str().unwrap_or_default(),
-                object["metadata"]["name"].as_str().unwrap_or_default()
-            ),
+        let fixture_uid = meta["uid"].as_str().map(String::from);
+        let what = format!(
+            "writing {} {}",
+            object["kind"].as_str().unwrap_or_default(),
+            object["metadata"]["name"].as_str().unwrap_or_default()
         );
+        let stored = cluster.put(&object).or_fail(cluster, &what);
+        if let (Some(fixture), Some(real)) = (fixture_uid, stored["metadata"]["uid"].as_str()) {
+            uids.insert(fixture, real.to_string());
+        }
     }
     let [auto, gate, failed, payment] = <[String; 4]>::try_from(names).expect("four examples");
     Names {
@@ -165,7 +194,8 @@ pub fn describe_list_diff_and_wait_follow_the_documented_states(cluster: &Cluste
         "[{backend}] {d}"
     );
 
-    // kyverno-failed-dev: failed once the ClusterSummaries are read, with the feature's message.
+    // kyverno-failed-dev: failed once the ClusterSummaries are read, with the feature's message
+    // (STATES.md gives no phase: a feature `Failed` is one Sveltos retries).
     let d = describe(&names.failed);
     assert_eq!(
         states(&d),
@@ -176,7 +206,6 @@ pub fn describe_list_diff_and_wait_follow_the_documented_states(cluster: &Cluste
         ]),
         "[{backend}] {d}"
     );
-    assert_eq!(d["phase"], "failed", "[{backend}] {d}");
     let message = d["stages"][0]["message"].as_str().unwrap_or_default();
     assert!(
         message.contains("cannot unmarshal bool into Go struct field DeploymentSpec.spec.replicas"),
@@ -261,9 +290,10 @@ pub fn describe_list_diff_and_wait_follow_the_documented_states(cluster: &Cluste
         (&json!("staging"), &json!("staging → production")),
         "[{backend}] {list}"
     );
+    let failed = item(&names.failed);
     assert_eq!(
-        summary(&names.failed),
-        ("failed".into(), Some(1), Some(3)),
+        (failed["reachedStages"].as_u64(), failed["stages"].as_u64()),
+        (Some(1), Some(3)),
         "[{backend}] {list}"
     );
     assert_eq!(
@@ -272,31 +302,27 @@ pub fn describe_list_diff_and_wait_follow_the_documented_states(cluster: &Cluste
         "[{backend}] {list}"
     );
 
-    // wait: 0 reached, 2 failed first, 3 timed out.
-    for (name, condition, timeout, code) in [
-        (&names.gate, "approval", "0", 0),
-        (&names.gate, "stage=staging", "0", 0),
-        (&names.gate, "complete", "1s", 3),
-        (&names.auto, "stage=production", "0", 0),
-        (&names.auto, "complete", "1s", 3),
-        (&names.failed, "complete", "10s", 2),
-        (&names.failed, "stage=staging", "10s", 2),
-        (&names.payment, "stage=uat", "1s", 3),
+    // wait: 0 reached, 2 failed first (a failure Sveltos retries only with --fail-fast), 3 timed
+    // out.
+    for (name, condition, extra, code) in [
+        (&names.gate, "approval", "--timeout=0", 0),
+        (&names.gate, "stage=staging", "--timeout=0", 0),
+        (&names.gate, "complete", "--timeout=1s", 3),
+        (&names.auto, "stage=production", "--timeout=0", 0),
+        (&names.auto, "complete", "--timeout=1s", 3),
+        (&names.failed, "complete", "--fail-fast", 2),
+        (&names.failed, "stage=staging", "--fail-fast", 2),
+        (&names.payment, "stage=uat", "--timeout=1s", 3),
     ] {
+        let condition = format!("--for={condition}");
         let out = kubectl(
             cluster,
             User::Viewer,
-            &[
-                "promotion",
-                "wait",
-                name,
-                &format!("--for={condition}"),
-                &format!("--timeout={timeout}"),
-            ],
+            &["promotion", "wait", name, &condition, extra],
         );
         assert_eq!(
             out.code, code,
-            "[{backend}] wait {name} --for={condition} --timeout={timeout}: {out}"
+            "[{backend}] wait {name} {condition} {extra}: {out}"
         );
     }
 

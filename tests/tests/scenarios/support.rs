@@ -1,5 +1,6 @@
 //! Small helpers shared by the scenarios.
 
+use chrono::Timelike;
 use promotion_e2e::backend::Cluster;
 use promotion_e2e::bins::Output;
 use promotion_e2e::envtest::{User, WebhookServer};
@@ -97,4 +98,32 @@ pub fn read_back(cluster: &Cluster, name: &str) -> Value {
         .promotion(name)
         .or_fail(cluster, "reading the promotion")
         .unwrap_or_else(|| panic!("[{}] {name} is gone", cluster.kind().name()))
+}
+
+/// `status` as Sveltos writes it when it picks up a spec written just now: every timestamp
+/// (fields and the times inside descriptions) moved by the same amount, so that the earliest is
+/// the next whole second. Otherwise the plugin rightly reads a status older than the webhook's
+/// spec-change record as the previous rollout's.
+pub fn reconciled_now(status: &Value) -> Value {
+    let stamp = regex::Regex::new(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z").expect("regex");
+    let parse = |t: &str| {
+        chrono::DateTime::parse_from_rfc3339(t)
+            .ok()
+            .map(|t| t.with_timezone(&chrono::Utc))
+    };
+    let text = status.to_string();
+    let Some(earliest) = stamp
+        .find_iter(&text)
+        .filter_map(|m| parse(m.as_str()))
+        .min()
+    else {
+        return status.clone();
+    };
+    let now = chrono::Utc::now() + chrono::Duration::seconds(1);
+    let shift = now.with_nanosecond(0).unwrap_or(now) - earliest;
+    let shifted = stamp.replace_all(&text, |c: &regex::Captures| match parse(&c[0]) {
+        Some(t) => (t + shift).format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        None => c[0].to_string(),
+    });
+    serde_json::from_str(&shifted).unwrap_or_else(|_| status.clone())
 }
