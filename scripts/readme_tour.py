@@ -10,7 +10,7 @@ START = "<!-- tour:start -->"
 END = "<!-- tour:end -->"
 
 INTRO = {
-    "lint": "Offline, in CI or a pre-commit hook: every finding with its file position. Exit 1 on errors (`--strict`: warnings too), 2 when a file is not YAML.",
+    "lint": "Offline, in CI or a pre-commit hook: every finding with its file position. Exit 1 on errors (`--strict`: warnings too), 2 when an input cannot be read or is not YAML.",
     "list": "On a cluster (here the project's stand-in API server loaded with `examples/`, with the real webhook behind it):",
     "describe": "Where a rollout stands, stage by stage, with the clusters behind each stage:",
     "approve": "Approve the stage that is waiting. The write is one JSON Patch guarded by `test` operations, so it can only ever flip that stage's flag; the webhook records who and why:",

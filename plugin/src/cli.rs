@@ -6,7 +6,8 @@ use clap::{Parser, Subcommand};
 
 use crate::commands::{
     approve::ApproveArgs, completion::CompletionArgs, describe::DescribeArgs, diff::DiffArgs,
-    health::HealthArgs, lint::LintArgs, list::ListArgs, version::VersionArgs, wait::WaitArgs,
+    health::HealthArgs, lint::LintArgs, list::ListArgs, plan::PlanArgs, version::VersionArgs,
+    wait::WaitArgs,
 };
 use crate::connection::ConnectionFlags;
 use crate::render::ColorChoice;
@@ -86,6 +87,7 @@ pub enum Command {
     Version(VersionArgs),
     Lint(LintArgs),
     Health(HealthArgs),
+    Plan(PlanArgs),
 }
 
 #[cfg(test)]

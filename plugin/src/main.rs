@@ -38,6 +38,9 @@ fn main() -> ExitCode {
                 ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand if args.len() <= 1 => exit::OK,
                 // kubectl exits 1 on usage errors; 2 and 3 mean something else for diff and wait.
                 _ if matches!(args.get(1).map(String::as_str), Some("diff")) => exit::DIFF_ERROR,
+                _ if matches!(args.get(1).map(String::as_str), Some("plan")) => {
+                    commands::plan::EXIT_ERROR
+                }
                 _ => exit::FAILURE,
             });
         }
@@ -59,6 +62,7 @@ fn main() -> ExitCode {
         Command::Diff(a) => block_on(commands::diff::run(&ctx, a)),
         Command::Wait(a) => block_on(commands::wait::run(&ctx, a)),
         Command::Health(a) => block_on(commands::health::run(&ctx, a)),
+        Command::Plan(a) => block_on(commands::plan::run(&ctx, a)),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -1,4 +1,5 @@
-//! Structured output (`-o json|yaml|name`) and reading manifests (`-f FILE`).
+//! Structured output (`-o json|yaml|name`; the template formats are in `printers`) and reading
+//! manifests (`-f FILE`).
 
 use std::io::Read;
 use std::path::Path;
@@ -12,27 +13,10 @@ use promotion_shared::model::{is_cluster_promotion, GROUP, KIND};
 use crate::error::{Error, Result};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-/// `-o` for commands that print a computed model (`describe`, `version`).
+/// `-o` for commands that print a computed model and offer no template (`version`, `plan`).
 pub enum ModelFormat {
     Json,
     Yaml,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-/// `-o` for `list`.
-pub enum ListFormat {
-    Json,
-    Yaml,
-    Name,
-    Wide,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-/// `-o` for commands that print the object the server stored (`approve`).
-pub enum ObjectFormat {
-    Json,
-    Yaml,
-    Name,
 }
 
 /// kubectl's resource/name form: `clusterpromotion.config.projectsveltos.io/NAME`.

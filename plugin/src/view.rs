@@ -43,6 +43,35 @@ impl Snapshot {
             events: Err(String::new()),
         }
     }
+
+    pub fn borrow(&self) -> SnapshotRef<'_> {
+        SnapshotRef {
+            object: &self.object,
+            profiles: shared(&self.profiles),
+            summaries: shared(&self.summaries),
+            events: shared(&self.events),
+        }
+    }
+}
+
+/// Read objects (or why they could not be read), borrowed.
+pub fn shared(
+    read: &std::result::Result<Vec<Value>, String>,
+) -> std::result::Result<&[Value], &str> {
+    match read {
+        Ok(v) => Ok(v.as_slice()),
+        Err(e) => Err(e.as_str()),
+    }
+}
+
+/// A [`Snapshot`] whose cluster data is shared: `list` and `list --watch` describe every
+/// promotion from one set of ClusterProfiles and ClusterSummaries without copying it.
+#[derive(Clone, Copy)]
+pub struct SnapshotRef<'a> {
+    pub object: &'a Value,
+    pub profiles: std::result::Result<&'a [Value], &'a str>,
+    pub summaries: std::result::Result<&'a [Value], &'a str>,
+    pub events: std::result::Result<&'a [Value], &'a str>,
 }
 
 /// Deserialize the stored object into the shared model, naming what is wrong.
@@ -292,21 +321,24 @@ pub struct Description {
 
 impl Description {
     pub fn build(snap: &Snapshot) -> Result<Description> {
-        let promotion = typed(&snap.object)?;
+        Description::build_shared(snap.borrow())
+    }
+
+    pub fn build_shared(snap: SnapshotRef<'_>) -> Result<Description> {
+        let promotion = typed(snap.object)?;
         let online = snap.profiles.is_ok() || snap.summaries.is_ok();
         let mut warnings = Vec::new();
         for (what, r) in [
-            ("ClusterProfiles", snap.profiles.as_ref().err()),
-            ("ClusterSummaries", snap.summaries.as_ref().err()),
-            ("Events", snap.events.as_ref().err()),
+            ("ClusterProfiles", snap.profiles.err()),
+            ("ClusterSummaries", snap.summaries.err()),
+            ("Events", snap.events.err()),
         ] {
             if let Some(e) = r.filter(|e| !e.is_empty()) {
                 warnings.push(format!("{what} {e}"));
             }
         }
-        let empty = Vec::new();
-        let profiles = StageProfiles::of(&promotion, snap.profiles.as_ref().unwrap_or(&empty));
-        let summaries = snap.summaries.as_ref().unwrap_or(&empty);
+        let profiles = StageProfiles::of(&promotion, snap.profiles.unwrap_or_default());
+        let summaries = snap.summaries.unwrap_or_default();
         let obs = observations(&promotion, &profiles, summaries);
         let first_profile = promotion
             .spec
@@ -314,24 +346,23 @@ impl Description {
             .first()
             .and_then(|s| profiles.owned.get(&s.name))
             .copied();
-        let fresh = freshness(&snap.object, &promotion, first_profile);
+        let fresh = freshness(snap.object, &promotion, first_profile);
         let pipeline = pipeline::derive(&promotion, online.then_some(&obs), &fresh);
 
-        let approvals = match approval_records(&snap.object) {
+        let approvals = match approval_records(snap.object) {
             Ok(m) => m,
             Err(e) => {
                 warnings.push(e.to_string());
                 BTreeMap::new()
             }
         };
-        let last_spec_change = spec_change_record(&snap.object).unwrap_or_else(|e| {
+        let last_spec_change = spec_change_record(snap.object).unwrap_or_else(|e| {
             warnings.push(e.to_string());
             None
         });
         let stages = stage_details(&pipeline, &profiles, &approvals);
         let events = snap
             .events
-            .as_ref()
             .ok()
             .map(|evs| evs.iter().map(event_view).collect());
         let awaiting_approval = pipeline.awaiting_approval().map(|s| s.name.clone());
@@ -365,7 +396,7 @@ impl Description {
             stale,
             next_step,
             awaiting_approval,
-            deploys: deploys(&snap.object),
+            deploys: deploys(snap.object),
             stages,
             approvals: approvals
                 .into_iter()

@@ -1,7 +1,8 @@
-//! Watching one promotion through watch events: the ClusterPromotion itself, the ClusterProfiles
-//! Sveltos generates for promotions (the first stage's tells whether a change was picked up; a
-//! colliding name must be told apart), and the ClusterSummaries of its stage profiles. Used by
-//! `wait`, `describe --watch` and `approve --wait`.
+//! Watching promotions through watch events: the ClusterPromotions themselves (one by name, or
+//! all matching a label selector), the ClusterProfiles Sveltos generates for promotions (the
+//! first stage's tells whether a change was picked up; a colliding name must be told apart), and
+//! the ClusterSummaries of their stage profiles. Used by `wait`, `describe --watch`,
+//! `approve --wait` (one promotion) and `list --watch` (a fleet).
 //!
 //! Both streams come from `kube::runtime::watcher`, which lists, then watches from the list's
 //! resourceVersion with bookmarks, re-watches when a watch ends, and re-lists when the server
@@ -44,10 +45,30 @@ impl State {
     }
 }
 
-/// What [`Follower::next`] reports.
-pub enum Update {
-    /// The promotion, its profiles or its clusters changed (the first one: the initial state).
-    Changed(State),
+/// The current state of every followed promotion, after a change.
+pub struct Fleet {
+    pub objects: Vec<Value>,
+    pub profiles: Vec<Value>,
+    pub summaries: Vec<Value>,
+}
+
+impl Fleet {
+    /// What the view model needs for one of the promotions; the cluster data is shared.
+    pub fn snapshot<'a>(&'a self, object: &'a Value) -> view::SnapshotRef<'a> {
+        view::SnapshotRef {
+            object,
+            profiles: Ok(&self.profiles),
+            summaries: Ok(&self.summaries),
+            events: Err(""),
+        }
+    }
+}
+
+/// What [`Follower::next`] and [`Follower::next_fleet`] report.
+pub enum Update<T = State> {
+    /// The promotions, their profiles or their clusters changed (the first one: the initial
+    /// state).
+    Changed(T),
     /// The connection to the server was lost; the watches retry with backoff, and the next
     /// `Changed` means they are back.
     ConnectionLost(String),
@@ -73,11 +94,20 @@ fn config() -> watcher::Config {
     }
 }
 
-fn promotion_stream(kube: &Kube, name: &str) -> EventStream {
+/// Which promotions are followed.
+enum Scope {
+    One(String),
+    Selector(Option<String>),
+}
+
+fn promotion_stream(kube: &Kube, scope: &Scope) -> EventStream {
     let api: Api<DynamicObject> = Api::all_with(kube.client(), &promotion_resource());
-    watcher::watcher(api, config().fields(&format!("metadata.name={name}")))
-        .default_backoff()
-        .boxed()
+    let config = match scope {
+        Scope::One(name) => config().fields(&format!("metadata.name={name}")),
+        Scope::Selector(Some(selector)) => config().labels(selector),
+        Scope::Selector(None) => config(),
+    };
+    watcher::watcher(api, config).default_backoff().boxed()
 }
 
 fn profile_stream(kube: &Kube) -> EventStream {
@@ -88,6 +118,13 @@ fn profile_stream(kube: &Kube) -> EventStream {
 }
 
 fn summary_stream(kube: &Kube, profiles: &[String]) -> EventStream {
+    if profiles.is_empty() {
+        // No stage profile, no summary to watch (and `in ()` is not a valid selector): an
+        // empty list that stays empty.
+        return futures::stream::iter([Ok(Event::Init), Ok(Event::InitDone)])
+            .chain(futures::stream::pending())
+            .boxed();
+    }
     let api: Api<DynamicObject> = Api::all_with(kube.client(), &kube_client::summary_resource());
     watcher::watcher(api, config().labels(&summaries_selector(profiles)))
         .default_backoff()
@@ -171,8 +208,20 @@ impl Mirror {
 
 /// Follows one promotion; [`Follower::next`] returns its state after each batch of changes.
 pub struct Follower {
-    kube: Kube,
+    watches: Watches,
     name: String,
+}
+
+/// Follows every promotion matching a selector; [`FleetFollower::next`] returns their state
+/// after each batch of changes.
+pub struct FleetFollower {
+    watches: Watches,
+}
+
+/// The three watches, mirrored.
+struct Watches {
+    kube: Kube,
+    scope: Scope,
     stage_profiles: Vec<String>,
     promo_stream: EventStream,
     prof_stream: EventStream,
@@ -191,22 +240,94 @@ impl Follower {
         let initial = kube.get_promotion(name).await?;
         let stage_profiles = view::profile_names(&view::typed(&initial)?);
         Ok(Follower {
-            kube: kube.clone(),
+            watches: Watches::new(kube, Scope::One(name.to_string()), stage_profiles),
             name: name.to_string(),
-            promo_stream: promotion_stream(kube, name),
-            prof_stream: profile_stream(kube),
-            sum_stream: summary_stream(kube, &stage_profiles),
-            stage_profiles,
-            promo: Mirror::default(),
-            profs: Mirror::default(),
-            sums: Mirror::default(),
-            lost: false,
         })
     }
 
     /// Wait for the next change (the first call returns once the initial lists are complete),
     /// or for the connection to be lost.
     pub async fn next(&mut self) -> Result<Update> {
+        Ok(match self.watches.next().await? {
+            Update::ConnectionLost(reason) => Update::ConnectionLost(reason),
+            Update::Changed(fleet) => {
+                let name = self.name.as_str();
+                let Some(object) = fleet
+                    .objects
+                    .into_iter()
+                    .find(|o| o.pointer("/metadata/name").and_then(Value::as_str) == Some(name))
+                else {
+                    return Err(Error::Refused(format!(
+                        "clusterpromotion.config.projectsveltos.io {name:?} was deleted"
+                    )));
+                };
+                Update::Changed(State {
+                    object,
+                    profiles: fleet.profiles,
+                    summaries: fleet.summaries,
+                })
+            }
+        })
+    }
+
+    /// The next state, skipping connection reports (for callers that only judge states), or
+    /// `None` at `deadline`.
+    pub async fn next_until(&mut self, deadline: Option<Instant>) -> Result<Option<State>> {
+        loop {
+            let update = match deadline {
+                Some(d) => match tokio::time::timeout_at(d, self.next()).await {
+                    Ok(r) => r?,
+                    Err(_) => return Ok(None),
+                },
+                None => self.next().await?,
+            };
+            if let Update::Changed(state) = update {
+                return Ok(Some(state));
+            }
+        }
+    }
+}
+
+impl FleetFollower {
+    /// Start following every promotion matching `selector` (all without one). A plain LIST
+    /// comes first, for the same reason as in [`Follower::start`].
+    pub async fn start(kube: &Kube, selector: Option<&str>) -> Result<FleetFollower> {
+        let initial = kube.list_promotions(selector).await?;
+        let stage_profiles = all_profile_names(&initial)?;
+        Ok(FleetFollower {
+            watches: Watches::new(
+                kube,
+                Scope::Selector(selector.map(str::to_string)),
+                stage_profiles,
+            ),
+        })
+    }
+
+    /// Wait for the next change to any followed promotion, its profiles or its clusters (the
+    /// first call returns once the initial lists are complete), or for the connection to be
+    /// lost.
+    pub async fn next(&mut self) -> Result<Update<Fleet>> {
+        self.watches.next().await
+    }
+}
+
+impl Watches {
+    fn new(kube: &Kube, scope: Scope, stage_profiles: Vec<String>) -> Watches {
+        Watches {
+            kube: kube.clone(),
+            promo_stream: promotion_stream(kube, &scope),
+            prof_stream: profile_stream(kube),
+            sum_stream: summary_stream(kube, &stage_profiles),
+            scope,
+            stage_profiles,
+            promo: Mirror::default(),
+            profs: Mirror::default(),
+            sums: Mirror::default(),
+            lost: false,
+        }
+    }
+
+    async fn next(&mut self) -> Result<Update<Fleet>> {
         loop {
             let mut changed = false;
             let mut trouble: Option<String> = None;
@@ -240,47 +361,21 @@ impl Follower {
                 continue;
             }
             self.lost = false;
-            let name = self.name.as_str();
-            let Some(object) = self
-                .promo
-                .items
-                .values()
-                .find(|o| o.pointer("/metadata/name").and_then(Value::as_str) == Some(name))
-            else {
-                return Err(Error::Refused(format!(
-                    "clusterpromotion.config.projectsveltos.io {name:?} was deleted"
-                )));
-            };
-            // Stages renamed, added or removed: follow the new set of stage profiles.
-            let now_profiles = view::profile_names(&view::typed(object)?);
+            let objects: Vec<Value> = self.promo.items.values().cloned().collect();
+            // Stages renamed, added or removed (or promotions added): follow the new set of
+            // stage profiles.
+            let now_profiles = all_profile_names(&objects)?;
             if now_profiles != self.stage_profiles {
                 self.stage_profiles = now_profiles;
                 self.sum_stream = summary_stream(&self.kube, &self.stage_profiles);
                 self.sums = Mirror::default();
                 continue;
             }
-            return Ok(Update::Changed(State {
-                object: object.clone(),
+            return Ok(Update::Changed(Fleet {
+                objects,
                 profiles: self.profs.items.values().cloned().collect(),
                 summaries: self.sums.items.values().cloned().collect(),
             }));
-        }
-    }
-
-    /// The next state, skipping connection reports (for callers that only judge states), or
-    /// `None` at `deadline`.
-    pub async fn next_until(&mut self, deadline: Option<Instant>) -> Result<Option<State>> {
-        loop {
-            let update = match deadline {
-                Some(d) => match tokio::time::timeout_at(d, self.next()).await {
-                    Ok(r) => r?,
-                    Err(_) => return Ok(None),
-                },
-                None => self.next().await?,
-            };
-            if let Update::Changed(state) = update {
-                return Ok(Some(state));
-            }
         }
     }
 
@@ -293,7 +388,10 @@ impl Follower {
         let (mirror, what) = match which {
             Which::Promotion => (
                 &mut self.promo,
-                Request::named("watch", PROMOTIONS, &self.name),
+                match &self.scope {
+                    Scope::One(name) => Request::named("watch", PROMOTIONS, name),
+                    Scope::Selector(_) => Request::new("watch", PROMOTIONS),
+                },
             ),
             Which::Profiles => (&mut self.profs, Request::new("watch", PROFILES)),
             Which::Summaries => (&mut self.sums, Request::new("watch", SUMMARIES)),
@@ -311,6 +409,17 @@ impl Follower {
             None => Ok(false),
         }
     }
+}
+
+/// The stage profiles of every promotion, sorted and without repeats.
+fn all_profile_names(objects: &[Value]) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for o in objects {
+        names.extend(view::profile_names(&view::typed(o)?));
+    }
+    names.sort();
+    names.dedup();
+    Ok(names)
 }
 
 #[derive(Clone, Copy)]

@@ -55,12 +55,13 @@ fn errors_are_reported_at_file_positions_with_exit_1() {
     let o = lint(&["-f", &file]);
     assert_eq!(o.status.code(), Some(1));
     let out = stdout(&o);
-    // `trigger:` of the second stage is on line 28, column 5.
+    // `trigger:` of the second stage is on line 28, column 5: the API server's words, then ours.
     assert_eq!(
         out.lines().next().unwrap(),
         format!(
-            "{file}:28:5: error[trigger-both] spec.stages[1].trigger: both `auto` and `manual` are set; \
-             a stage is promoted either automatically or by approval, so keep one"
+            "{file}:28:5: error[trigger-both] spec.stages[1].trigger: Invalid value: \"object\": A \
+             trigger must have either a 'manual' or 'auto' field, but not both. (both `auto` and \
+             `manual` are set; a stage is promoted either automatically or by approval, so keep one)"
         )
     );
 }
@@ -115,7 +116,9 @@ fn json_output_lists_every_finding() {
         })
         .collect();
     got.sort();
-    // Exactly the findings examples/VERDICTS.md lists, file by file.
+    // Exactly the findings examples/VERDICTS.md lists, file by file, plus one across files: two
+    // examples define the same promotion (two states of one rollout), which applying the
+    // directory would make one object.
     let mut expected: Vec<(String, String, String)> = promotion_examples::verdicts()
         .into_iter()
         .flat_map(|v| {
@@ -124,6 +127,11 @@ fn json_output_lists_every_finding() {
                 .map(move |f| (v.file.clone(), f.severity.to_string(), f.path))
         })
         .collect();
+    expected.push((
+        "kyverno-rollout-auto.yaml".into(),
+        "error".into(),
+        "metadata.name".into(),
+    ));
     expected.sort();
     assert_eq!(got, expected);
     for f in &findings {
@@ -139,6 +147,137 @@ fn json_output_lists_every_finding() {
         "{}",
         stderr(&o)
     );
+}
+
+#[test]
+fn each_example_alone_gets_exactly_its_verdict() {
+    for verdict in promotion_examples::verdicts() {
+        let o = lint(&["-o", "json", &example(&verdict.file)]);
+        let findings: Vec<Value> = serde_json::from_slice(&o.stdout).expect("stdout is pure JSON");
+        let mut got: Vec<(String, String)> = findings
+            .iter()
+            .map(|f| {
+                (
+                    f["severity"].as_str().unwrap().to_string(),
+                    f["path"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        got.sort();
+        let expected: Vec<(String, String)> = verdict
+            .findings
+            .iter()
+            .map(|f| (f.severity.to_string(), f.path.clone()))
+            .collect();
+        assert_eq!(got, expected, "{}: {}", verdict.file, verdict.note);
+        assert_eq!(
+            o.status.code(),
+            Some(if verdict.valid { 0 } else { 1 }),
+            "{}",
+            verdict.file
+        );
+    }
+}
+
+#[test]
+fn yaml_output_carries_the_same_findings_as_json() {
+    let dir = examples().display().to_string();
+    let json: Value = serde_json::from_slice(&lint(&["-o", "json", &dir]).stdout).unwrap();
+    let o = lint(&["-o", "yaml", &dir]);
+    assert_eq!(o.status.code(), Some(1));
+    let yaml: Value = serde_saphyr::from_str(&stdout(&o)).expect("stdout is pure YAML");
+    assert_eq!(yaml, json);
+}
+
+/// The embedded CRD with one field added where a newer Sveltos might add it.
+fn crd_with_on_failure(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/crds/config.projectsveltos.io_clusterpromotions.yaml"),
+    )
+    .unwrap();
+    let anchor = "\n                    trigger:\n";
+    assert_eq!(
+        text.matches(anchor).count(),
+        1,
+        "one stage trigger property"
+    );
+    let text = text.replacen(
+        anchor,
+        "\n                    onFailure:\n                      enum: [Pause, Rollback]\n                      type: string\n                    trigger:\n",
+        1,
+    );
+    let path = dir.join("crd.yaml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn crd_flag_validates_against_another_sveltos_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("p.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: config.projectsveltos.io/v1beta1\nkind: ClusterPromotion\nmetadata: {name: p}\nspec:\n  stages:\n  - name: dev\n    clusterSelector: {matchLabels: {env: dev}}\n    onFailure: Pause\n",
+    )
+    .unwrap();
+    let manifest = manifest.display().to_string();
+    // The embedded CRD does not know the field...
+    let o = lint(&[&manifest]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).contains("error[schema-unknown-field] spec.stages[0].onFailure"),
+        "{}",
+        stdout(&o)
+    );
+    // ...a CRD that declares it accepts it, and judges its value by that CRD.
+    let crd = crd_with_on_failure(dir.path()).display().to_string();
+    let o = lint(&["--crd", &crd, &manifest]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let bad = manifest.replace("p.yaml", "q.yaml");
+    std::fs::write(
+        &bad,
+        std::fs::read_to_string(&manifest)
+            .unwrap()
+            .replace("Pause", "Stop"),
+    )
+    .unwrap();
+    let o = lint(&["--crd", &crd, &bad]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o)
+            .contains("error[schema-enum] spec.stages[0].onFailure: Unsupported value: \"Stop\""),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn a_crd_file_that_is_not_one_is_refused_with_exit_2() {
+    let o = lint(&[
+        "--crd",
+        &example("both-triggers.yaml"),
+        &example("both-triggers.yaml"),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no CustomResourceDefinition in this file"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(stdout(&o), "");
+}
+
+#[test]
+fn help_names_the_sveltos_version_of_the_built_in_crd() {
+    let o = lint(&["--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(
+        stdout(&o).contains(promotion_shared::schema::EMBEDDED_SVELTOS),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stdout(&o).contains("--crd"), "{}", stdout(&o));
 }
 
 #[test]
@@ -206,6 +345,13 @@ fn unreadable_or_non_yaml_input_exits_2() {
 
     let o = lint(&["/definitely/not/here.yaml"]);
     assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stdout(&o).contains("error[unreadable]")
+            && stderr(&o).contains("1 input could not be read"),
+        "a missing file is unreadable, not \"not YAML\": {}{}",
+        stdout(&o),
+        stderr(&o)
+    );
 
     // A readable file with errors beside an unreadable one: still 2, and both are reported.
     let o = lint(&[&bad.display().to_string(), &example("both-triggers.yaml")]);

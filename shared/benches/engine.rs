@@ -2,7 +2,8 @@
 //!
 //! Every number is reported next to a baseline measured in the same run, so the ratios hold on
 //! any machine: the engine against parsing the same manifest, the big promotion against the
-//! small one per check (linearity), and lint over 1,000 files against reading and parsing them.
+//! small one per check (linearity), and lint over 1,000 files against reading and parsing them
+//! and, with the CRD schema pass, against the same run without it.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -10,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use promotion_shared::schema::{lint, Crd};
 use promotion_shared::source::parse_documents;
 use promotion_shared::validation::{validate, VALIDATION_STACK_BYTES};
 
@@ -157,7 +159,16 @@ fn run() {
     lint_throughput();
 }
 
-/// 1,000 manifest files on disk: read + parse (baseline) against read + parse + validate.
+/// What one lint run does per document.
+#[derive(Clone, Copy)]
+enum Pass {
+    ParseOnly,
+    Engine,
+    /// The schema pass, then the engine, merged (`schema::lint`).
+    SchemaAndEngine,
+}
+
+/// 1,000 manifest files on disk: read + parse (baseline), + the engine, + the schema pass.
 fn lint_throughput() {
     let dir = std::env::temp_dir().join(format!("promotion-lint-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -177,29 +188,63 @@ fn lint_throughput() {
     let files: Vec<PathBuf> = (0..1000)
         .map(|i| dir.join(format!("p{i:04}.yaml")))
         .collect();
-    let read_parse = |files: &[PathBuf], validate_too: bool| {
+    let crd = Crd::embedded();
+    let read_parse = |files: &[PathBuf], pass: Pass| {
         for f in files {
             let text = std::fs::read_to_string(f).unwrap();
             for d in parse_documents(&text).unwrap() {
-                if validate_too {
-                    black_box(validate(&d.value));
+                match pass {
+                    Pass::ParseOnly => {}
+                    Pass::Engine => {
+                        black_box(validate(&d.value));
+                    }
+                    Pass::SchemaAndEngine => {
+                        black_box(lint(crd, &d.value));
+                    }
                 }
             }
         }
     };
-    let baseline = time_per_call(5, 1, || read_parse(&files, false));
-    let lint = time_per_call(5, 1, || read_parse(&files, true));
+    // The three passes are timed in turns, round after round, and each ratio is the median of
+    // the per-round ratios: load that drifts during the run (a shared machine) then weighs on
+    // all three alike.
+    let passes = [Pass::ParseOnly, Pass::Engine, Pass::SchemaAndEngine];
+    let mut times: Vec<[f64; 3]> = Vec::new();
+    for round in 0..9 {
+        let mut t = [0f64; 3];
+        for k in 0..3 {
+            let i = (round + k) % 3;
+            let start = Instant::now();
+            read_parse(&files, passes[i]);
+            t[i] = start.elapsed().as_secs_f64();
+        }
+        times.push(t);
+    }
+    let median = |mut xs: Vec<f64>| {
+        xs.sort_by(f64::total_cmp);
+        xs[xs.len() / 2]
+    };
+    let time_of = |i: usize| median(times.iter().map(|t| t[i]).collect());
+    let ratio = |a: usize, b: usize| median(times.iter().map(|t| t[a] / t[b]).collect());
+    let (baseline, engine, with_schema) = (time_of(0), time_of(1), time_of(2));
     println!("lint core over 1,000 files (examples repeated)");
     println!(
         "  read + parse (baseline)    {:>9.1} ms   {:>8.0} files/s",
-        baseline.as_secs_f64() * 1e3,
-        1000.0 / baseline.as_secs_f64()
+        baseline * 1e3,
+        1000.0 / baseline
     );
     println!(
         "  read + parse + validate    {:>9.1} ms   {:>8.0} files/s   {:.2}× baseline",
-        lint.as_secs_f64() * 1e3,
-        1000.0 / lint.as_secs_f64(),
-        lint.as_secs_f64() / baseline.as_secs_f64()
+        engine * 1e3,
+        1000.0 / engine,
+        ratio(1, 0)
+    );
+    println!(
+        "  + CRD schema pass          {:>9.1} ms   {:>8.0} files/s   {:.2}× baseline, {:.2}× without the schema pass (target ≤ 1.5×)",
+        with_schema * 1e3,
+        1000.0 / with_schema,
+        ratio(2, 0),
+        ratio(2, 1)
     );
     if let Some(bin) = release_binary() {
         let run = || {

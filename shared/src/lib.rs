@@ -6,6 +6,9 @@
 //! - `promotion-webhook` uses the validation engine and the admission logic (mutation, audit
 //!   integrity, governance), which read the approval and rollout rules from here too.
 //!
+//! The CRD's structural schema ([`schema`]: pruning, defaults, validation, CEL rules) serves
+//! `lint` and the end-to-end tests' stand-in API server alike.
+//!
 //! Each Sveltos rule is defined once: [`rollout`] (what starts a new rollout), [`approval`]
 //! (when an approval resets and when it has been used), [`model`] (generated profile names,
 //! ownership, what a ClusterPromotion document is), [`status`] (Sveltos' status texts).
@@ -20,7 +23,9 @@ pub mod health;
 pub mod model;
 pub mod patch;
 pub mod pipeline;
+pub mod plan;
 pub mod rollout;
+pub mod schema;
 pub mod selector;
 pub mod source;
 pub mod status;

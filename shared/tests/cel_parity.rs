@@ -37,7 +37,7 @@ enum Verdict {
     Reject,
 }
 
-/// A remaining difference from cel-go (plugin/docs/lint-cel-parity.md). Unless `verdict` is
+/// A remaining difference from cel-go (plugin/docs/lint.md, "CEL health rules"). Unless `verdict` is
 /// set, only the message, position or type may differ: the verdict must still agree.
 struct Exception {
     rule: &'static str,

@@ -1,11 +1,12 @@
 //! Whatever arrives — arbitrary JSON, mutated examples, arbitrary text as YAML — the engine
-//! answers with findings and never panics or overflows its stack.
+//! and lint's CRD schema pass answer with findings and never panic or overflow the stack.
 
 use std::path::PathBuf;
 
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
+use promotion_shared::schema::{lint, Crd};
 use promotion_shared::source::parse_documents;
 use promotion_shared::validation::{validate, validate_update};
 
@@ -105,6 +106,7 @@ proptest! {
         let wrapped = json!({"apiVersion": "config.projectsveltos.io/v1beta1", "kind": "ClusterPromotion",
             "metadata": {"name": "x"}, "spec": v});
         let _ = validate(&wrapped);
+        let _ = lint(Crd::embedded(), &wrapped);
     }
 
     #[test]
@@ -115,6 +117,7 @@ proptest! {
         graft(&mut v, choice, graft_in);
         let _ = validate(&v);
         let _ = validate_update(&original, &v);
+        let _ = lint(Crd::embedded(), &v);
     }
 
     #[test]

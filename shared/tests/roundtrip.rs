@@ -91,7 +91,7 @@ fn populate(schema: &Value, depth: usize) -> Value {
 #[test]
 fn fully_populated_crd_object_roundtrips_unchanged() {
     let crd_path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/config.projectsveltos.io_clusterpromotions.yaml");
+        .join("crds/config.projectsveltos.io_clusterpromotions.yaml");
     let crd = read_yaml(crd_path).remove(0);
     let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
     let mut obj = populate(schema, 0);

@@ -303,6 +303,70 @@ fn list_shows_every_promotion() {
         serde_saphyr::from_str(&env.run(&["list", "-o", "yaml"]).expect(0).stdout).unwrap();
     assert_eq!(yaml["items"][0]["name"], "core-payment-processor-ci");
 
+    // kubectl's template printers see the rows that -o json prints.
+    let names: Vec<String> = items
+        .iter()
+        .map(|i| i["name"].as_str().unwrap().to_string())
+        .collect();
+    let jsonpath = env
+        .run(&["list", "-o", "jsonpath={.items[*].name}"])
+        .expect(0);
+    assert_eq!(jsonpath.stdout, names.join(" "));
+    let columns = env
+        .run(&[
+            "list",
+            "-o",
+            "custom-columns=NAME:.name,GATE:.awaitingApproval",
+        ])
+        .expect(0);
+    let expected: Vec<(String, String)> = items
+        .iter()
+        .map(|i| {
+            (
+                i["name"].as_str().unwrap().to_string(),
+                i["awaitingApproval"]
+                    .as_str()
+                    .unwrap_or("<none>")
+                    .to_string(),
+            )
+        })
+        .collect();
+    let got: Vec<(String, String)> = columns
+        .stdout
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let mut parts = l.split_whitespace();
+            (
+                parts.next().unwrap().to_string(),
+                parts.next().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(got, expected, "{}", columns.stdout);
+    let missing = env
+        .run(&[
+            "list",
+            "-o",
+            "jsonpath={.items[0].nope}",
+            "--allow-missing-template-keys=false",
+        ])
+        .expect(1);
+    assert!(
+        missing
+            .stderr
+            .starts_with("error: error executing jsonpath"),
+        "{}",
+        missing.stderr
+    );
+    assert_eq!(missing.stdout, "");
+    let unknown = env.run(&["list", "-o", "go-template={{.}}"]).expect(1);
+    assert!(unknown.stderr.contains("allowed formats are: custom-columns,custom-columns-file,json,jsonpath,jsonpath-as-json,jsonpath-file,name,wide,yaml"), "{}", unknown.stderr);
+    let phase = env
+        .run(&["describe", "kyverno-rollout-man", "-o", "jsonpath={.phase}"])
+        .expect(0);
+    assert_eq!(phase.stdout, "awaitingApproval");
+
     let none = env.run(&["list", "-l", "team=nobody"]).expect(0);
     assert_eq!(none.stdout, "");
     assert!(none.stderr.contains("No resources found"));

@@ -405,3 +405,60 @@ fn describe_watch_exits_2_when_the_pipeline_fails() {
     let out = plugin.finish().expect(2);
     assert!(out.stdout.contains("stage production: soaking until 2026-02-16T06:36:24Z → failed (cluster prod/prod01: Helm FailedNonRetriable: template error)"), "{}", out.stdout);
 }
+
+#[test]
+fn list_watch_prints_a_row_again_each_time_it_changes() {
+    let env = Env::start(example_world("kyverno-manual-gate.yaml"));
+    let mut plugin = Running::start(&env, &["list", "--watch"]);
+    let header = plugin.expect_line(Stream::Stdout, "AWAITING-APPROVAL");
+    let first = plugin.expect_line(Stream::Stdout, GATE);
+    assert!(first.contains("awaiting approval"), "{first}");
+    update(&env, GATE, |p| {
+        p["spec"]["stages"][1]["trigger"]["manual"]["approved"] = json!(true);
+    });
+    let second = plugin.expect_line(Stream::Stdout, GATE);
+    assert!(!second.contains("awaiting approval"), "{second}");
+    // Later rows line up with the table printed first.
+    let state_at = header.find("STATE").unwrap();
+    assert_eq!(
+        second[state_at..].chars().next().map(char::is_whitespace),
+        Some(false),
+        "{header}{second}"
+    );
+    assert!(second[..state_at].ends_with("   "), "{header}{second}");
+    // Sveltos' finalizer goes first (as its controller removes it), or the object stays.
+    env.kubectl(&[
+        "patch",
+        "clusterpromotion",
+        GATE,
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ])
+    .expect(0);
+    env.kubectl(&["delete", "clusterpromotion", GATE]).expect(0);
+    let last = plugin.expect_line(Stream::Stdout, "deleted");
+    assert!(last.starts_with(GATE), "{last}");
+    assert_eq!(
+        plugin.stdout.matches("AWAITING-APPROVAL").count(),
+        1,
+        "{}",
+        plugin.stdout
+    );
+}
+
+#[test]
+fn list_watch_only_prints_changes_only() {
+    let env = Env::start(example_world("kyverno-manual-gate.yaml"));
+    let mut plugin = Running::start(&env, &["list", "--watch-only", "-o", "name"]);
+    watching(&env);
+    update(&env, GATE, |p| {
+        p["spec"]["stages"][1]["trigger"]["manual"]["approved"] = json!(true);
+    });
+    let line = plugin.expect_line(Stream::Stdout, GATE);
+    assert_eq!(
+        line,
+        format!("clusterpromotion.config.projectsveltos.io/{GATE}\n")
+    );
+    assert_eq!(plugin.stdout, line, "the initial listing is not printed");
+}

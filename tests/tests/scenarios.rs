@@ -12,6 +12,7 @@ mod scenarios {
     pub mod approve;
     pub mod consumed;
     pub mod forged;
+    pub mod lint_agreement;
     pub mod rollout;
     pub mod states;
     pub mod support;
@@ -48,6 +49,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     (
         "describe_list_diff_and_wait_follow_the_documented_states",
         scenarios::states::describe_list_diff_and_wait_follow_the_documented_states,
+    ),
+    (
+        "lint_fails_exactly_where_kubectl_apply_does",
+        scenarios::lint_agreement::lint_fails_exactly_where_kubectl_apply_does,
     ),
     (
         "every_example_gets_its_verdict_at_dry_run_and_apply",

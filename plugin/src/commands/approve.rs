@@ -20,7 +20,8 @@ use crate::duration;
 use crate::error::{exit, Error, Request, Result};
 use crate::fetch;
 use crate::kube_client::PROMOTIONS;
-use crate::output::{self, ObjectFormat};
+use crate::output;
+use crate::printers::{self, FormatArg, OutputFormat, PrintOptions, OBJECT_FORMATS};
 use crate::view::{self, Description};
 
 /// `--dry-run`, as kubectl spells it.
@@ -84,9 +85,17 @@ pub struct ApproveArgs {
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = duration::parse_flag,
           requires = "wait")]
     pub timeout: Duration,
-    /// Print the object as stored by the server instead of the confirmation
-    #[arg(short = 'o', long = "output", value_enum, value_name = "FORMAT")]
-    pub output: Option<ObjectFormat>,
+    /// Print the object as stored by the server instead of the confirmation: json, yaml, name,
+    /// or a kubectl template (jsonpath=…, jsonpath-file=…, jsonpath-as-json=…, custom-columns=…,
+    /// custom-columns-file=…)
+    #[arg(short = 'o', long = "output", value_name = "FORMAT",
+          value_parser = FormatArg(OBJECT_FORMATS))]
+    pub output: Option<String>,
+    /// With a jsonpath or custom-columns template, print nothing for a missing field instead of
+    /// failing
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
+          action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub allow_missing_template_keys: bool,
 }
 
 /// Attempts before giving up when the object keeps changing under us.
@@ -254,6 +263,7 @@ pub fn resolve(
 }
 
 pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
+    let format = OutputFormat::of_flag(args.output.as_deref(), OBJECT_FORMATS)?;
     if args.wait && args.dry_run != DryRun::None {
         return Err(Error::Usage(
             "--wait cannot be combined with --dry-run".into(),
@@ -348,7 +358,7 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
         }
     };
 
-    print_result(name, &target, &stored, args)?;
+    print_result(name, &target, &stored, args, &format)?;
     if args.wait {
         return wait_after(ctx, &kube, name, &target, args).await;
     }
@@ -378,12 +388,27 @@ async fn wait_after(
     wait::wait_for(ctx, kube, name, &cond, args.timeout, false).await
 }
 
-fn print_result(name: &str, target: &Target, stored: &Value, args: &ApproveArgs) -> Result<()> {
-    let text = match args.output {
-        Some(ObjectFormat::Json) => output::to_json(&output::without_managed_fields(stored))?,
-        Some(ObjectFormat::Yaml) => output::to_yaml(&output::without_managed_fields(stored))?,
-        Some(ObjectFormat::Name) => format!("{}\n", output::resource_name(name)),
-        None => {
+fn print_result(
+    name: &str,
+    target: &Target,
+    stored: &Value,
+    args: &ApproveArgs,
+    format: &OutputFormat,
+) -> Result<()> {
+    let text = match format {
+        OutputFormat::Json => output::to_json(&output::without_managed_fields(stored))?,
+        OutputFormat::Yaml => output::to_yaml(&output::without_managed_fields(stored))?,
+        OutputFormat::Name => format!("{}\n", output::resource_name(name)),
+        OutputFormat::JsonPath { .. } | OutputFormat::CustomColumns(_) => format
+            .print(
+                printers::Target::Object(stored),
+                PrintOptions {
+                    allow_missing_template_keys: args.allow_missing_template_keys,
+                    no_headers: false,
+                },
+            )?
+            .unwrap_or_default(),
+        OutputFormat::Default | OutputFormat::Wide => {
             let mut line = format!(
                 "{} approved (stage {})",
                 output::resource_name(name),

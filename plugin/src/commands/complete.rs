@@ -238,7 +238,7 @@ pub async fn answer(root: &Command, words: &[String]) -> Answer {
         return Answer::of(subs, &to_complete);
     }
     match parsed.cmd.get_name() {
-        "describe" | "approve" | "diff" | "wait" if parsed.positionals.is_empty() => {
+        "describe" | "approve" | "diff" | "wait" | "plan" if parsed.positionals.is_empty() => {
             promotion_names(&conn, &to_complete).await
         }
         "get" | "list" | "version" => Answer::none(),
@@ -441,7 +441,20 @@ mod tests {
         );
         let a = answer(&w(&["list", "-o", ""])).await;
         let values: Vec<&str> = a.candidates.iter().map(|c| c.0.as_str()).collect();
-        assert_eq!(values, vec!["json", "yaml", "name", "wide"]);
+        assert_eq!(
+            values,
+            vec![
+                "json",
+                "yaml",
+                "name",
+                "wide",
+                "jsonpath",
+                "jsonpath-file",
+                "jsonpath-as-json",
+                "custom-columns",
+                "custom-columns-file"
+            ]
+        );
         let a = answer(&w(&["completion", ""])).await;
         assert_eq!(a.candidates.len(), 4);
         let a = answer(&w(&["describe", "-f", ""])).await;

@@ -15,7 +15,8 @@ use super::Ctx;
 use crate::error::{exit, Error, Result};
 use crate::fetch;
 use crate::kube_client::Kube;
-use crate::output::{self, ModelFormat};
+use crate::output;
+use crate::printers::{FormatArg, OutputFormat, PrintOptions, Target, MODEL_FORMATS};
 use crate::render::{self, describe::Options, terminal};
 use crate::view::{Description, Snapshot, API_VERSION};
 use crate::watch::{Follower, Update};
@@ -36,7 +37,7 @@ below it are then the previous rollout's, and no approval is proposed.
 
 Without NAME, describes every ClusterPromotion; with several names, each of them.
 With -f, describes a manifest offline (no cluster needed; cluster status is then unknown).
-With -o json|yaml, prints the computed model instead (field reference: plugin/docs/output.md);
+With -o json|yaml (or a jsonpath template), prints the computed model instead (field reference: plugin/docs/output.md);
 several promotions print as a PromotionDescriptionList.",
     after_help = "\
 Examples:
@@ -62,9 +63,15 @@ pub struct DescribeArgs {
         conflicts_with = "watch"
     )]
     pub filename: Option<PathBuf>,
-    /// Output format: the computed model as json or yaml (default: human-readable)
-    #[arg(short = 'o', long = "output", value_enum, value_name = "FORMAT")]
-    pub output: Option<ModelFormat>,
+    /// Output format: the computed model as json or yaml, or a kubectl jsonpath template over
+    /// it (jsonpath=…, jsonpath-file=…, jsonpath-as-json=…); default: human-readable
+    #[arg(short = 'o', long = "output", value_name = "FORMAT",
+          value_parser = FormatArg(MODEL_FORMATS))]
+    pub output: Option<String>,
+    /// With a jsonpath template, print nothing for a missing field instead of failing
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
+          action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub allow_missing_template_keys: bool,
     /// Keep watching one promotion: redraw in place on a terminal (about once a second), print
     /// changes otherwise; ends when the pipeline completes or fails
     #[arg(short = 'w', long)]
@@ -83,6 +90,8 @@ struct DescriptionList<'a> {
 }
 
 pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
+    let format = OutputFormat::of_flag(args.output.as_deref(), MODEL_FORMATS)?;
+    let format = &format;
     if let Some(path) = &args.filename {
         let object = output::read_promotion(path)?;
         let in_file = object
@@ -96,7 +105,7 @@ pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
             )));
         }
         let d = Description::build(&Snapshot::offline(object))?;
-        print(ctx, args, std::slice::from_ref(&d), false)?;
+        print(ctx, args, format, std::slice::from_ref(&d), false)?;
         return Ok(exit::OK);
     }
     let kube = ctx.kube().await?;
@@ -106,7 +115,7 @@ pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
                 "describe --watch follows one ClusterPromotion: give exactly one NAME".into(),
             ));
         };
-        return watch(ctx, args, &kube, name).await;
+        return watch(ctx, args, format, &kube, name).await;
     }
     let all = args.names.is_empty();
     let names = if all {
@@ -131,23 +140,46 @@ pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
     if descriptions.is_empty() {
         eprintln!("No resources found");
     }
-    print(ctx, args, &descriptions, all || names.len() > 1)?;
+    print(ctx, args, format, &descriptions, all || names.len() > 1)?;
     Ok(exit::OK)
 }
 
 /// Print descriptions: one model as an object, several (or "all") as a list.
-fn print(ctx: &Ctx, args: &DescribeArgs, ds: &[Description], as_list: bool) -> Result<()> {
+fn print(
+    ctx: &Ctx,
+    args: &DescribeArgs,
+    format: &OutputFormat,
+    ds: &[Description],
+    as_list: bool,
+) -> Result<()> {
     let list = DescriptionList {
         api_version: API_VERSION,
         kind: "PromotionDescriptionList",
         items: ds,
     };
-    let text = match (args.output, as_list, ds) {
-        (Some(ModelFormat::Json), false, [d]) => output::to_json(d)?,
-        (Some(ModelFormat::Yaml), false, [d]) => output::to_yaml(d)?,
-        (Some(ModelFormat::Json), _, _) => output::to_json(&list)?,
-        (Some(ModelFormat::Yaml), _, _) => output::to_yaml(&list)?,
-        (None, _, _) => ds
+    let text = match (format, as_list, ds) {
+        (OutputFormat::Json, false, [d]) => output::to_json(d)?,
+        (OutputFormat::Yaml, false, [d]) => output::to_yaml(d)?,
+        (OutputFormat::Json, _, _) => output::to_json(&list)?,
+        (OutputFormat::Yaml, _, _) => output::to_yaml(&list)?,
+        (OutputFormat::JsonPath { .. }, _, _) => {
+            let options = PrintOptions {
+                allow_missing_template_keys: args.allow_missing_template_keys,
+                no_headers: false,
+            };
+            let json = |d: &Description| {
+                serde_json::to_value(d).map_err(|e| Error::Io(format!("JSON: {e}")))
+            };
+            let printed = match (as_list, ds) {
+                (false, [d]) => format.print(Target::Object(&json(d)?), options)?,
+                _ => {
+                    let items = ds.iter().map(json).collect::<Result<Vec<_>>>()?;
+                    format.print(Target::List(items.into()), options)?
+                }
+            };
+            printed.unwrap_or_default()
+        }
+        _ => ds
             .iter()
             .map(|d| human(ctx, args, d))
             .collect::<Vec<_>>()
@@ -184,8 +216,15 @@ const REDRAW_EVERY: Duration = Duration::from_secs(1);
 /// when it is taller than the terminal; while the server is away the view says so. Otherwise
 /// the first view is printed whole and then one line per change (stage states, cluster
 /// progress, approvals), so a log stays readable.
-async fn watch(ctx: &Ctx, args: &DescribeArgs, kube: &Kube, name: &str) -> Result<u8> {
-    let tty = ctx.out_is_tty && args.output.is_none();
+async fn watch(
+    ctx: &Ctx,
+    args: &DescribeArgs,
+    format: &OutputFormat,
+    kube: &Kube,
+    name: &str,
+) -> Result<u8> {
+    let structured = *format != OutputFormat::Default;
+    let tty = ctx.out_is_tty && !structured;
     let mut follower = Follower::start(kube, name).await?;
     let mut events: std::result::Result<Vec<Value>, String> = Err(String::new());
     let mut current: Option<Description> = None;
@@ -216,9 +255,9 @@ async fn watch(ctx: &Ctx, args: &DescribeArgs, kube: &Kube, name: &str) -> Resul
                 draw(ctx, args, d, lost.as_deref())?;
                 last_draw = Some(Instant::now());
             }
-        } else if args.output.is_some() {
+        } else if structured {
             if previous.as_ref() != Some(d) {
-                print(ctx, args, std::slice::from_ref(d), false)?;
+                print(ctx, args, format, std::slice::from_ref(d), false)?;
             }
         } else if let Some(reason) = lost.take() {
             write_out(&format!(
@@ -227,7 +266,7 @@ async fn watch(ctx: &Ctx, args: &DescribeArgs, kube: &Kube, name: &str) -> Resul
             ))?;
         } else {
             match &previous {
-                None => print(ctx, args, std::slice::from_ref(d), false)?,
+                None => print(ctx, args, format, std::slice::from_ref(d), false)?,
                 Some(prev) => write_out(&changes(prev, d, ctx))?,
             }
         }

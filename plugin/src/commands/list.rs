@@ -1,5 +1,6 @@
 //! `list` (alias `get`): every ClusterPromotion with its stage, state and pending gate.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 
 use clap::Args;
@@ -13,9 +14,11 @@ use super::{warn, Ctx};
 use crate::duration;
 use crate::error::{exit, Error, Result};
 use crate::kube_client::Kube;
-use crate::output::{self, ListFormat};
+use crate::output;
+use crate::printers::{FormatArg, OutputFormat, PrintOptions, Target, LIST_FORMATS};
 use crate::render::{table, Style};
-use crate::view::{self, Snapshot, API_VERSION};
+use crate::view::{self, SnapshotRef, API_VERSION};
+use crate::watch::{FleetFollower, Update};
 
 #[derive(Args, Debug)]
 #[command(
@@ -30,18 +33,36 @@ Examples:
   kubectl promotion list
   kubectl promotion get -l team=platform -o wide
   kubectl promotion list -o name | xargs -n1 kubectl promotion describe
-  kubectl promotion list -o json | jq '.items[] | select(.phase == \"awaitingApproval\") | .name'"
+  kubectl promotion list --watch
+  kubectl promotion list -o json | jq '.items[] | select(.phase == \"awaitingApproval\") | .name'
+  kubectl promotion list -o jsonpath='{range .items[*]}{.name}{\"\\t\"}{.phase}{\"\\n\"}{end}'
+  kubectl promotion list -o custom-columns=NAME:.name,GATE:.approveUnblocks"
 )]
 pub struct ListArgs {
     /// Label selector to filter ClusterPromotions (e.g. team=platform,env!=dev)
     #[arg(short = 'l', long = "selector", value_name = "SELECTOR")]
     pub selector: Option<String>,
-    /// Output format
-    #[arg(short = 'o', long = "output", value_enum, value_name = "FORMAT")]
-    pub output: Option<ListFormat>,
+    /// Output format: json, yaml, name, wide, or a kubectl template (jsonpath=…, jsonpath-file=…,
+    /// jsonpath-as-json=…, custom-columns=…, custom-columns-file=…) over the rows as -o json
+    /// prints them
+    #[arg(short = 'o', long = "output", value_name = "FORMAT",
+          value_parser = FormatArg(LIST_FORMATS))]
+    pub output: Option<String>,
     /// Do not print the header row
     #[arg(long)]
     pub no_headers: bool,
+    /// With a jsonpath or custom-columns template, print nothing for a missing field instead of
+    /// failing
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
+          action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub allow_missing_template_keys: bool,
+    /// After listing, keep watching: print a promotion's row again each time it changes (its
+    /// phase, stage, gate or message), as `kubectl get --watch` does
+    #[arg(short = 'w', long)]
+    pub watch: bool,
+    /// Like --watch, without the initial listing
+    #[arg(long)]
+    pub watch_only: bool,
 }
 
 /// One row, and one item of `-o json|yaml` (field reference: plugin/docs/output.md).
@@ -78,13 +99,17 @@ struct RowList<'a> {
 }
 
 pub async fn run(ctx: &Ctx, args: &ListArgs) -> Result<u8> {
+    let format = OutputFormat::of_flag(args.output.as_deref(), LIST_FORMATS)?;
     let kube = ctx.kube().await?;
+    if args.watch || args.watch_only {
+        return watch(ctx, args, &format, &kube).await;
+    }
     let (rows, warnings) = rows(&kube, args.selector.as_deref()).await?;
     for w in &warnings {
         warn(ctx, w);
     }
-    let text = render(&rows, args, &ctx.out, ctx.now())?;
-    if rows.is_empty() && args.output.is_none_or(|o| o == ListFormat::Wide) {
+    let text = render(&rows, &format, options(args), &ctx.out, ctx.now())?;
+    if rows.is_empty() && matches!(format, OutputFormat::Default | OutputFormat::Wide) {
         eprintln!("No resources found");
     }
     let mut out = std::io::stdout().lock();
@@ -132,17 +157,125 @@ pub async fn rows(kube: &Kube, selector: Option<&str>) -> Result<(Vec<Row>, Vec<
         String::new()
     });
     let mut rows = Vec::new();
-    for object in objects {
-        let snap = Snapshot {
+    for object in &objects {
+        let snap = SnapshotRef {
             object,
-            profiles: profiles.clone(),
-            summaries: summaries.clone(),
-            events: Err(String::new()),
+            profiles: view::shared(&profiles),
+            summaries: view::shared(&summaries),
+            events: Err(""),
         };
-        rows.push(row(&view::Description::build(&snap)?));
+        rows.push(row(&view::Description::build_shared(snap)?));
     }
     rows.sort_by(|a, b| a.name.cmp(&b.name));
     Ok((rows, warnings))
+}
+
+/// Rows as the promotions change, like `kubectl get --watch`: the table first (unless
+/// `--watch-only`), then each changed row, aligned with the table while it fits; a deleted
+/// promotion's last row says `deleted`. Structured formats print each changed row as an object.
+/// Runs until interrupted; a lost connection is said on stderr and retried.
+async fn watch(ctx: &Ctx, args: &ListArgs, format: &OutputFormat, kube: &Kube) -> Result<u8> {
+    let mut follower = FleetFollower::start(kube, args.selector.as_deref()).await?;
+    let wide = *format == OutputFormat::Wide;
+    let headers = headers(wide);
+    let mut columns = table::Columns::new(&headers, args.no_headers);
+    let mut header_printed = args.no_headers;
+    let mut shown: BTreeMap<String, Row> = BTreeMap::new();
+    let mut first = true;
+    loop {
+        let fleet = match follower.next().await? {
+            Update::Changed(fleet) => fleet,
+            Update::ConnectionLost(reason) => {
+                warn(ctx, &format!("connection lost, retrying… ({reason})"));
+                continue;
+            }
+        };
+        let mut now: BTreeMap<String, Row> = BTreeMap::new();
+        for object in &fleet.objects {
+            let r = row(&view::Description::build_shared(fleet.snapshot(object))?);
+            now.insert(r.name.clone(), r);
+        }
+        let mut changed: Vec<(Row, bool)> = now
+            .values()
+            .filter(|r| shown.get(&r.name) != Some(r))
+            .map(|r| (r.clone(), false))
+            .collect();
+        changed.extend(
+            shown
+                .values()
+                .filter(|r| !now.contains_key(&r.name))
+                .map(|r| (r.clone(), true)),
+        );
+        changed.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+        shown = now;
+        let print_these = !(first && args.watch_only);
+        if first && shown.is_empty() && print_these {
+            eprintln!("No resources found");
+        }
+        first = false;
+        if changed.is_empty() || !print_these {
+            continue;
+        }
+        let text = match format {
+            OutputFormat::Json => changed
+                .iter()
+                .map(|(r, _)| output::to_json(r))
+                .collect::<Result<String>>()?,
+            OutputFormat::Yaml => changed
+                .iter()
+                .map(|(r, _)| output::to_yaml(r).map(|y| format!("---\n{y}")))
+                .collect::<Result<String>>()?,
+            OutputFormat::Name => changed
+                .iter()
+                .map(|(r, _)| output::resource_name(&r.name) + "\n")
+                .collect(),
+            // As `kubectl get -w` prints each changed object through the template.
+            OutputFormat::JsonPath { .. } | OutputFormat::CustomColumns(_) => {
+                let mut text = String::new();
+                for (r, _) in &changed {
+                    let row = serde_json::to_value(r).map_err(|e| Error::Io(e.to_string()))?;
+                    let once = PrintOptions {
+                        no_headers: header_printed,
+                        ..options(args)
+                    };
+                    header_printed = true;
+                    text.push_str(
+                        &format
+                            .print(Target::Object(&row), once)?
+                            .unwrap_or_default(),
+                    );
+                }
+                text
+            }
+            OutputFormat::Wide | OutputFormat::Default => {
+                let cells: Vec<Vec<String>> = changed
+                    .iter()
+                    .map(|(r, deleted)| {
+                        let mut c = cells(r, wide, &ctx.out, ctx.now());
+                        if *deleted {
+                            c[3] = "deleted".into();
+                        }
+                        c
+                    })
+                    .collect();
+                columns.fit(&cells);
+                let mut text = String::new();
+                if !header_printed {
+                    let h: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
+                    text.push_str(&columns.line(&h));
+                    header_printed = true;
+                }
+                for c in &cells {
+                    text.push_str(&columns.line(c));
+                }
+                text
+            }
+        };
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())
+            .and_then(|()| out.flush())
+            .map_err(|e| Error::Io(format!("writing output: {e}")))?;
+    }
 }
 
 /// The row of a promotion, from its description.
@@ -187,56 +320,77 @@ pub fn row(d: &view::Description) -> Row {
     }
 }
 
+fn options(args: &ListArgs) -> PrintOptions {
+    PrintOptions {
+        allow_missing_template_keys: args.allow_missing_template_keys,
+        no_headers: args.no_headers,
+    }
+}
+
 pub fn render(
     rows: &[Row],
-    args: &ListArgs,
+    format: &OutputFormat,
+    options: PrintOptions,
     style: &Style,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<String> {
-    match args.output {
-        Some(ListFormat::Json) => output::to_json(&list(rows)),
-        Some(ListFormat::Yaml) => output::to_yaml(&list(rows)),
-        Some(ListFormat::Name) => Ok(rows
+    match format {
+        OutputFormat::Json => output::to_json(&list(rows)),
+        OutputFormat::Yaml => output::to_yaml(&list(rows)),
+        OutputFormat::Name => Ok(rows
             .iter()
             .map(|r| output::resource_name(&r.name) + "\n")
             .collect()),
-        Some(ListFormat::Wide) | None => {
-            let wide = args.output == Some(ListFormat::Wide);
-            let mut headers = vec![
-                "NAME",
-                "STAGES",
-                "CURRENT",
-                "STATE",
-                "AWAITING-APPROVAL",
-                "AGE",
-            ];
-            if wide {
-                headers.extend(["LAST-PROMOTION", "MESSAGE"]);
-            }
+        OutputFormat::JsonPath { .. } | OutputFormat::CustomColumns(_) => {
+            let items = rows
+                .iter()
+                .map(serde_json::to_value)
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(|e| Error::Io(e.to_string()))?;
+            Ok(format
+                .print(Target::List(items.into()), options)?
+                .unwrap_or_default())
+        }
+        OutputFormat::Wide | OutputFormat::Default => {
+            let wide = *format == OutputFormat::Wide;
             if rows.is_empty() {
                 return Ok(String::new());
             }
-            let cells: Vec<Vec<String>> = rows
-                .iter()
-                .map(|r| {
-                    let mut c = vec![
-                        r.name.clone(),
-                        format!("{}/{}", r.reached_stages, r.stages),
-                        r.current_stage.clone().unwrap_or_else(|| "-".into()),
-                        style.phase(&r.phase),
-                        r.approve_unblocks.clone().unwrap_or_else(|| "-".into()),
-                        duration::age(r.creation_timestamp.as_deref(), now),
-                    ];
-                    if wide {
-                        c.push(duration::age(r.last_promotion_time.as_deref(), now));
-                        c.push(r.message.clone().unwrap_or_else(|| "-".into()));
-                    }
-                    c
-                })
-                .collect();
-            Ok(table::render(&headers, &cells, args.no_headers))
+            let cells: Vec<Vec<String>> = rows.iter().map(|r| cells(r, wide, style, now)).collect();
+            Ok(table::render(&headers(wide), &cells, options.no_headers))
         }
     }
+}
+
+fn headers(wide: bool) -> Vec<&'static str> {
+    let mut headers = vec![
+        "NAME",
+        "STAGES",
+        "CURRENT",
+        "STATE",
+        "AWAITING-APPROVAL",
+        "AGE",
+    ];
+    if wide {
+        headers.extend(["LAST-PROMOTION", "MESSAGE"]);
+    }
+    headers
+}
+
+fn cells(r: &Row, wide: bool, style: &Style, now: chrono::DateTime<chrono::Utc>) -> Vec<String> {
+    let mut c = vec![
+        r.name.clone(),
+        format!("{}/{}", r.reached_stages, r.stages),
+        r.current_stage.clone().unwrap_or_else(|| "-".into()),
+        style.phase(&r.phase),
+        r.approve_unblocks.clone().unwrap_or_else(|| "-".into()),
+        duration::age(r.creation_timestamp.as_deref(), now),
+    ];
+    if wide {
+        c.push(duration::age(r.last_promotion_time.as_deref(), now));
+        c.push(r.message.clone().unwrap_or_else(|| "-".into()));
+    }
+    c
 }
 
 fn list(rows: &[Row]) -> RowList<'_> {
@@ -250,6 +404,7 @@ fn list(rows: &[Row]) -> RowList<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::view::Snapshot;
     use serde_json::json;
 
     /// The row of a promotion with `status`, read with no cluster data (as when the
@@ -280,12 +435,13 @@ mod tests {
         row(&view::Description::build(&snap).unwrap())
     }
 
-    fn args(output: Option<ListFormat>, no_headers: bool) -> ListArgs {
-        ListArgs {
-            selector: None,
-            output,
+    fn text(r: &[Row], output: &str, no_headers: bool) -> String {
+        let format = OutputFormat::of_flag(Some(output), LIST_FORMATS).unwrap();
+        let options = PrintOptions {
             no_headers,
-        }
+            ..PrintOptions::default()
+        };
+        render(r, &format, options, &Style::plain(), now()).unwrap()
     }
 
     fn now() -> chrono::DateTime<chrono::Utc> {
@@ -303,7 +459,7 @@ mod tests {
              "currentStatusDescription": "Paused: Awaiting Manual Approval (2026-02-16T07:38:02Z)"}]}),
             true,
         );
-        let text = render(&[r], &args(None, false), &Style::plain(), now()).unwrap();
+        let text = text(&[r], "", false);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
@@ -324,33 +480,27 @@ mod tests {
             .as_deref()
             .unwrap()
             .starts_with("not reconciled yet"));
-        let name = render(
-            std::slice::from_ref(&r),
-            &args(Some(ListFormat::Name), false),
-            &Style::plain(),
-            now(),
-        )
-        .unwrap();
-        assert_eq!(name, "clusterpromotion.config.projectsveltos.io/p\n");
-        let json: serde_json::Value = serde_json::from_str(
-            &render(
-                std::slice::from_ref(&r),
-                &args(Some(ListFormat::Json), false),
-                &Style::plain(),
-                now(),
-            )
-            .unwrap(),
-        )
-        .unwrap();
+        let rows = std::slice::from_ref(&r);
+        assert_eq!(
+            text(rows, "name", false),
+            "clusterpromotion.config.projectsveltos.io/p\n"
+        );
+        let json: serde_json::Value = serde_json::from_str(&text(rows, "json", false)).unwrap();
         assert_eq!(json["kind"], "PromotionList");
         assert_eq!(json["items"][0]["phase"], "notStarted");
-        let wide = render(
-            std::slice::from_ref(&r),
-            &args(Some(ListFormat::Wide), true),
-            &Style::plain(),
-            now(),
-        )
-        .unwrap();
+        assert_eq!(
+            text(rows, "jsonpath={.items[*].phase}", false),
+            "notStarted"
+        );
+        assert_eq!(
+            text(
+                rows,
+                "custom-columns=NAME:.name,STATE:.phase,GATE:.approveUnblocks",
+                false
+            ),
+            "NAME   STATE        GATE\np      notStarted   <none>\n"
+        );
+        let wide = text(rows, "wide", true);
         assert!(wide.starts_with("p   0/3   -   not started   -   120m   -   not reconciled yet"));
     }
 }

@@ -1,6 +1,7 @@
 //! Human output. Colour and symbols only when writing to a terminal that wants them; the plain
 //! form carries the same words, so nothing is lost in a pipe or a CI log.
 
+pub mod custom_columns;
 pub mod describe;
 pub mod diff;
 pub mod table;

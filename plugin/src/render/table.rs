@@ -4,37 +4,58 @@ use super::visible_width;
 
 /// Render rows (cells may carry colour; widths are measured on visible text).
 pub fn render(headers: &[&str], rows: &[Vec<String>], no_headers: bool) -> String {
-    let cols = headers.len();
-    let mut widths: Vec<usize> = if no_headers {
-        vec![0; cols]
-    } else {
-        headers.iter().map(|h| h.len()).collect()
-    };
+    let mut columns = Columns::new(headers, no_headers);
+    columns.fit(rows);
+    let mut out = String::new();
+    if !no_headers {
+        let header: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
+        out.push_str(&columns.line(&header));
+    }
     for row in rows {
-        for (i, cell) in row.iter().enumerate().take(cols) {
-            widths[i] = widths[i].max(visible_width(cell));
+        out.push_str(&columns.line(row));
+    }
+    out
+}
+
+/// Column widths that only grow, so that rows printed later (`list --watch`) line up with the
+/// table printed first as long as they fit, as kubectl's `get --watch` does.
+pub struct Columns {
+    widths: Vec<usize>,
+}
+
+impl Columns {
+    pub fn new(headers: &[&str], no_headers: bool) -> Columns {
+        Columns {
+            widths: if no_headers {
+                vec![0; headers.len()]
+            } else {
+                headers.iter().map(|h| h.len()).collect()
+            },
         }
     }
-    let mut out = String::new();
-    let mut line = |cells: Vec<&str>| {
+
+    pub fn fit(&mut self, rows: &[Vec<String>]) {
+        for row in rows {
+            for (i, cell) in row.iter().enumerate().take(self.widths.len()) {
+                self.widths[i] = self.widths[i].max(visible_width(cell));
+            }
+        }
+    }
+
+    /// One row, padded to the widths, without trailing blanks, ending in a newline.
+    pub fn line(&self, cells: &[String]) -> String {
         let mut text = String::new();
-        for (i, cell) in cells.iter().enumerate() {
+        for (i, cell) in cells.iter().enumerate().take(self.widths.len()) {
             text.push_str(cell);
             if i + 1 < cells.len() {
-                let pad = widths[i].saturating_sub(visible_width(cell)) + 3;
+                let pad = self.widths[i].saturating_sub(visible_width(cell)) + 3;
                 text.push_str(&" ".repeat(pad));
             }
         }
-        out.push_str(text.trim_end());
-        out.push('\n');
-    };
-    if !no_headers {
-        line(headers.to_vec());
+        let mut line = text.trim_end().to_string();
+        line.push('\n');
+        line
     }
-    for row in rows {
-        line(row.iter().map(String::as_str).collect());
-    }
-    out
 }
 
 #[cfg(test)]

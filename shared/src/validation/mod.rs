@@ -9,7 +9,7 @@ mod cel;
 mod finding;
 mod health;
 mod lua;
-mod names;
+pub(crate) mod names;
 mod path;
 mod schedule;
 mod selector;
@@ -209,17 +209,22 @@ pub(crate) fn expect_str<'a>(
 
 pub(crate) use crate::tree::type_name;
 
-/// Go-duration fields: syntax error → error; negative → error (a negative soak makes no sense
-/// and Sveltos would treat it as already elapsed).
+/// Go-duration fields: what `time.ParseDuration` refuses is an error; a negative duration,
+/// which Go accepts, is a warning of its own (a negative soak or timeout counts as already
+/// elapsed, so it is almost certainly a typo).
 pub(crate) fn check_duration(value: &Tree, path: &FieldPath, out: &mut Vec<Finding>) {
     let Some(s) = expect_str(value, path, out) else {
         return;
     };
     match parse_go_duration(s) {
-        Ok(ns) if ns < 0 => out.push(Finding::error(
-            "duration-invalid",
+        Ok(ns) if ns < 0 => out.push(Finding::warning(
+            "duration-negative",
             path,
-            format!("duration {s:?} is negative"),
+            format!(
+                "duration {s:?} is negative: Go accepts it, and Sveltos treats it as already \
+                 elapsed (no wait at all); write {:?} to wait",
+                s.trim_start_matches('-')
+            ),
         )),
         Ok(_) => {}
         Err(e) => out.push(Finding::error(

@@ -23,7 +23,6 @@ mod names;
 mod openapi;
 mod protobuf;
 pub mod resources;
-pub mod schema;
 mod selectors;
 pub mod status;
 pub mod store;

@@ -36,22 +36,7 @@ pub fn qualified(group: &str, resource: &str) -> String {
     }
 }
 
-/// Go `%q` for the strings we quote (names, users, resources): backslash and quote escaped.
-pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+pub use promotion_shared::schema::{go_quote, go_value, FieldError, FieldErrorKind};
 
 fn details(group: &str, kind: &str, name: &str) -> Value {
     let mut d = Map::new();
@@ -295,99 +280,5 @@ impl ApiError {
 
     pub fn not_acceptable(message: impl Into<String>) -> Self {
         Self::new(406, "NotAcceptable", message, None)
-    }
-}
-
-/// `field.Error` kinds we produce, with the reason Go puts in `StatusCause.reason`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FieldErrorKind {
-    Required,
-    Invalid,
-    NotSupported,
-    Duplicate,
-    TooMany,
-}
-
-impl FieldErrorKind {
-    pub fn reason(self) -> &'static str {
-        match self {
-            FieldErrorKind::Required => "FieldValueRequired",
-            FieldErrorKind::Invalid => "FieldValueInvalid",
-            FieldErrorKind::NotSupported => "FieldValueNotSupported",
-            FieldErrorKind::Duplicate => "FieldValueDuplicate",
-            FieldErrorKind::TooMany => "FieldValueTooMany",
-        }
-    }
-}
-
-/// A `field.Error`: `spec.stages[1].trigger: Invalid value: "object": <detail>`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FieldError {
-    pub kind: FieldErrorKind,
-    pub field: String,
-    /// The bad value already rendered the way Go's `%#v`-ish `field.Error` does (`"x"`, `0`,
-    /// `"object"`); empty when the kind shows no value.
-    pub value: String,
-    pub detail: String,
-}
-
-impl FieldError {
-    pub fn required(field: &str, detail: &str) -> Self {
-        FieldError {
-            kind: FieldErrorKind::Required,
-            field: field.into(),
-            value: String::new(),
-            detail: detail.into(),
-        }
-    }
-
-    pub fn invalid(field: &str, value: String, detail: impl Into<String>) -> Self {
-        FieldError {
-            kind: FieldErrorKind::Invalid,
-            field: field.into(),
-            value,
-            detail: detail.into(),
-        }
-    }
-
-    /// Go `field.ErrorBody()`.
-    pub fn body(&self) -> String {
-        let mut s = match self.kind {
-            FieldErrorKind::Required => "Required value".to_string(),
-            FieldErrorKind::Invalid => format!("Invalid value: {}", self.value),
-            FieldErrorKind::NotSupported => format!("Unsupported value: {}", self.value),
-            FieldErrorKind::Duplicate => format!("Duplicate value: {}", self.value),
-            FieldErrorKind::TooMany => "Too many".to_string(),
-        };
-        if !self.detail.is_empty() {
-            s.push_str(": ");
-            s.push_str(&self.detail);
-        }
-        s
-    }
-}
-
-impl std::fmt::Display for FieldError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.field, self.body())
-    }
-}
-
-/// Render a JSON value the way `field.Error` prints Go values: strings quoted, numbers and
-/// booleans bare, objects as `map[string]interface {}{...}` (what the real messages show).
-pub fn go_value(v: &Value) -> String {
-    match v {
-        Value::String(s) => go_quote(s),
-        Value::Null => "null".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::Array(_) => format!("[]interface {{}}{v}"),
-        Value::Object(m) => {
-            let inner: Vec<String> = m
-                .iter()
-                .map(|(k, v)| format!("{}:{}", go_quote(k), go_value(v)))
-                .collect();
-            format!("map[string]interface {{}}{{{}}}", inner.join(", "))
-        }
     }
 }

@@ -62,7 +62,10 @@ pub(crate) fn validate(
     old: Option<&Value>,
 ) -> Result<(), ApiError> {
     let mut errors = Vec::new();
-    if name.is_empty() {
+    if def.is_crd {
+        // `ValidateObjectMetaAccessor` with `NameIsDNSSubdomain`, labels and annotations.
+        errors.extend(promotion_shared::schema::validate_metadata(obj));
+    } else if name.is_empty() {
         errors.push(FieldError::required(
             "metadata.name",
             "name or generateName is required",
@@ -74,10 +77,11 @@ pub(crate) fn validate(
             problem,
         ));
     }
-    if errors.is_empty() {
-        if let Some(schema) = &def.schema {
-            errors.extend(schema.validate(obj, old));
-        }
+    if let Some(schema) = &def.schema {
+        errors.extend(match old {
+            Some(old) => schema.validate_update(obj, old),
+            None => schema.validate(obj),
+        });
     }
     if def.storage == "events" {
         errors.extend(events::validate(

@@ -289,7 +289,9 @@ impl RequestScope<'_> {
         let Some(schema) = &self.def().schema else {
             return Ok(());
         };
-        let unknown = schema.prune(obj);
+        let mut unknown = promotion_shared::schema::unknown_metadata_fields(obj);
+        unknown.extend(schema.prune(obj));
+        unknown.sort();
         if !unknown.is_empty() {
             match validation {
                 FieldValidation::Strict => {
