@@ -144,7 +144,7 @@ impl ClusterFailure {
 
 /// The one-line summary of a stage's failed clusters, worst first: "2 clusters failed (1
 /// non-retriable: prod/prod33 Helm FailedNonRetriable: …)", or for retriable failures only "1
-/// cluster failing, Sveltos retries: dev/dev01 Helm Failed: …". `None` when no cluster failed.
+/// cluster failing: dev/dev01 Helm Failed: …" (Sveltos retries those). `None` when no cluster failed.
 pub fn failure_summary(clusters: &[ClusterState]) -> Option<(bool, String)> {
     let failures: Vec<ClusterFailure> = clusters.iter().filter_map(ClusterState::failure).collect();
     let plural = |n: usize| if n == 1 { "cluster" } else { "clusters" };
@@ -154,11 +154,7 @@ pub fn failure_summary(clusters: &[ClusterState]) -> Option<(bool, String)> {
     Some(if non_retriable.is_empty() {
         (
             true,
-            format!(
-                "{n} {} failing, Sveltos retries: {}",
-                plural(n),
-                worst.describe()
-            ),
+            format!("{n} {} failing: {}", plural(n), worst.describe()),
         )
     } else {
         (

@@ -140,7 +140,7 @@ fn failed_dev_is_provisioning_from_the_promotion_alone_and_failed_with_summaries
             assert!(retriable);
             assert_eq!(
                 message,
-                "1 cluster failing, Sveltos retries: dev/dev01 Helm Failed: values don't meet \
+                "1 cluster failing: dev/dev01 Helm Failed: values don't meet \
                  the specifications of the schema(s): replicas: Invalid type. Expected: \
                  integer, given: boolean"
             );

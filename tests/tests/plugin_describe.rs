@@ -135,7 +135,7 @@ fn failed_dev_is_failed_once_the_cluster_summaries_are_read() {
     assert!(json["stages"][0]["message"]
         .as_str()
         .unwrap()
-        .starts_with("1 cluster failing, Sveltos retries: dev/dev01 Helm Failed: "));
+        .starts_with("1 cluster failing: dev/dev01 Helm Failed: "));
     assert_eq!(json["stages"][0]["clusterCounts"]["failed"], 1);
     assert_eq!(
         json["stages"][0]["clusters"][0]["features"][0]["status"],

@@ -75,6 +75,52 @@ fn profile_change_shows_the_yaml_diff_and_the_restart() {
 }
 
 #[test]
+fn fields_the_server_defaults_and_a_sorted_reorder_are_no_change() {
+    let mut live = example("kyverno-manual-gate.yaml");
+    live["spec"]["stages"][1]["trigger"]["manual"]["approved"] = json!(true);
+    let charts = live["spec"]["profileSpec"]["helmCharts"]
+        .as_array_mut()
+        .unwrap();
+    let mut second = charts[0].clone();
+    second["releaseName"] = json!("kyverno-policies");
+    second["chartName"] = json!("kyverno/kyverno-policies");
+    charts.push(second);
+    let env = Env::start(vec![live.clone()]);
+    // The manifest in git: the charts in another order (Sveltos sorts them before hashing) and
+    // none of the fields the CRD defaults.
+    let mut file = live.clone();
+    file["spec"]["profileSpec"]["helmCharts"]
+        .as_array_mut()
+        .unwrap()
+        .reverse();
+    let profile = file["spec"]["profileSpec"].as_object_mut().unwrap();
+    for defaulted in [
+        "tier",
+        "continueOnConflict",
+        "continueOnError",
+        "syncMode",
+        "reloader",
+        "stopMatchingBehavior",
+    ] {
+        profile.remove(defaulted);
+    }
+    let path = write(&env, "reordered.yaml", &file);
+    let out = env
+        .run(&["diff", "kyverno-rollout-man", "-f", &path])
+        .expect(1);
+    let e = &out.stderr;
+    assert!(e.contains("the pipeline does not restart"), "{e}");
+    assert!(!e.contains("reset"), "{e}");
+    // The stored object keeps the approval: the prediction holds.
+    env.kubectl(&["apply", "--server-side", "--force-conflicts", "-f", &path])
+        .expect(0);
+    assert_eq!(
+        env.promotion("kyverno-rollout-man")["spec"]["stages"][1]["trigger"]["manual"]["approved"],
+        true
+    );
+}
+
+#[test]
 fn removed_stage_and_new_object() {
     let env = Env::start(example_world("kyverno-manual-gate.yaml"));
     let mut fewer = example("kyverno-manual-gate.yaml");

@@ -213,24 +213,54 @@ fn conditions_that_already_hold_exit_0() {
 
 #[test]
 fn failed_pipeline_exits_2() {
+    // dev01's Helm feature is `Failed`: Sveltos retries it, so `wait` keeps waiting (exit 3 at
+    // the timeout) unless told to stop at the first failure.
     let env = Env::start(example_world("kyverno-failed-dev.yaml"));
+    let pending = env
+        .run(&[
+            "wait",
+            "kyverno-rollout-auto",
+            "--for=complete",
+            "--timeout=0",
+        ])
+        .expect(3);
+    assert!(
+        pending.stderr.contains(
+            "stage dev failed (Sveltos retries): 1 cluster failing: dev/dev01 Helm Failed: "
+        ),
+        "{}",
+        pending.stderr
+    );
+    let out = env
+        .run(&[
+            "wait",
+            "kyverno-rollout-auto",
+            "--for=complete",
+            "--fail-fast",
+            PATIENT,
+        ])
+        .expect(2);
+    assert!(
+        out.stderr
+            .contains("dev/dev01 Helm Failed: failed to install release kyverno-latest"),
+        "{}",
+        out.stderr
+    );
+    // A failure Sveltos does not retry ends the wait without --fail-fast.
+    env.set_features(
+        "dev",
+        "kyverno-rollout-auto-dev-sveltos-dev01",
+        &[("Helm", "FailedNonRetriable", Some("template error"))],
+    );
     let out = env
         .run(&["wait", "kyverno-rollout-auto", "--for=complete", PATIENT])
         .expect(2);
     assert!(
-        out.stderr.contains(
-            "pipeline failed before complete: stage dev failed: cluster dev/dev01: Helm Failed"
-        ),
+        out.stderr
+            .contains("dev/dev01 Helm FailedNonRetriable: template error"),
         "{}",
         out.stderr
     );
-    env.run(&[
-        "wait",
-        "kyverno-rollout-auto",
-        "--for=complete",
-        "--timeout=0",
-    ])
-    .expect(2);
 }
 
 #[test]
@@ -316,7 +346,13 @@ fn a_cluster_failing_later_ends_the_wait_with_2() {
     let env = Env::start(auto_rollout_two_clusters_each());
     let mut plugin = Running::start(
         &env,
-        &["wait", "kyverno-rollout-auto", "--for=complete", PATIENT],
+        &[
+            "wait",
+            "kyverno-rollout-auto",
+            "--for=complete",
+            "--fail-fast",
+            PATIENT,
+        ],
     );
     // Progress is reported once the plugin has the rollout's state.
     plugin.expect_line(
@@ -335,7 +371,7 @@ fn a_cluster_failing_later_ends_the_wait_with_2() {
     let out = plugin.finish().expect(2);
     assert!(
         out.stderr
-            .contains("cluster prod/prod02: Helm Failed: health check 'kyverno-ready'"),
+            .contains("prod/prod02 Helm Failed: health check 'kyverno-ready'"),
         "{}",
         out.stderr
     );
@@ -403,7 +439,7 @@ fn describe_watch_exits_2_when_the_pipeline_fails() {
         &[("Helm", "FailedNonRetriable", Some("template error"))],
     );
     let out = plugin.finish().expect(2);
-    assert!(out.stdout.contains("stage production: soaking until 2026-02-16T06:36:24Z → failed (cluster prod/prod01: Helm FailedNonRetriable: template error)"), "{}", out.stdout);
+    assert!(out.stdout.contains("stage production: soaking until 2026-02-16T06:36:24Z → failed: 1 cluster failed (1 non-retriable: prod/prod01 Helm FailedNonRetriable: template error)"), "{}", out.stdout);
 }
 
 #[test]

@@ -337,7 +337,7 @@ pub fn changes(prev: &Description, now: &Description, ctx: &Ctx) -> String {
             if let StageState::Failed { message, .. } | StageState::Blocked { message } =
                 &stage.view.state
             {
-                text.push_str(&format!(" ({message})"));
+                text.push_str(&format!(": {message}"));
             }
             line(text);
         }

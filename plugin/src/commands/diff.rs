@@ -15,8 +15,10 @@ use promotion_shared::admission::{plan_mutation, removed_approvals, UserInfo};
 use promotion_shared::diff::{
     appended_check_names, comparable_profile_spec, semantic_diff, Change, ChangeKind,
 };
+use promotion_shared::model::API_VERSION;
 use promotion_shared::model::{stage_profile_name, ClusterPromotion, GROUP, KIND, VERSION};
 use promotion_shared::rollout::{self, Restart};
+use promotion_shared::schema::Crd;
 
 use super::Ctx;
 use crate::error::{exit, Error, Result};
@@ -166,6 +168,7 @@ async fn compare(kube: &crate::kube_client::Kube, file: &str, doc: &Value) -> Re
             let body = apply_body(live, doc);
             let mut requested = live.clone();
             json_patch::merge(&mut requested, &body);
+            let requested = as_admission_sees(&requested);
             kube.merge_patch_dry_run(&name, &body)
                 .await
                 .map(|merged| (requested, merged))
@@ -194,6 +197,16 @@ async fn compare(kube: &crate::kube_client::Kube, file: &str, doc: &Value) -> Re
         merged_yaml,
         consequences,
     })
+}
+
+/// The object the admission webhook is handed for a write of `requested`: the API server decodes
+/// it with the CRD's defaults first (a field the manifest leaves out, like `tier`, arrives
+/// defaulted, so it is no change). The embedded CRD's defaults stand for the cluster's.
+fn as_admission_sees(requested: &Value) -> Value {
+    match Crd::embedded().version(API_VERSION) {
+        Some(version) => version.decoded(requested),
+        None => requested.clone(),
+    }
 }
 
 /// A server-side dry run the server refuses: a rejection of the manifest, with every cause the

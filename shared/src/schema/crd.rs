@@ -54,6 +54,15 @@ pub enum CreateOutcome {
 }
 
 impl CrdVersion {
+    /// The object admission webhooks receive for a write of `object`: decoded as the API server
+    /// decodes it, unknown fields pruned and defaults applied (and nothing validated yet).
+    pub fn decoded(&self, object: &Value) -> Value {
+        let mut decoded = object.clone();
+        self.schema.prune(&mut decoded);
+        self.schema.default(&mut decoded);
+        decoded
+    }
+
     /// The API server's create path for a custom resource: strict decoding (typed
     /// `ObjectMeta`, pruning), defaulting, status dropped, then `ObjectMeta` and schema
     /// validation (with CEL rules skipped after a blocking error).
