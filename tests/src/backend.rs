@@ -27,6 +27,7 @@ use base64::Engine;
 use promotion_shared::admission::SPEC_CHANGE_ANNOTATION;
 use serde_json::{json, Value};
 
+use crate::apiserver::matchconditions::MatchCondition;
 use crate::apiserver::{
     AdmissionConfig, Decision, StandIn, StandInHandle, StandInOptions, UserInfo,
 };
@@ -171,8 +172,8 @@ impl Backend for StandInBackend {
         &self.admin
     }
 
-    /// The stand-in models one mutating and one validating webhook sharing `failurePolicy` and
-    /// `timeoutSeconds`; `matchConditions` and `objectSelector` are not modelled (each scenario
+    /// The stand-in models one mutating and one validating webhook sharing `failurePolicy`,
+    /// `timeoutSeconds` and `matchConditions`; `objectSelector` is not modelled (each scenario
     /// has its own stand-in, so the selector changes nothing).
     fn register_webhooks(
         &self,
@@ -206,9 +207,14 @@ fn admission_config(configs: &WebhookConfigurations) -> Result<AdmissionConfig, 
     };
     let (mutating, validating) = (one(&configs.mutating)?, one(&configs.validating)?);
     let same = |field: &str| mutating[field] == validating[field];
-    if !same("failurePolicy") || !same("timeoutSeconds") || !same("rules") {
+    if !same("failurePolicy")
+        || !same("timeoutSeconds")
+        || !same("rules")
+        || !same("matchConditions")
+    {
         return Err(unsupported(
-            "webhooks that differ in failurePolicy, timeoutSeconds or rules".into(),
+            "webhooks that differ in failurePolicy, timeoutSeconds, rules or matchConditions"
+                .into(),
         ));
     }
     let bundle = mutating["clientConfig"]["caBundle"]
@@ -233,6 +239,15 @@ fn admission_config(configs: &WebhookConfigurations) -> Result<AdmissionConfig, 
         .flatten()
         .flat_map(|r| r["resources"].as_array().cloned().unwrap_or_default())
         .filter_map(|r| r.as_str().map(String::from))
+        .collect();
+    config.match_conditions = mutating["matchConditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| MatchCondition {
+            name: c["name"].as_str().unwrap_or_default().to_string(),
+            expression: c["expression"].as_str().unwrap_or_default().to_string(),
+        })
         .collect();
     config.include_status = resources.iter().any(|r| r.ends_with("/status"));
     config.resources = resources.into_iter().filter(|r| !r.contains('/')).collect();
@@ -587,6 +602,26 @@ impl Cluster {
         self.admin_do(move |o| async move { o.put(&object).await })
     }
 
+    /// Replace the status of a stored object through `/status`, as Sveltos writes it; the
+    /// rest of the object (annotations the webhook wrote included) stays as stored.
+    pub fn put_status(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        name: &str,
+        status: &Value,
+    ) -> Result<Value, BackendError> {
+        let (namespace, name, status) = (
+            namespace.map(String::from),
+            name.to_string(),
+            status.clone(),
+        );
+        self.admin_do(move |o| async move {
+            o.put_status(kind, namespace.as_deref(), &name, &status)
+                .await
+        })
+    }
+
     pub fn get(
         &self,
         kind: Kind,
@@ -703,6 +738,14 @@ mod tests {
         assert!(!config.ignore_failures, "failurePolicy Fail as installed");
         assert_eq!(config.resources, vec!["clusterpromotions".to_string()]);
         assert!(!config.include_status);
+        assert_eq!(
+            config
+                .match_conditions
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>(),
+            ["spec-or-annotations-changed"]
+        );
 
         let ignore = admission_config(&rendered().with_failure_policy(FailurePolicy::Ignore))
             .expect("convertible");

@@ -9,7 +9,13 @@
 //! test at compile time. Under `CI=true` they always run, so missing assets fail the run.
 
 mod scenarios {
+    pub mod approve;
+    pub mod consumed;
+    pub mod diff_sorted_reorder;
+    pub mod forged;
     pub mod lint_agreement;
+    pub mod rollout;
+    pub mod states;
     pub mod support;
     pub mod verdicts;
     pub mod viewer;
@@ -25,6 +31,30 @@ use promotion_e2e::envtest::{self, Envtest, Gate};
 type Scenario = fn(&Cluster);
 
 const SCENARIOS: &[(&str, Scenario)] = &[
+    (
+        "a_release_manager_approves_and_a_developer_is_refused",
+        scenarios::approve::a_release_manager_approves_and_a_developer_is_refused,
+    ),
+    (
+        "a_forged_approval_record_is_refused",
+        scenarios::forged::a_forged_approval_record_is_refused,
+    ),
+    (
+        "a_new_rollout_resets_the_approval_and_a_sorted_reorder_does_not",
+        scenarios::rollout::a_new_rollout_resets_the_approval_and_a_sorted_reorder_does_not,
+    ),
+    (
+        "diff_predicts_no_reset_for_a_sorted_reorder",
+        scenarios::diff_sorted_reorder::diff_predicts_no_reset_for_a_sorted_reorder,
+    ),
+    (
+        "a_consumed_approval_is_removed_on_the_next_update",
+        scenarios::consumed::a_consumed_approval_is_removed_on_the_next_update,
+    ),
+    (
+        "describe_list_diff_and_wait_follow_the_documented_states",
+        scenarios::states::describe_list_diff_and_wait_follow_the_documented_states,
+    ),
     (
         "lint_fails_exactly_where_kubectl_apply_does",
         scenarios::lint_agreement::lint_fails_exactly_where_kubectl_apply_does,

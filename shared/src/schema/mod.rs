@@ -4,8 +4,9 @@
 //! in [`cel_rules`]) and `metadata` ([`metadata`]).
 //!
 //! One implementation, two users: the stand-in API server of the end-to-end tests answers with
-//! [`CrdSchema::prune`], [`CrdSchema::default`] and [`CrdSchema::validate`] (the API server's
-//! own behaviour, rules skipped after blocking errors); `kubectl promotion lint` calls
+//! [`CrdSchema::prune`], [`CrdSchema::default`], [`CrdSchema::validate`] and, on updates,
+//! [`CrdSchema::validate_update`] (the API server's own behaviour, rules skipped after blocking
+//! errors, transition rules only against a stored value); `kubectl promotion lint` calls
 //! [`check`], which reports everything in one pass as [`Finding`](crate::validation::Finding)s
 //! with codes and hints ([`findings`]).
 //!
@@ -90,18 +91,34 @@ impl CrdSchema {
         defaults::default_root(&self.node, obj);
     }
 
-    /// Validation as the API server answers it: value errors, then list-type duplicates, then
-    /// CEL rules unless an earlier error blocks them.
+    /// Validation of a create as the API server answers it: value errors, then list-type
+    /// duplicates, then CEL rules unless an earlier error blocks them. Transition rules (those
+    /// reading `oldSelf`) do not run: there is no stored object.
     pub fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        self.violations(obj, RuleMode::Server)
-            .into_iter()
-            .map(|v| v.error)
-            .collect()
+        Self::errors(validate::validate(&self.node, obj, None, RuleMode::Server))
     }
 
-    /// Every violation with its keyword and hint.
+    /// Validation of an update of the stored object `old`: as [`CrdSchema::validate`], and
+    /// transition rules run with `oldSelf` bound to the stored value where one correlates with
+    /// their node (object properties and map entries by name, `x-kubernetes-list-type: map`
+    /// items by their keys).
+    pub fn validate_update(&self, obj: &Value, old: &Value) -> Vec<FieldError> {
+        Self::errors(validate::validate(
+            &self.node,
+            obj,
+            Some(old),
+            RuleMode::Server,
+        ))
+    }
+
+    fn errors(violations: Vec<Violation>) -> Vec<FieldError> {
+        violations.into_iter().map(|v| v.error).collect()
+    }
+
+    /// Every violation of a new object (no stored one: transition rules do not run) with its
+    /// keyword and hint.
     pub fn violations(&self, obj: &Value, mode: RuleMode) -> Vec<Violation> {
-        validate::validate(&self.node, obj, mode)
+        validate::validate(&self.node, obj, None, mode)
     }
 }
 

@@ -18,8 +18,9 @@ use super::suggest::closest;
 use super::violation::{Keyword, RuleMode, Violation};
 use super::SchemaPath;
 
-/// Validate the object (root schema `root`); violations in the API server's order.
-pub fn validate(root: &Node, obj: &Value, mode: RuleMode) -> Vec<Violation> {
+/// Validate the object (root schema `root`); violations in the API server's order. `old` is
+/// the stored object on an update, which transition rules compare with.
+pub fn validate(root: &Node, obj: &Value, old: Option<&Value>, mode: RuleMode) -> Vec<Violation> {
     let mut value_errors = Vec::new();
     let mut list_errors = Vec::new();
     if let (Value::Object(map), Some(_)) = (obj, root.properties.as_ref()) {
@@ -60,6 +61,7 @@ pub fn validate(root: &Node, obj: &Value, mode: RuleMode) -> Vec<Violation> {
                     cel_rules::run(
                         root,
                         obj,
+                        old,
                         &SchemaPath::default(),
                         mode,
                         &|_| true,
@@ -76,7 +78,8 @@ pub fn validate(root: &Node, obj: &Value, mode: RuleMode) -> Vec<Violation> {
                     .map(|v| v.error.field.clone())
                     .collect();
                 let clean = |path: &str| !flagged.iter().any(|f| covers(path, f));
-                cel_rules::run(root, obj, &SchemaPath::default(), mode, &clean, &mut errors);
+                let root_path = SchemaPath::default();
+                cel_rules::run(root, obj, old, &root_path, mode, &clean, &mut errors);
             }
         }
     }

@@ -1,7 +1,8 @@
 //! Calling admission webhooks the way the apiserver's webhook admission plugins do: an
 //! `admission.k8s.io/v1` AdmissionReview POSTed over HTTPS (certificate verified against the
 //! configured CA bundle), mutating first (its base64 JSONPatch applied), validating last; a
-//! denial becomes `admission webhook "<name>" denied the request: <message>`.
+//! denial becomes `admission webhook "<name>" denied the request: <message>`. A webhook whose
+//! `matchConditions` do not all hold is not called ([`super::matchconditions`]).
 
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ use hyper_util::client::legacy::Client;
 use serde_json::{json, Value};
 
 use super::auth::UserInfo;
+use super::matchconditions::{self, MatchCondition, MatchResult};
 use super::resources::ResourceDef;
 use super::status::{go_quote, ApiError};
 use super::tls;
@@ -35,6 +37,8 @@ pub struct AdmissionConfig {
     pub resources: Vec<String>,
     /// Also intercept writes to `<resource>/status` (webhook rules must list it explicitly).
     pub include_status: bool,
+    /// `matchConditions` of both webhooks (none: always call).
+    pub match_conditions: Vec<MatchCondition>,
 }
 
 impl AdmissionConfig {
@@ -49,6 +53,7 @@ impl AdmissionConfig {
             ignore_failures: false,
             resources: vec!["clusterpromotions".into()],
             include_status: false,
+            match_conditions: Vec::new(),
         }
     }
 
@@ -103,6 +108,9 @@ impl AdmissionClient {
             return Ok(req.object.clone());
         };
         let name = &self.config.mutating_name;
+        if !self.matches(req)? {
+            return Ok(req.object.clone());
+        }
         let response = match self.call(url, name, req, true).await {
             Ok(r) => r,
             Err(e) if self.config.ignore_failures => {
@@ -134,6 +142,9 @@ impl AdmissionClient {
             return Ok(());
         };
         let name = &self.config.validating_name;
+        if !self.matches(req)? {
+            return Ok(());
+        }
         let response = match self.call(url, name, req, false).await {
             Ok(r) => r,
             Err(_) if self.config.ignore_failures => return Ok(()),
@@ -144,6 +155,30 @@ impl AdmissionClient {
             return Err(denied(name, &response).with_warnings(warnings.clone()));
         }
         Ok(())
+    }
+
+    /// Whether the `matchConditions` let this request through to the webhook; an evaluation
+    /// error under `failurePolicy: Fail` refuses the request (`NewForbidden`, as
+    /// `ShouldCallHook` does).
+    fn matches(&self, req: &AdmissionRequest<'_>) -> Result<bool, ApiError> {
+        if self.config.match_conditions.is_empty() {
+            return Ok(true);
+        }
+        let review = review(req, "");
+        match matchconditions::evaluate(
+            &self.config.match_conditions,
+            &review["request"],
+            self.config.ignore_failures,
+        ) {
+            MatchResult::Matches => Ok(true),
+            MatchResult::Skip => Ok(false),
+            MatchResult::Error(e) => Err(ApiError::forbidden(
+                req.def.group,
+                req.def.plural,
+                req.name,
+                &e,
+            )),
+        }
     }
 
     async fn call(
@@ -169,7 +204,7 @@ impl AdmissionClient {
                 format!(
                     "failed to call webhook: Post {}: {}",
                     go_quote(&full_url),
-                    error_chain(&e)
+                    transport_error(&e, &full_url)
                 )
             })?;
             let status = response.status();
@@ -202,6 +237,41 @@ impl AdmissionClient {
             .map_err(|e| call_failed(name, &e))?;
         verify(&reply, &uid, mutating).map_err(|e| call_failed(name, &e))?;
         Ok(reply.get("response").cloned().unwrap_or(Value::Null))
+    }
+}
+
+/// A failed exchange in the words of Go's `net/http` client, which is what the API server's
+/// message carries: a refused connection is `dial tcp ADDR: connect: connection refused`.
+/// Anything else keeps the Rust client's error chain.
+fn transport_error(e: &(dyn std::error::Error + 'static), url: &str) -> String {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::ConnectionRefused {
+                return format!("dial tcp {}: connect: connection refused", host_port(url));
+            }
+        }
+        source = s.source();
+    }
+    error_chain(e)
+}
+
+/// `host:port` of an `https://` URL (port 443 when none is given).
+fn host_port(url: &str) -> String {
+    let authority = url
+        .split_once("://")
+        .map_or(url, |(_, rest)| rest)
+        .split(['/', '?'])
+        .next()
+        .unwrap_or_default();
+    let has_port = authority
+        .rsplit_once(':')
+        .is_some_and(|(_, port)| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()))
+        && !authority.ends_with(']');
+    if has_port {
+        authority.to_string()
+    } else {
+        format!("{authority}:443")
     }
 }
 
@@ -401,4 +471,37 @@ fn review(req: &AdmissionRequest<'_>, uid: &str) -> Value {
         request["namespace"] = json!(req.namespace);
     }
     json!({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": request})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_names_the_address_it_dialled() {
+        assert_eq!(
+            host_port("https://127.0.0.1:8443/mutate?timeout=5s"),
+            "127.0.0.1:8443"
+        );
+        assert_eq!(
+            host_port("https://webhook.example/validate"),
+            "webhook.example:443"
+        );
+        assert_eq!(host_port("https://[::1]:9443/x"), "[::1]:9443");
+        assert_eq!(host_port("https://[::1]/x"), "[::1]:443");
+    }
+
+    #[test]
+    fn a_refused_connection_reads_as_go_reports_it() {
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert_eq!(
+            transport_error(&refused, "https://127.0.0.1:1/mutate?timeout=5s"),
+            "dial tcp 127.0.0.1:1: connect: connection refused"
+        );
+        let other = std::io::Error::other("tls handshake eof");
+        assert_eq!(
+            transport_error(&other, "https://127.0.0.1:1/"),
+            "tls handshake eof"
+        );
+    }
 }

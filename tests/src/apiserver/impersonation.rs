@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use axum::http::HeaderMap;
 
 use super::auth::{forbidden, Attributes, Decision, UserInfo};
+use super::names::{is_dns1123_label, is_dns1123_subdomain};
 use super::status::{go_quote, ApiError};
-use super::strategy::{is_dns1123_label, is_dns1123_subdomain};
 
 const USER_HEADER: &str = "impersonate-user";
 const GROUP_HEADER: &str = "impersonate-group";

@@ -13,11 +13,15 @@
 
 pub mod admission;
 pub mod auth;
+mod authorization;
 mod discovery;
 mod events;
 mod handlers;
 mod impersonation;
+pub mod matchconditions;
+mod names;
 mod openapi;
+mod protobuf;
 pub mod resources;
 mod selectors;
 pub mod status;

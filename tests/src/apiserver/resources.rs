@@ -58,6 +58,8 @@ pub struct ResourceDef {
     pub printer: Printer,
     pub schema: Option<Arc<CrdSchema>>,
     pub is_crd: bool,
+    /// A review (`SelfSubjectAccessReview`): only created, answered at once, never stored.
+    pub review: bool,
 }
 
 impl ResourceDef {
@@ -193,6 +195,7 @@ fn crd_resource(
         printer: Printer::Crd(columns),
         schema,
         is_crd: true,
+        review: false,
     }
 }
 
@@ -240,6 +243,7 @@ fn core(
         printer,
         schema: None,
         is_crd: false,
+        review: false,
     }
 }
 
@@ -288,6 +292,24 @@ pub fn registry(with_promotion_crd: bool) -> Vec<Arc<ResourceDef>> {
             printer: Printer::Event,
             schema: None,
             is_crd: false,
+            review: false,
+        },
+        ResourceDef {
+            group: super::authorization::GROUP,
+            version: "v1",
+            plural: "selfsubjectaccessreviews",
+            singular: "selfsubjectaccessreview",
+            kind: "SelfSubjectAccessReview",
+            namespaced: false,
+            short_names: &[],
+            verbs: &["create"],
+            status_subresource: false,
+            storage: "selfsubjectaccessreviews",
+            // Never listed: a review is only ever created.
+            printer: Printer::Crd(Vec::new()),
+            schema: None,
+            is_crd: false,
+            review: true,
         },
     ];
     if with_promotion_crd {

@@ -5,6 +5,8 @@
 
 use serde_json::{json, Value};
 
+use super::events;
+use super::names::{dns1123_subdomain_problem, is_dns1123_label, is_dns1123_subdomain};
 use super::resources::ResourceDef;
 use super::status::{go_quote, ApiError, FieldError};
 use super::store::{now_rfc3339, rv_of, set_rv};
@@ -37,21 +39,6 @@ pub(crate) fn generate_name(obj: &mut Value) {
     }
 }
 
-/// A DNS-1123 label: lower-case alphanumerics and `-`, alphanumeric at both ends, at most 63.
-pub(crate) fn is_dns1123_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && s.as_bytes().first().is_some_and(u8::is_ascii_alphanumeric)
-        && s.as_bytes().last().is_some_and(u8::is_ascii_alphanumeric)
-}
-
-/// A DNS-1123 subdomain: dot-separated labels, at most 253.
-pub(crate) fn is_dns1123_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(is_dns1123_label)
-}
-
 /// DNS-1123 checks as `ValidateObjectMeta` does (subdomain; label for namespaces).
 fn name_problem(def: &ResourceDef, name: &str) -> Option<String> {
     if def.plural == "namespaces" && def.group.is_empty() {
@@ -61,14 +48,19 @@ fn name_problem(def: &ResourceDef, name: &str) -> Option<String> {
         return None;
     }
     if !is_dns1123_subdomain(name) {
-        return Some("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".into());
+        return Some(dns1123_subdomain_problem().into());
     }
     None
 }
 
-/// Name format, then the CRD schema (with its CEL rules): the 422 `BeforeCreate` and
-/// `BeforeUpdate` return.
-pub(crate) fn validate(def: &ResourceDef, obj: &Value, name: &str) -> Result<(), ApiError> {
+/// Name format, then the type's own rules (the CRD schema with its CEL rules; Events): the 422
+/// `BeforeCreate` (`old` is `None`) and `BeforeUpdate` (`old` is the stored object) return.
+pub(crate) fn validate(
+    def: &ResourceDef,
+    obj: &Value,
+    name: &str,
+    old: Option<&Value>,
+) -> Result<(), ApiError> {
     let mut errors = Vec::new();
     if def.is_crd {
         // `ValidateObjectMetaAccessor` with `NameIsDNSSubdomain`, labels and annotations.
@@ -86,7 +78,17 @@ pub(crate) fn validate(def: &ResourceDef, obj: &Value, name: &str) -> Result<(),
         ));
     }
     if let Some(schema) = &def.schema {
-        errors.extend(schema.validate(obj));
+        errors.extend(match old {
+            Some(old) => schema.validate_update(obj, old),
+            None => schema.validate(obj),
+        });
+    }
+    if def.storage == "events" {
+        errors.extend(events::validate(
+            obj,
+            def.group == "events.k8s.io",
+            old.is_none(),
+        ));
     }
     if errors.is_empty() {
         return Ok(());

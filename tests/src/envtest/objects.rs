@@ -260,6 +260,39 @@ impl Objects {
         from_dynamic(written, name)
     }
 
+    /// Replace the status of the stored object through `/status` (as Sveltos writes it),
+    /// leaving everything else as stored; re-read and retried when another writer slips in.
+    pub async fn put_status(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        name: &str,
+        status: &Value,
+    ) -> Result<Value, ObjectError> {
+        let served = self.served(kind.api_version, kind.kind).await?;
+        let api = self.api(&served, namespace);
+        let what = format!("writing the status of {} {name}", kind.kind);
+        for _ in 0..5 {
+            let mut current = api.get(name).await.map_err(|source| ObjectError::Api {
+                what: what.clone(),
+                source,
+            })?;
+            current.data["status"] = status.clone();
+            match api
+                .replace_status(name, &PostParams::default(), &current)
+                .await
+            {
+                Ok(written) => return from_dynamic(written, name),
+                Err(kube::Error::Api(status)) if status.code == 409 => continue,
+                Err(source) => return Err(ObjectError::Api { what, source }),
+            }
+        }
+        Err(ObjectError::Malformed(
+            "a stable resourceVersion",
+            format!("{what}: still conflicting after 5 attempts"),
+        ))
+    }
+
     pub async fn get(
         &self,
         kind: Kind,

@@ -1,8 +1,9 @@
 //! Small helpers shared by the scenarios.
 
+use chrono::Timelike;
 use promotion_e2e::backend::Cluster;
 use promotion_e2e::bins::Output;
-use promotion_e2e::envtest::User;
+use promotion_e2e::envtest::{User, WebhookServer};
 use serde_json::Value;
 
 /// `kubectl` as `user`; panics only when it cannot be run at all.
@@ -17,6 +18,36 @@ pub fn example(file: &str) -> Value {
     promotion_e2e::fixtures::load_example(file)
         .unwrap_or_else(|e| panic!("{e}"))
         .promotion
+}
+
+/// `metadata.name` of an object.
+pub fn name_of(object: &Value) -> String {
+    object["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `spec.stages[name=stage].trigger.manual` of a promotion (`Null` when there is none).
+pub fn manual_gate<'a>(promotion: &'a Value, stage: &str) -> &'a Value {
+    promotion["spec"]["stages"]
+        .as_array()
+        .and_then(|stages| stages.iter().find(|s| s["name"] == stage))
+        .map_or(&Value::Null, |s| &s["trigger"]["manual"])
+}
+
+/// Start the real webhook and register it as installed; keep the server alive while it is used.
+pub fn register_webhook(cluster: &Cluster) -> WebhookServer {
+    let webhook = cluster
+        .start_webhook(&[])
+        .or_fail(cluster, "starting promotion-webhook");
+    let configs = webhook
+        .configurations()
+        .or_fail(cluster, "rendering manifests/");
+    cluster
+        .register_webhooks(configs)
+        .or_fail(cluster, "registering the webhook");
+    webhook
 }
 
 #[track_caller]
@@ -41,42 +72,58 @@ impl<T, E: std::fmt::Display> Expect<T> for Result<T, E> {
     }
 }
 
-/// A way the stand-in answers differently from kube-apiserver, found by these scenarios and not
-/// fixed yet (the stand-in has its own owner). Listed so that the scenario still checks the real
-/// server exactly, and notices when the stand-in is fixed.
-pub struct Difference {
-    pub what: &'static str,
+/// How the webhook's warnings name an approval: `given by USER at TIME` (`: "REASON"` when one
+/// was given), from the stage's record in `audit.kubectl-promotion.dev/approvals`.
+pub fn approval_given(promotion: &Value, stage: &str) -> String {
+    let records: Value = promotion["metadata"]["annotations"]
+        [promotion_shared::admission::APPROVALS_ANNOTATION]
+        .as_str()
+        .and_then(|text| serde_json::from_str(text).ok())
+        .unwrap_or_default();
+    let record = &records[stage];
+    let mut given = format!(
+        "given by {} at {}",
+        record["user"].as_str().unwrap_or_default(),
+        record["time"].as_str().unwrap_or_default()
+    );
+    if let Some(reason) = record["reason"].as_str() {
+        given.push_str(&format!(": {reason:?}"));
+    }
+    given
 }
 
-/// A refused connection to a webhook, in the `failed calling webhook` message.
-pub const DIAL_ERROR_TEXT: Difference = Difference {
-    what: "kube-apiserver reports a refused webhook connection as Go's `dial tcp ADDR: connect: \
-           connection refused`; the stand-in as hyper's `client error (Connect): tcp connect \
-           error: Connection refused (os error 111)`",
-};
+/// The stored promotion `name`; panics (naming the backend) when it is gone.
+pub fn read_back(cluster: &Cluster, name: &str) -> Value {
+    cluster
+        .promotion(name)
+        .or_fail(cluster, "reading the promotion")
+        .unwrap_or_else(|| panic!("[{}] {name} is gone", cluster.kind().name()))
+}
 
-/// The webhook configurations' `matchConditions`.
-pub const MATCH_CONDITIONS: Difference = Difference {
-    what: "kube-apiserver evaluates the webhooks' matchConditions (an update that changes neither \
-           spec nor annotations skips the webhook, so labelling works while it is down); the \
-           stand-in does not model matchConditions and calls the webhook for every update",
-};
-
-/// `holds` is what kube-apiserver does. Asserted on the real server; on the stand-in the known
-/// `difference` must still show, so a fixed stand-in fails here until the entry is removed.
-#[track_caller]
-pub fn as_kube_apiserver_does(
-    cluster: &Cluster,
-    holds: bool,
-    difference: &Difference,
-    context: &str,
-) {
-    match cluster.kind() {
-        promotion_e2e::backend::BackendKind::Envtest => assert!(holds, "{context}"),
-        promotion_e2e::backend::BackendKind::StandIn => assert!(
-            !holds,
-            "the stand-in no longer differs ({}); remove this Difference: {context}",
-            difference.what
-        ),
-    }
+/// `status` as Sveltos writes it when it picks up a spec written just now: every timestamp
+/// (fields and the times inside descriptions) moved by the same amount, so that the earliest is
+/// the next whole second. Otherwise the plugin rightly reads a status older than the webhook's
+/// spec-change record as the previous rollout's.
+pub fn reconciled_now(status: &Value) -> Value {
+    let stamp = regex::Regex::new(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z").expect("regex");
+    let parse = |t: &str| {
+        chrono::DateTime::parse_from_rfc3339(t)
+            .ok()
+            .map(|t| t.with_timezone(&chrono::Utc))
+    };
+    let text = status.to_string();
+    let Some(earliest) = stamp
+        .find_iter(&text)
+        .filter_map(|m| parse(m.as_str()))
+        .min()
+    else {
+        return status.clone();
+    };
+    let now = chrono::Utc::now() + chrono::Duration::seconds(1);
+    let shift = now.with_nanosecond(0).unwrap_or(now) - earliest;
+    let shifted = stamp.replace_all(&text, |c: &regex::Captures| match parse(&c[0]) {
+        Some(t) => (t + shift).format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        None => c[0].to_string(),
+    });
+    serde_json::from_str(&shifted).unwrap_or_else(|_| status.clone())
 }

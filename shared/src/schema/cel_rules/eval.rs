@@ -25,7 +25,8 @@ pub enum Outcome {
     Error(RuleError),
     /// The `cel` crate cannot compile it (the API server, which did, would run it).
     NotCompiled(String),
-    /// A transition rule (`oldSelf`): skipped on create, as the API server skips it.
+    /// A transition rule (`oldSelf`) without a stored value to compare with: skipped, as the
+    /// API server skips it on a create.
     Transition,
 }
 
@@ -39,10 +40,18 @@ const REMEMBERED: usize = 16 * 1024;
 
 /// Evaluation recurses no deeper than the parser let the expression nest (the `cel` crate
 /// stops parsing at depth 96), so unlike compilation it needs no stack of its own.
-pub fn evaluate(program: &cel::Program, self_value: &cel::Value) -> Result<cel::Value, RuleError> {
+/// `oldSelf` is bound only for a transition rule on an update.
+pub fn evaluate(
+    program: &cel::Program,
+    self_value: &cel::Value,
+    old_self: Option<&cel::Value>,
+) -> Result<cel::Value, RuleError> {
     let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut context = cel::Context::with_env(ENV.with(Arc::clone));
         context.add_variable_from_value("self", self_value.clone());
+        if let Some(old) = old_self {
+            context.add_variable_from_value("oldSelf", old.clone());
+        }
         program.execute(&context)
     }));
     match run {

@@ -1,5 +1,8 @@
 //! `x-kubernetes-validations`: each rule evaluated with `self` bound to its node the way the
 //! API server binds it ([`binding`]), failures worded as `schema/cel/validation.go` words them.
+//! Transition rules (those reading `oldSelf`) run only on an update, and only where the stored
+//! object has a value correlated with the node ([`correlate`]); `optionalOldSelf` is not
+//! modelled.
 //!
 //! Evaluation uses the `cel` crate ([`eval`]), whose function library is smaller than
 //! Kubernetes' (the Kubernetes extension libraries are missing). A rule that calls a function it
@@ -7,6 +10,7 @@
 //! violation rather than an error, since the API server, which compiled the rule, would run it.
 
 mod binding;
+mod correlate;
 mod eval;
 
 use serde_json::Value;
@@ -17,13 +21,16 @@ use super::structural::{Node, Rule};
 use super::violation::{Keyword, RuleMode, Violation};
 use super::SchemaPath;
 use binding::{memo_key, object_to_self, to_self};
+use correlate::correlated_item;
 use eval::{evaluate, remembered, Outcome, RuleError};
 
 /// Evaluate every rule at or below `schema`/`v` (pre-order, as the API server walks), skipping
-/// nodes for which `clean` says no.
+/// nodes for which `clean` says no. `old` is the correlated value of the stored object on an
+/// update (`None` on a create, and where nothing correlates).
 pub fn run(
     schema: &Node,
     v: &Value,
+    old: Option<&Value>,
     path: &SchemaPath,
     mode: RuleMode,
     clean: &dyn Fn(&str) -> bool,
@@ -33,8 +40,12 @@ pub fn run(
         return;
     }
     if !schema.rules.is_empty() && clean(path.as_str()) {
-        let key = match (v, &schema.rules_self_fields) {
-            (Value::Object(map), Some(fields)) => {
+        // With a stored value, transition rules run, and their outcomes depend on it too.
+        let old_self = old
+            .filter(|_| schema.rules.iter().any(|r| r.analysis.uses_old_self))
+            .map(|o| to_self(o, schema));
+        let key = match (v, &schema.rules_self_fields, &old_self) {
+            (Value::Object(map), Some(fields), None) => {
                 memo_key(map, schema, fields).map(|k| format!("{}\u{0}{k}", schema.rules_id))
             }
             _ => None,
@@ -51,11 +62,15 @@ pub fn run(
             schema
                 .rules
                 .iter()
-                .map(|rule| outcome(rule, self_value()))
+                .map(|rule| outcome(rule, self_value(), old_self.as_ref()))
                 .collect()
         });
+        let bound = Bound {
+            self_value: &self_value,
+            old_self: old_self.as_ref(),
+        };
         for (rule, outcome) in schema.rules.iter().zip(outcomes.iter()) {
-            if let Some(violation) = violation(rule, outcome, schema, v, &self_value, path, mode) {
+            if let Some(violation) = violation(rule, outcome, schema, v, &bound, path, mode) {
                 out.push(violation);
             }
         }
@@ -64,21 +79,37 @@ pub fn run(
         Value::Array(list) => {
             if let Some(item_schema) = schema.items.as_deref() {
                 for (i, item) in list.iter().enumerate() {
-                    run(item_schema, item, &path.index(i), mode, clean, out);
+                    let old_item = old.and_then(|o| correlated_item(o, item, schema));
+                    run(
+                        item_schema,
+                        item,
+                        old_item,
+                        &path.index(i),
+                        mode,
+                        clean,
+                        out,
+                    );
                 }
             }
         }
         Value::Object(map) => {
             for (k, value) in map {
+                let old_value = old.and_then(|o| o.get(k));
                 if let Some(sub) = schema.property(k) {
-                    run(sub, value, &path.child(k), mode, clean, out);
+                    run(sub, value, old_value, &path.child(k), mode, clean, out);
                 } else if let Some(sub) = schema.additional() {
-                    run(sub, value, &path.key(k), mode, clean, out);
+                    run(sub, value, old_value, &path.key(k), mode, clean, out);
                 }
             }
         }
         _ => {}
     }
+}
+
+/// What a node's rules see: `self` (built on first use) and, on an update, `oldSelf`.
+struct Bound<'a, 'b> {
+    self_value: &'b dyn Fn() -> &'a cel::Value,
+    old_self: Option<&'b cel::Value>,
 }
 
 /// The `"object"` of `Invalid value: "object"`: the node's schema type.
@@ -104,26 +135,27 @@ fn rule_error_string(rule: &Rule) -> String {
     }
 }
 
-fn outcome(rule: &Rule, self_value: &cel::Value) -> Outcome {
-    // Transition rules need the stored object; on create the API server skips them.
-    if rule.analysis.uses_old_self {
+fn outcome(rule: &Rule, self_value: &cel::Value, old_self: Option<&cel::Value>) -> Outcome {
+    // Transition rules need the stored value; without one (a create, or nothing correlated)
+    // the API server skips them.
+    if rule.analysis.uses_old_self && old_self.is_none() {
         return Outcome::Transition;
     }
     match compile(&rule.rule) {
         Err(e) => Outcome::NotCompiled(e),
-        Ok(program) => match evaluate(&program, self_value) {
+        Ok(program) => match evaluate(&program, self_value, old_self) {
             Ok(value) => Outcome::Value(value),
             Err(e) => Outcome::Error(e),
         },
     }
 }
 
-fn violation<'a>(
+fn violation(
     rule: &Rule,
     outcome: &Outcome,
     schema: &Node,
     v: &Value,
-    self_value: &dyn Fn() -> &'a cel::Value,
+    bound: &Bound<'_, '_>,
     path: &SchemaPath,
     mode: RuleMode,
 ) -> Option<Violation> {
@@ -138,9 +170,7 @@ fn violation<'a>(
     };
     match outcome {
         Outcome::Transition | Outcome::Value(cel::Value::Bool(true)) => None,
-        Outcome::Value(cel::Value::Bool(false)) => {
-            Some(failed(rule, schema, v, self_value(), path))
-        }
+        Outcome::Value(cel::Value::Bool(false)) => Some(failed(rule, schema, v, bound, path)),
         Outcome::Value(other) => invalid(
             Keyword::Rule,
             format!(
@@ -191,7 +221,7 @@ fn failed(
     rule: &Rule,
     schema: &Node,
     v: &Value,
-    self_value: &cel::Value,
+    bound: &Bound<'_, '_>,
     path: &SchemaPath,
 ) -> Violation {
     let field = match rule.field_path.as_deref() {
@@ -201,7 +231,7 @@ fn failed(
     let detail = rule
         .message_expression
         .as_deref()
-        .and_then(|expr| message_expression(expr, self_value))
+        .and_then(|expr| message_expression(expr, bound))
         .unwrap_or_else(|| match rule.message.as_deref().map(str::trim) {
             Some(m) if !m.is_empty() => m.to_string(),
             _ => format!("failed rule: {}", rule.rule.trim()),
@@ -263,14 +293,134 @@ fn normalized_field_path(path: &SchemaPath, schema: &Node, field_path: &str) -> 
 }
 
 /// A `messageExpression`'s message when it evaluates to a usable string.
-fn message_expression(expr: &str, self_value: &cel::Value) -> Option<String> {
+fn message_expression(expr: &str, bound: &Bound<'_, '_>) -> Option<String> {
     let program = compile(expr).ok()?;
-    match evaluate(&program, self_value).ok()? {
+    match evaluate(&program, (bound.self_value)(), bound.old_self).ok()? {
         cel::Value::String(s) => {
             let trimmed = s.trim();
             (!trimmed.is_empty() && !trimmed.contains('\n') && trimmed.len() <= 5 * 1024)
                 .then(|| trimmed.to_string())
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use crate::schema::{Crd, CrdSchema, RuleMode};
+
+    fn sveltos_cluster_schema() -> CrdSchema {
+        let text = include_str!("../../../crds/lib.projectsveltos.io_sveltosclusters.yaml");
+        let docs = crate::source::parse_documents(text).expect("the vendored CRD parses");
+        let crd = Crd::from_value(&docs[0].value, "sveltosclusters").expect("a CRD");
+        crd.versions.into_iter().next().expect("one version").schema
+    }
+
+    fn texts(errors: Vec<crate::schema::FieldError>) -> Vec<String> {
+        errors.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn transition_rules_run_only_against_a_stored_value() {
+        let schema = sveltos_cluster_schema();
+        let cluster = |pull: bool| json!({"metadata": {"name": "c", "namespace": "n"}, "spec": {"pullMode": pull}});
+        assert_eq!(texts(schema.validate(&cluster(true))), Vec::<String>::new());
+        assert_eq!(
+            texts(schema.validate_update(&cluster(true), &cluster(true))),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            texts(schema.validate_update(&cluster(false), &cluster(true))),
+            ["spec.pullMode: Invalid value: \"boolean\": Value is immutable"]
+        );
+        // Nothing stored at that place: nothing to compare with.
+        let old = json!({"metadata": {"name": "c", "namespace": "n"}, "spec": {}});
+        assert_eq!(
+            texts(schema.validate_update(&cluster(false), &old)),
+            Vec::<String>::new()
+        );
+        // lint has no stored object: the rule does not run, as on a create.
+        assert_eq!(
+            schema.violations(&cluster(false), RuleMode::Exhaustive),
+            Vec::new()
+        );
+    }
+
+    fn correlation_schema() -> CrdSchema {
+        let immutable = |message: &str| json!([{"rule": "self == oldSelf", "message": message}]);
+        CrdSchema::new(json!({
+            "type": "object",
+            "properties": {"spec": {"type": "object", "properties": {
+                "ports": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["name"],
+                    "items": {
+                        "type": "object",
+                        "properties": {"name": {"type": "string"}, "port": {"type": "integer"}},
+                        "x-kubernetes-validations": [{
+                            "rule": "self.port == oldSelf.port",
+                            "messageExpression": "'port was ' + string(oldSelf.port)"
+                        }]
+                    }
+                },
+                "tags": {
+                    "type": "array",
+                    "items": {"type": "string", "x-kubernetes-validations": immutable("tag")}
+                },
+                "labels": {
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "string", "x-kubernetes-validations": immutable("label")
+                    }
+                }
+            }}}
+        }))
+    }
+
+    fn spec(spec: Value) -> Value {
+        json!({ "spec": spec })
+    }
+
+    #[test]
+    fn the_stored_value_is_found_by_name_and_by_list_map_key() {
+        let schema = correlation_schema();
+        let old = spec(json!({
+            "ports": [{"name": "http", "port": 80}, {"name": "https", "port": 443}],
+            "tags": ["a", "b"],
+            "labels": {"team": "x"}
+        }));
+        // Reordered map-list items meet their own stored item; an atomic list's items and new
+        // keys have nothing to compare with.
+        let reordered = spec(json!({
+            "ports": [{"name": "https", "port": 443}, {"name": "http", "port": 80},
+                      {"name": "new", "port": 1}],
+            "tags": ["c"],
+            "labels": {"team": "x", "other": "y"}
+        }));
+        assert_eq!(
+            texts(schema.validate_update(&reordered, &old)),
+            Vec::<String>::new()
+        );
+        let changed = spec(json!({
+            "ports": [{"name": "https", "port": 8443}, {"name": "http", "port": 80}],
+            "labels": {"team": "z"}
+        }));
+        assert_eq!(
+            texts(schema.validate_update(&changed, &old)),
+            [
+                "spec.ports[0]: Invalid value: \"object\": port was 443",
+                "spec.labels[team]: Invalid value: \"string\": label"
+            ]
+        );
+        // The same object against another stored one is judged afresh, not remembered.
+        let other_old = spec(json!({"ports": [{"name": "https", "port": 8443}]}));
+        assert_eq!(
+            texts(schema.validate_update(&changed, &other_old)),
+            Vec::<String>::new()
+        );
+        assert_eq!(texts(schema.validate(&changed)), Vec::<String>::new());
     }
 }

@@ -10,6 +10,7 @@ use super::responsewriters::method_not_allowed;
 use super::responsewriters::{json_reply, Reply};
 use super::rest::{FieldValidation, RequestScope, WriteBody, WriteOptions};
 use crate::apiserver::admission::AdmissionRequest;
+use crate::apiserver::authorization;
 use crate::apiserver::status::ApiError;
 use crate::apiserver::store;
 use crate::apiserver::strategy::{generate_name, prepare_for_create};
@@ -62,7 +63,7 @@ impl RequestScope<'_> {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
-        self.validate(&obj, &name, &warnings)?;
+        self.validate(&obj, &name, None, &warnings)?;
         if let Some(adm) = self.admission() {
             let req = AdmissionRequest {
                 def: self.def(),
@@ -107,5 +108,17 @@ impl RequestScope<'_> {
             }
         };
         Ok(json_reply(201, &self.present(&result), warnings))
+    }
+
+    /// A review (`SelfSubjectAccessReview`) is answered for the requester, never stored.
+    pub(super) fn review(&self, body: &Bytes) -> Result<Reply, ApiError> {
+        if self.target.name.is_some() {
+            return Err(method_not_allowed());
+        }
+        let review = self.decode_body(body)?;
+        let answer = authorization::self_subject_access_review(&review, &self.user, &|a| {
+            self.app.decide(a)
+        })?;
+        Ok(json_reply(201, &answer, Vec::new()))
     }
 }

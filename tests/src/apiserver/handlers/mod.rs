@@ -174,6 +174,12 @@ async fn serve(
         headers,
         user,
     };
+    if scope.def().review {
+        return match verb {
+            Verb::Create => scope.review(body),
+            _ => Err(responsewriters::method_not_allowed()),
+        };
+    }
     match verb {
         Verb::Get => scope.get(),
         Verb::List => scope.list(),

@@ -109,7 +109,7 @@ impl RequestScope<'_> {
         self.decode_schema(&mut obj, validation, &mut warnings)?;
         prepare_for_create(self.def(), &mut obj);
         let name = self.target.name.clone().unwrap_or_default();
-        self.validate(&obj, &name, &warnings)?;
+        self.validate(&obj, &name, None, &warnings)?;
         let mut state = self.app.store.lock();
         let result = if dry_run {
             obj

@@ -15,6 +15,7 @@ use super::{read, AppState};
 use crate::apiserver::admission::AdmissionClient;
 use crate::apiserver::auth::UserInfo;
 use crate::apiserver::events;
+use crate::apiserver::protobuf;
 use crate::apiserver::resources::ResourceDef;
 use crate::apiserver::selectors::{field_pointer, FieldSelector, LabelSelector};
 use crate::apiserver::status::{go_quote, ApiError};
@@ -192,6 +193,9 @@ impl RequestScope<'_> {
         let value: Value = match base {
             "application/yaml" => serde_saphyr::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?,
+            protobuf::CONTENT_TYPE => {
+                protobuf::decode(body).map_err(|e| ApiError::bad_request(e.to_string()))?
+            }
             "application/json" | "" | "*/*" => serde_json::from_slice(body).map_err(|e| {
                 ApiError::bad_request(format!(
                     "Object 'Kind' is missing in '{}': {e}",
@@ -329,8 +333,10 @@ impl RequestScope<'_> {
         &self,
         obj: &Value,
         name: &str,
+        old: Option<&Value>,
         warnings: &[String],
     ) -> Result<(), ApiError> {
-        strategy::validate(self.def(), obj, name).map_err(|e| e.with_warnings(warnings.to_vec()))
+        strategy::validate(self.def(), obj, name, old)
+            .map_err(|e| e.with_warnings(warnings.to_vec()))
     }
 }

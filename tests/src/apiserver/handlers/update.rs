@@ -101,7 +101,7 @@ impl RequestScope<'_> {
             &mut obj,
             &current.value,
         );
-        self.validate(&obj, &name, &warnings)?;
+        self.validate(&obj, &name, Some(&current.value), &warnings)?;
         if let Some(adm) = self.admission() {
             let req = AdmissionRequest {
                 def: self.def(),
