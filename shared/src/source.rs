@@ -49,13 +49,20 @@ struct Node {
     key: Option<Pos>,
     /// Where the value's content starts (for block scalars: the first content line).
     value: Pos,
+    /// Where the value ends.
+    end: Pos,
     style: Style,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Style {
-    Block,
+    /// `|`: the value's lines are the file's lines, less the indentation.
+    Literal,
+    /// `>`: lines are folded into one another.
+    Folded,
+    /// Escapes and folded line breaks: the value's text is not the file's text.
     Quoted,
+    /// Folded line breaks.
     Plain,
     Collection,
 }
@@ -67,6 +74,8 @@ pub struct SourceDocument {
     /// Where the document starts.
     pub start: Pos,
     nodes: HashMap<String, Node>,
+    /// Where the file ends: no position is reported past it.
+    end: Pos,
 }
 
 impl SourceDocument {
@@ -79,25 +88,42 @@ impl SourceDocument {
             if let Some(node) = self.nodes.get(&key) {
                 let exact = len == segs.len();
                 return match (inner, exact) {
-                    (Some((line, col)), true) if node.style != Style::Collection => {
-                        let line = line.max(1);
-                        let col = col.max(1);
-                        let quote = usize::from(node.style == Style::Quoted && line == 1);
-                        let column = if line == 1 || node.style == Style::Block {
-                            node.value.column + col - 1 + quote
-                        } else {
-                            col
-                        };
-                        Pos {
-                            line: node.value.line + line - 1,
-                            column,
-                        }
-                    }
+                    // A block scalar's final line break may be one the file does not have (at
+                    // its very end), so a position after it is the end of the file.
+                    (Some(inner), true) => inside_scalar(node, inner).min(self.end),
                     _ => node.key.unwrap_or(node.value),
                 };
             }
         }
         self.start
+    }
+}
+
+/// The file position of 1-based `line` and `column` inside a scalar's value. Only a literal
+/// block keeps the value's lines as they are in the file; in any other scalar, escapes and
+/// folding make the value's text differ from the file's, so only a position on the first line
+/// of a scalar written on one line is mapped (escapes before it can only make the mapped column
+/// fall short, never past the scalar), and any other points at the scalar's start.
+fn inside_scalar(node: &Node, (line, col): (usize, usize)) -> Pos {
+    let (line, col) = (line.max(1), col.max(1));
+    match node.style {
+        Style::Literal => Pos {
+            line: node.value.line + line - 1,
+            column: node.value.column + col - 1,
+        },
+        Style::Collection => node.key.unwrap_or(node.value),
+        Style::Folded | Style::Quoted | Style::Plain
+            if line == 1 && node.end.line == node.value.line =>
+        {
+            let quote = usize::from(node.style == Style::Quoted);
+            // The end is exclusive; a quoted scalar's last position is its closing quote.
+            let last = node.end.column.saturating_sub(quote).max(node.value.column);
+            Pos {
+                line: node.value.line,
+                column: (node.value.column + quote + col - 1).min(last),
+            }
+        }
+        Style::Folded | Style::Quoted | Style::Plain => node.value,
     }
 }
 
@@ -135,15 +161,23 @@ pub fn parse_documents(text: &str) -> Result<Vec<SourceDocument>, SourceError> {
     let mut parser = Parser::new_from_str(text);
     while let Some(event) = parser.next_event() {
         let (event, span) = event.map_err(|e| SourceError {
-            pos: Pos {
-                line: e.marker().line(),
-                column: e.marker().col() + 1,
-            },
+            pos: within(
+                text,
+                Pos {
+                    line: e.marker().line(),
+                    column: e.marker().col() + 1,
+                },
+            ),
             message: e.info().to_string(),
         })?;
         builder.event(event, span)?;
     }
-    Ok(builder.docs)
+    let end = within(text, Pos { line: usize::MAX, column: 1 });
+    let mut docs = builder.docs;
+    for doc in &mut docs {
+        doc.end = end;
+    }
+    Ok(docs)
 }
 
 #[derive(Default)]
@@ -160,6 +194,13 @@ fn pos_of(span: Span) -> Pos {
     Pos {
         line: span.start.line(),
         column: span.start.col() + 1,
+    }
+}
+
+fn end_of(span: Span) -> Pos {
+    Pos {
+        line: span.end.line(),
+        column: span.end.col() + 1,
     }
 }
 
@@ -180,6 +221,7 @@ impl Builder {
                     value,
                     start: self.doc_start.take().unwrap_or(pos),
                     nodes: std::mem::take(&mut self.nodes),
+                    end: pos,
                 });
             }
             Event::Scalar(text, style, anchor, tag) => {
@@ -194,12 +236,13 @@ impl Builder {
                 let tag = tag.map(|t| t.suffix.clone());
                 let value = resolve_scalar(&text, style, tag.as_deref()).map_err(err)?;
                 let node_style = match style {
-                    ScalarStyle::Literal | ScalarStyle::Folded => Style::Block,
+                    ScalarStyle::Literal => Style::Literal,
+                    ScalarStyle::Folded => Style::Folded,
                     ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted => Style::Quoted,
                     ScalarStyle::Plain => Style::Plain,
                 };
                 let path = self.child_path(pos)?;
-                self.record(&path, pos, node_style);
+                self.record(&path, pos, end_of(span), node_style);
                 if anchor > 0 {
                     self.anchors.insert(anchor, value.clone());
                 }
@@ -210,7 +253,7 @@ impl Builder {
                     return Err(err("alias refers to an unknown anchor".into()));
                 };
                 let path = self.child_path(pos)?;
-                self.record(&path, pos, Style::Collection);
+                self.record(&path, pos, pos, Style::Collection);
                 self.attach(value, pos)?;
             }
             Event::MappingStart(anchor, _) | Event::SequenceStart(anchor, _) => {
@@ -220,7 +263,7 @@ impl Builder {
                     )));
                 }
                 let path = self.child_path(pos)?;
-                self.record(&path, pos, Style::Collection);
+                self.record(&path, pos, pos, Style::Collection);
                 self.stack
                     .push(if matches!(event, Event::MappingStart(..)) {
                         Frame::Map {
@@ -274,7 +317,7 @@ impl Builder {
         })
     }
 
-    fn record(&mut self, path: &FieldPath, pos: Pos, style: Style) {
+    fn record(&mut self, path: &FieldPath, pos: Pos, end: Pos, style: Style) {
         let key = match self.stack.last() {
             Some(Frame::Map {
                 pending: Some((_, key_pos)),
@@ -287,6 +330,7 @@ impl Builder {
             Node {
                 key,
                 value: pos,
+                end,
                 style,
             },
         );
@@ -441,6 +485,20 @@ fn plain_float(text: &str) -> Option<Value> {
     Number::from_f64(f).map(Value::Number)
 }
 
+/// `pos`, or the end of `text` when `pos` lies past it: the scanner reports an error met at the
+/// end of a text without a final line break on the line after the last one.
+fn within(text: &str, pos: Pos) -> Pos {
+    let lines = text.split('\n').count();
+    if pos.line <= lines {
+        return pos;
+    }
+    let last = text.rsplit('\n').next().unwrap_or_default();
+    Pos {
+        line: lines,
+        column: last.chars().count() + 1,
+    }
+}
+
 /// Line and column (1-based) of a byte offset, for errors found before YAML parsing
 /// (such as invalid UTF-8).
 pub fn position_of_byte(bytes: &[u8], offset: usize) -> Pos {
@@ -464,6 +522,36 @@ mod tests {
         let mut docs = parse_documents(text).expect("parses");
         assert_eq!(docs.len(), 1);
         docs.remove(0)
+    }
+
+    #[test]
+    fn positions_inside_scalars_stay_inside_the_file() {
+        let doc = one("a: |\n  one\n  two three");
+        // A literal block: the value's lines are the file's.
+        assert_eq!(doc.locate("a", Some((2, 5))), Pos { line: 3, column: 7 });
+        // After the final line break, which this file does not have: its end.
+        assert_eq!(doc.locate("a", Some((3, 1))), Pos { line: 3, column: 12 });
+
+        // Escaped line breaks: the value's third line is nowhere in the file.
+        let doc = one("a: \"x\\ny\\nzz(\"\nb: 1\n");
+        assert_eq!(doc.locate("a", Some((3, 3))), Pos { line: 1, column: 4 });
+        // On the first line: after the quote, and never past the closing one.
+        assert_eq!(doc.locate("a", Some((1, 1))), Pos { line: 1, column: 5 });
+        let doc = one("a: 'abc'\n");
+        assert_eq!(doc.locate("a", Some((1, 4))), Pos { line: 1, column: 8 });
+        assert_eq!(doc.locate("a", Some((1, 40))), Pos { line: 1, column: 8 });
+
+        // A plain scalar folded over two lines: its first line is not the file's.
+        let doc = one("a: one\n  two\nb: 1\n");
+        assert_eq!(doc.locate("a", Some((1, 6))), Pos { line: 1, column: 4 });
+    }
+
+    #[test]
+    fn an_error_at_the_end_is_reported_inside_the_text() {
+        // saphyr puts this error on the line after the last, which the file does not have.
+        let text = "a:\n  b: [1,\n  ";
+        let err = parse_documents(text).unwrap_err();
+        assert_eq!(err.pos, Pos { line: 3, column: 3 }, "{err}");
     }
 
     #[test]
