@@ -58,11 +58,11 @@ pub struct Located {
 }
 
 #[derive(Debug, Default)]
-struct Tally {
-    files: usize,
-    promotions: usize,
-    skipped: usize,
-    unreadable: usize,
+pub struct Tally {
+    pub files: usize,
+    pub promotions: usize,
+    pub skipped: usize,
+    pub unreadable: usize,
 }
 
 pub fn run(args: &LintArgs, style: Style) -> u8 {
@@ -247,7 +247,8 @@ fn lint_file(path: &Path, located: &mut Vec<Located>, tally: &mut Tally) {
     lint_bytes(&name, &bytes, located, tally);
 }
 
-fn lint_bytes(name: &str, bytes: &[u8], located: &mut Vec<Located>, tally: &mut Tally) {
+/// One file's contents, as `lint FILE` judges them (also the entry point of the `lint` fuzz target).
+pub fn lint_bytes(name: &str, bytes: &[u8], located: &mut Vec<Located>, tally: &mut Tally) {
     let text = match std::str::from_utf8(bytes) {
         Ok(t) => t,
         Err(e) => {
