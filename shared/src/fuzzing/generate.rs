@@ -11,7 +11,7 @@ impl Rng {
         Rng(seed.max(1))
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -19,11 +19,11 @@ impl Rng {
     }
 
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
+        (self.next_u64() % n.max(1) as u64) as usize
     }
 
     pub fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
+        self.next_u64() % 100 < percent
     }
 
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
@@ -92,7 +92,7 @@ fn edit(rng: &mut Rng, bytes: &mut Vec<u8>, tokens: &[&str]) {
             // A byte that may not be UTF-8.
             if !bytes.is_empty() {
                 let i = rng.below(bytes.len());
-                bytes[i] = rng.next() as u8;
+                bytes[i] = rng.next_u64() as u8;
             }
         }
     }
