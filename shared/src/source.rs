@@ -172,7 +172,13 @@ pub fn parse_documents(text: &str) -> Result<Vec<SourceDocument>, SourceError> {
         })?;
         builder.event(event, span)?;
     }
-    let end = within(text, Pos { line: usize::MAX, column: 1 });
+    let end = within(
+        text,
+        Pos {
+            line: usize::MAX,
+            column: 1,
+        },
+    );
     let mut docs = builder.docs;
     for doc in &mut docs {
         doc.end = end;
@@ -530,7 +536,13 @@ mod tests {
         // A literal block: the value's lines are the file's.
         assert_eq!(doc.locate("a", Some((2, 5))), Pos { line: 3, column: 7 });
         // After the final line break, which this file does not have: its end.
-        assert_eq!(doc.locate("a", Some((3, 1))), Pos { line: 3, column: 12 });
+        assert_eq!(
+            doc.locate("a", Some((3, 1))),
+            Pos {
+                line: 3,
+                column: 12
+            }
+        );
 
         // Escaped line breaks: the value's third line is nowhere in the file.
         let doc = one("a: \"x\\ny\\nzz(\"\nb: 1\n");
