@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use saphyr_parser::{Event, Parser, ScalarStyle, Span};
+use saphyr_parser::{Event, Marker, Parser, ScalarStyle};
 use serde_json::{Map, Number, Value};
 
 use crate::validation::{segments, FieldPath, Segment};
@@ -157,33 +157,63 @@ enum Frame {
 
 /// Parse every document in `text`. Empty documents are kept as `Value::Null`.
 pub fn parse_documents(text: &str) -> Result<Vec<SourceDocument>, SourceError> {
+    let lines = LineIndex::new(text);
     let mut builder = Builder::default();
     let mut parser = Parser::new_from_str(text);
     while let Some(event) = parser.next_event() {
         let (event, span) = event.map_err(|e| SourceError {
-            pos: within(
-                text,
-                Pos {
-                    line: e.marker().line(),
-                    column: e.marker().col() + 1,
-                },
-            ),
+            pos: lines.pos(e.marker()),
             message: e.info().to_string(),
         })?;
-        builder.event(event, span)?;
+        builder.event(event, lines.pos(&span.start), lines.pos(&span.end))?;
     }
-    let end = within(
-        text,
-        Pos {
-            line: usize::MAX,
-            column: 1,
-        },
-    );
+    let end = lines.end();
     let mut docs = builder.docs;
     for doc in &mut docs {
         doc.end = end;
     }
     Ok(docs)
+}
+
+/// Where each line of a text starts, counting lines as `\n` ends them (as grep, editors and
+/// [`position_of_byte`] do). The parser also ends a line at a lone CR, and puts an error met at
+/// the end of a text without a final line break on a line after the last: positions are
+/// recomputed from its character offsets instead.
+struct LineIndex {
+    /// Character offset of each line's start.
+    starts: Vec<usize>,
+    chars: usize,
+}
+
+impl LineIndex {
+    fn new(text: &str) -> Self {
+        let mut starts = vec![0];
+        let mut chars = 0;
+        for c in text.chars() {
+            chars += 1;
+            if c == '\n' {
+                starts.push(chars);
+            }
+        }
+        LineIndex { starts, chars }
+    }
+
+    fn pos(&self, marker: &Marker) -> Pos {
+        self.at(marker.index())
+    }
+
+    fn end(&self) -> Pos {
+        self.at(self.chars)
+    }
+
+    fn at(&self, index: usize) -> Pos {
+        let index = index.min(self.chars);
+        let line = self.starts.partition_point(|&s| s <= index).max(1);
+        Pos {
+            line,
+            column: index - self.starts[line - 1] + 1,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -196,23 +226,8 @@ struct Builder {
     root: Option<Value>,
 }
 
-fn pos_of(span: Span) -> Pos {
-    Pos {
-        line: span.start.line(),
-        column: span.start.col() + 1,
-    }
-}
-
-fn end_of(span: Span) -> Pos {
-    Pos {
-        line: span.end.line(),
-        column: span.end.col() + 1,
-    }
-}
-
 impl Builder {
-    fn event(&mut self, event: Event<'_>, span: Span) -> Result<(), SourceError> {
-        let pos = pos_of(span);
+    fn event(&mut self, event: Event<'_>, pos: Pos, end: Pos) -> Result<(), SourceError> {
         let err = |message: String| SourceError { pos, message };
         match event {
             Event::DocumentStart(_) => {
@@ -248,7 +263,7 @@ impl Builder {
                     ScalarStyle::Plain => Style::Plain,
                 };
                 let path = self.child_path(pos)?;
-                self.record(&path, pos, end_of(span), node_style);
+                self.record(&path, pos, end, node_style);
                 if anchor > 0 {
                     self.anchors.insert(anchor, value.clone());
                 }
@@ -491,20 +506,6 @@ fn plain_float(text: &str) -> Option<Value> {
     Number::from_f64(f).map(Value::Number)
 }
 
-/// `pos`, or the end of `text` when `pos` lies past it: the scanner reports an error met at the
-/// end of a text without a final line break on the line after the last one.
-fn within(text: &str, pos: Pos) -> Pos {
-    let lines = text.split('\n').count();
-    if pos.line <= lines {
-        return pos;
-    }
-    let last = text.rsplit('\n').next().unwrap_or_default();
-    Pos {
-        line: lines,
-        column: last.chars().count() + 1,
-    }
-}
-
 /// Line and column (1-based) of a byte offset, for errors found before YAML parsing
 /// (such as invalid UTF-8).
 pub fn position_of_byte(bytes: &[u8], offset: usize) -> Pos {
@@ -556,6 +557,15 @@ mod tests {
         // A plain scalar folded over two lines: its first line is not the file's.
         let doc = one("a: one\n  two\nb: 1\n");
         assert_eq!(doc.locate("a", Some((1, 6))), Pos { line: 1, column: 4 });
+    }
+
+    #[test]
+    fn a_lone_carriage_return_ends_no_line() {
+        // The parser counts the CR as a line break; positions count `\n` only.
+        let doc = one("a: \"x\r y\"\nb: [1, 2]\n");
+        assert_eq!(doc.locate("b", None), Pos { line: 2, column: 1 });
+        let err = parse_documents("a: \"x\r y\"\nb: {c\n").unwrap_err();
+        assert_eq!(err.pos.line, 3, "{err}");
     }
 
     #[test]
