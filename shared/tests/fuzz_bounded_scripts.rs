@@ -149,7 +149,10 @@ fn thousands_of_mutated_scripts_and_rules_break_no_invariant() {
                     0 => When::Always,
                     _ => When::IfCompiles,
                 },
-                cel: i % 2 == 1,
+                cel: match i % 2 {
+                    1 => When::Always,
+                    _ => When::Never,
+                },
             };
             check(&input, runner)
         })
