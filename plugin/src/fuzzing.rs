@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use promotion_shared::model::is_cluster_promotion;
 use promotion_shared::source::parse_documents;
-use promotion_shared::validation::{segments, Segment, Severity};
+use promotion_shared::validation::Severity;
 
 use crate::commands::lint::{lint_bytes, Located, Tally};
 
@@ -140,27 +140,78 @@ fn check_paths(bytes: &[u8], located: &[Located], promotions: usize) {
     }
 }
 
-/// `path` exists in `object`, or all of it but its last key does and that key is missing.
-fn names_a_field(object: &Value, path: &str) -> bool {
-    let segs = segments(path);
-    let Some((last, parent)) = segs.split_last() else {
+/// Whether `path` (as the engine writes it, `a.b[2][key.with/odd]chars]`) names a field of
+/// `value`: it exists, or all of it but its last part does and that part is a key missing from
+/// an object. A key in brackets is matched against the object's own keys, since the API server's
+/// path syntax writes keys verbatim and a key may itself contain `]`.
+fn names_a_field(value: &Value, path: &str) -> bool {
+    let rest = path.strip_prefix('.').unwrap_or(path);
+    if rest.is_empty() {
         return true;
-    };
-    let Some(parent) = parent.iter().try_fold(object, step) else {
-        return false;
-    };
-    match (last, parent) {
-        // Present, or missing from an object: either way a field of it.
-        (Segment::Key(_), Value::Object(_)) => true,
-        (Segment::Index(i), Value::Array(items)) => *i < items.len(),
+    }
+    if let Some(inner) = rest.strip_prefix('[') {
+        return match value {
+            Value::Array(items) => inner.split_once(']').is_some_and(|(i, after)| {
+                i.parse::<usize>()
+                    .ok()
+                    .and_then(|i| items.get(i))
+                    .is_some_and(|item| names_a_field(item, after))
+            }),
+            Value::Object(map) => {
+                let present = map.iter().any(|(k, v)| {
+                    inner
+                        .strip_prefix(k.as_str())
+                        .and_then(|after| after.strip_prefix(']'))
+                        .is_some_and(|after| names_a_field(v, after))
+                });
+                let missing = inner
+                    .strip_suffix(']')
+                    .is_some_and(|key| !map.contains_key(key));
+                present || missing
+            }
+            _ => false,
+        };
+    }
+    // Plain keys are letters, digits, `_` and `-`: they end at the next `.` or `[`.
+    let end = rest.find(['.', '[']).unwrap_or(rest.len());
+    let (key, after) = rest.split_at(end);
+    match value {
+        Value::Object(map) => match map.get(key) {
+            Some(v) => names_a_field(v, after),
+            None => after.is_empty(),
+        },
         _ => false,
     }
 }
 
-fn step<'a>(value: &'a Value, seg: &Segment) -> Option<&'a Value> {
-    match (seg, value) {
-        (Segment::Key(k), Value::Object(map)) => map.get(k),
-        (Segment::Index(i), Value::Array(items)) => items.get(*i),
-        _ => None,
+#[cfg(test)]
+mod tests {
+    use super::names_a_field;
+    use serde_json::json;
+
+    #[test]
+    fn paths_name_fields_present_or_missing() {
+        let doc = json!({"spec": {"stages": [{"m": {"a]]b": 1, "x.y": 2}}]}});
+        for path in [
+            "",
+            "spec",
+            "spec.stages[0]",
+            "spec.stages[0].m[a]]b]",
+            "spec.stages[0].m[x.y]",
+            "spec.stages[0].missing",
+            "spec.stages[0].m[not there]",
+            "metadata",
+        ] {
+            assert!(names_a_field(&doc, path), "{path}");
+        }
+        for path in [
+            "spec.stages[1]",
+            "spec.stages[0].m[a]]b].deeper",
+            "spec.nothing.below",
+            "spec.stages.x",
+            "spec.stages[x]",
+        ] {
+            assert!(!names_a_field(&doc, path), "{path}");
+        }
     }
 }
