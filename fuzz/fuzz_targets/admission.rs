@@ -5,6 +5,10 @@
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    promotion_webhook::fuzzing::admit_and_check(data);
+fuzz_target!(init: promotion_fuzz::init(), |data: &[u8]| {
+    promotion_fuzz::run("admission", data, admit, None);
 });
+
+fn admit(data: &[u8]) {
+    promotion_webhook::fuzzing::admit_and_check(data);
+}

@@ -8,6 +8,7 @@ pub mod duration;
 pub mod error;
 pub mod events;
 pub mod fetch;
+pub mod fuzzing;
 pub mod inventory;
 pub mod jsonpath;
 pub mod kube_client;

@@ -18,9 +18,11 @@ pub mod approval;
 pub mod cluster_summary;
 pub mod diff;
 pub mod freshness;
+pub mod fuzzing;
 #[cfg(feature = "health-runtime")]
 pub mod health;
 pub mod model;
+pub mod panics;
 pub mod patch;
 pub mod pipeline;
 pub mod plan;

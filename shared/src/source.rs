@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use saphyr_parser::{Event, Parser, ScalarStyle, Span};
+use saphyr_parser::{Event, Marker, Parser, ScalarStyle};
 use serde_json::{Map, Number, Value};
 
 use crate::validation::{segments, FieldPath, Segment};
@@ -49,13 +49,20 @@ struct Node {
     key: Option<Pos>,
     /// Where the value's content starts (for block scalars: the first content line).
     value: Pos,
+    /// Where the value ends.
+    end: Pos,
     style: Style,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Style {
-    Block,
+    /// `|`: the value's lines are the file's lines, less the indentation.
+    Literal,
+    /// `>`: lines are folded into one another.
+    Folded,
+    /// Escapes and folded line breaks: the value's text is not the file's text.
     Quoted,
+    /// Folded line breaks.
     Plain,
     Collection,
 }
@@ -67,6 +74,8 @@ pub struct SourceDocument {
     /// Where the document starts.
     pub start: Pos,
     nodes: HashMap<String, Node>,
+    /// Where the file ends: no position is reported past it.
+    end: Pos,
 }
 
 impl SourceDocument {
@@ -79,25 +88,42 @@ impl SourceDocument {
             if let Some(node) = self.nodes.get(&key) {
                 let exact = len == segs.len();
                 return match (inner, exact) {
-                    (Some((line, col)), true) if node.style != Style::Collection => {
-                        let line = line.max(1);
-                        let col = col.max(1);
-                        let quote = usize::from(node.style == Style::Quoted && line == 1);
-                        let column = if line == 1 || node.style == Style::Block {
-                            node.value.column + col - 1 + quote
-                        } else {
-                            col
-                        };
-                        Pos {
-                            line: node.value.line + line - 1,
-                            column,
-                        }
-                    }
+                    // A block scalar's final line break may be one the file does not have (at
+                    // its very end), so a position after it is the end of the file.
+                    (Some(inner), true) => inside_scalar(node, inner).min(self.end),
                     _ => node.key.unwrap_or(node.value),
                 };
             }
         }
         self.start
+    }
+}
+
+/// The file position of 1-based `line` and `column` inside a scalar's value. Only a literal
+/// block keeps the value's lines as they are in the file; in any other scalar, escapes and
+/// folding make the value's text differ from the file's, so only a position on the first line
+/// of a scalar written on one line is mapped (escapes before it can only make the mapped column
+/// fall short, never past the scalar), and any other points at the scalar's start.
+fn inside_scalar(node: &Node, (line, col): (usize, usize)) -> Pos {
+    let (line, col) = (line.max(1), col.max(1));
+    match node.style {
+        Style::Literal => Pos {
+            line: node.value.line + line - 1,
+            column: node.value.column + col - 1,
+        },
+        Style::Collection => node.key.unwrap_or(node.value),
+        Style::Folded | Style::Quoted | Style::Plain
+            if line == 1 && node.end.line == node.value.line =>
+        {
+            let quote = usize::from(node.style == Style::Quoted);
+            // The end is exclusive; a quoted scalar's last position is its closing quote.
+            let last = node.end.column.saturating_sub(quote).max(node.value.column);
+            Pos {
+                line: node.value.line,
+                column: (node.value.column + quote + col - 1).min(last),
+            }
+        }
+        Style::Folded | Style::Quoted | Style::Plain => node.value,
     }
 }
 
@@ -131,19 +157,63 @@ enum Frame {
 
 /// Parse every document in `text`. Empty documents are kept as `Value::Null`.
 pub fn parse_documents(text: &str) -> Result<Vec<SourceDocument>, SourceError> {
+    let lines = LineIndex::new(text);
     let mut builder = Builder::default();
     let mut parser = Parser::new_from_str(text);
     while let Some(event) = parser.next_event() {
         let (event, span) = event.map_err(|e| SourceError {
-            pos: Pos {
-                line: e.marker().line(),
-                column: e.marker().col() + 1,
-            },
+            pos: lines.pos(e.marker()),
             message: e.info().to_string(),
         })?;
-        builder.event(event, span)?;
+        builder.event(event, lines.pos(&span.start), lines.pos(&span.end))?;
     }
-    Ok(builder.docs)
+    let end = lines.end();
+    let mut docs = builder.docs;
+    for doc in &mut docs {
+        doc.end = end;
+    }
+    Ok(docs)
+}
+
+/// Where each line of a text starts, counting lines as `\n` ends them (as grep, editors and
+/// [`position_of_byte`] do). The parser also ends a line at a lone CR, and puts an error met at
+/// the end of a text without a final line break on a line after the last: positions are
+/// recomputed from its character offsets instead.
+struct LineIndex {
+    /// Character offset of each line's start.
+    starts: Vec<usize>,
+    chars: usize,
+}
+
+impl LineIndex {
+    fn new(text: &str) -> Self {
+        let mut starts = vec![0];
+        let mut chars = 0;
+        for c in text.chars() {
+            chars += 1;
+            if c == '\n' {
+                starts.push(chars);
+            }
+        }
+        LineIndex { starts, chars }
+    }
+
+    fn pos(&self, marker: &Marker) -> Pos {
+        self.at(marker.index())
+    }
+
+    fn end(&self) -> Pos {
+        self.at(self.chars)
+    }
+
+    fn at(&self, index: usize) -> Pos {
+        let index = index.min(self.chars);
+        let line = self.starts.partition_point(|&s| s <= index).max(1);
+        Pos {
+            line,
+            column: index - self.starts[line - 1] + 1,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -156,16 +226,8 @@ struct Builder {
     root: Option<Value>,
 }
 
-fn pos_of(span: Span) -> Pos {
-    Pos {
-        line: span.start.line(),
-        column: span.start.col() + 1,
-    }
-}
-
 impl Builder {
-    fn event(&mut self, event: Event<'_>, span: Span) -> Result<(), SourceError> {
-        let pos = pos_of(span);
+    fn event(&mut self, event: Event<'_>, pos: Pos, end: Pos) -> Result<(), SourceError> {
         let err = |message: String| SourceError { pos, message };
         match event {
             Event::DocumentStart(_) => {
@@ -180,6 +242,7 @@ impl Builder {
                     value,
                     start: self.doc_start.take().unwrap_or(pos),
                     nodes: std::mem::take(&mut self.nodes),
+                    end: pos,
                 });
             }
             Event::Scalar(text, style, anchor, tag) => {
@@ -194,12 +257,13 @@ impl Builder {
                 let tag = tag.map(|t| t.suffix.clone());
                 let value = resolve_scalar(&text, style, tag.as_deref()).map_err(err)?;
                 let node_style = match style {
-                    ScalarStyle::Literal | ScalarStyle::Folded => Style::Block,
+                    ScalarStyle::Literal => Style::Literal,
+                    ScalarStyle::Folded => Style::Folded,
                     ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted => Style::Quoted,
                     ScalarStyle::Plain => Style::Plain,
                 };
                 let path = self.child_path(pos)?;
-                self.record(&path, pos, node_style);
+                self.record(&path, pos, end, node_style);
                 if anchor > 0 {
                     self.anchors.insert(anchor, value.clone());
                 }
@@ -210,7 +274,7 @@ impl Builder {
                     return Err(err("alias refers to an unknown anchor".into()));
                 };
                 let path = self.child_path(pos)?;
-                self.record(&path, pos, Style::Collection);
+                self.record(&path, pos, pos, Style::Collection);
                 self.attach(value, pos)?;
             }
             Event::MappingStart(anchor, _) | Event::SequenceStart(anchor, _) => {
@@ -220,7 +284,7 @@ impl Builder {
                     )));
                 }
                 let path = self.child_path(pos)?;
-                self.record(&path, pos, Style::Collection);
+                self.record(&path, pos, pos, Style::Collection);
                 self.stack
                     .push(if matches!(event, Event::MappingStart(..)) {
                         Frame::Map {
@@ -274,7 +338,7 @@ impl Builder {
         })
     }
 
-    fn record(&mut self, path: &FieldPath, pos: Pos, style: Style) {
+    fn record(&mut self, path: &FieldPath, pos: Pos, end: Pos, style: Style) {
         let key = match self.stack.last() {
             Some(Frame::Map {
                 pending: Some((_, key_pos)),
@@ -287,6 +351,7 @@ impl Builder {
             Node {
                 key,
                 value: pos,
+                end,
                 style,
             },
         );
@@ -464,6 +529,51 @@ mod tests {
         let mut docs = parse_documents(text).expect("parses");
         assert_eq!(docs.len(), 1);
         docs.remove(0)
+    }
+
+    #[test]
+    fn positions_inside_scalars_stay_inside_the_file() {
+        let doc = one("a: |\n  one\n  two three");
+        // A literal block: the value's lines are the file's.
+        assert_eq!(doc.locate("a", Some((2, 5))), Pos { line: 3, column: 7 });
+        // After the final line break, which this file does not have: its end.
+        assert_eq!(
+            doc.locate("a", Some((3, 1))),
+            Pos {
+                line: 3,
+                column: 12
+            }
+        );
+
+        // Escaped line breaks: the value's third line is nowhere in the file.
+        let doc = one("a: \"x\\ny\\nzz(\"\nb: 1\n");
+        assert_eq!(doc.locate("a", Some((3, 3))), Pos { line: 1, column: 4 });
+        // On the first line: after the quote, and never past the closing one.
+        assert_eq!(doc.locate("a", Some((1, 1))), Pos { line: 1, column: 5 });
+        let doc = one("a: 'abc'\n");
+        assert_eq!(doc.locate("a", Some((1, 4))), Pos { line: 1, column: 8 });
+        assert_eq!(doc.locate("a", Some((1, 40))), Pos { line: 1, column: 8 });
+
+        // A plain scalar folded over two lines: its first line is not the file's.
+        let doc = one("a: one\n  two\nb: 1\n");
+        assert_eq!(doc.locate("a", Some((1, 6))), Pos { line: 1, column: 4 });
+    }
+
+    #[test]
+    fn a_lone_carriage_return_ends_no_line() {
+        // The parser counts the CR as a line break; positions count `\n` only.
+        let doc = one("a: \"x\r y\"\nb: [1, 2]\n");
+        assert_eq!(doc.locate("b", None), Pos { line: 2, column: 1 });
+        let err = parse_documents("a: \"x\r y\"\nb: {c\n").unwrap_err();
+        assert_eq!(err.pos.line, 3, "{err}");
+    }
+
+    #[test]
+    fn an_error_at_the_end_is_reported_inside_the_text() {
+        // saphyr puts this error on the line after the last, which the file does not have.
+        let text = "a:\n  b: [1,\n  ";
+        let err = parse_documents(text).unwrap_err();
+        assert_eq!(err.pos, Pos { line: 3, column: 3 }, "{err}");
     }
 
     #[test]

@@ -43,7 +43,8 @@ pub fn admit_and_check(body: &[u8]) -> Outcome {
             continue;
         };
         outcome.decoded = true;
-        let request = wire::decode(body).expect("the evaluator decoded it");
+        let decodable = wire::go_surrogates(body);
+        let request = wire::decode(&decodable).expect("the evaluator decoded it");
         let answer = parse_answer(&review.body, &request.uid);
         let response = &answer["response"];
         if response["allowed"] != true {
@@ -85,8 +86,10 @@ fn patch_of(response: &Value) -> Option<json_patch::Patch> {
 }
 
 fn check_patch(evaluator: &Evaluator, body: &[u8], patch: json_patch::Patch, now: DateTime<Utc>) {
-    // The evaluator decoded this body, so it is JSON with a request object.
-    let mut review: Value = serde_json::from_slice(body).expect("the evaluator decoded it");
+    // The evaluator decoded this body (its lone surrogates as U+FFFD, as Go does), so it is
+    // JSON with a request object.
+    let mut review: Value =
+        serde_json::from_slice(&wire::go_surrogates(body)).expect("the evaluator decoded it");
     let uid = review["request"]["uid"]
         .as_str()
         .unwrap_or_default()

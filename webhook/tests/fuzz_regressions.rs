@@ -60,3 +60,45 @@ fn invalid_utf8_in_a_field_nobody_reads_is_not_json() {
     }
     assert!(!admit_and_check(&body).decoded);
 }
+
+/// Go's `encoding/json` (and the API server's `sigs.k8s.io/json`) decodes the escape of a lone
+/// UTF-16 surrogate to U+FFFD rather than refusing the document; the webhook answers such a
+/// body as Go would, in a field it skips and in the object it reads.
+#[test]
+fn a_lone_surrogate_escape_is_decoded_as_go_decodes_it() {
+    let body = regression("lone-surrogate-in-skipped-field.json");
+    assert!(std::str::from_utf8(&body).is_ok(), "valid UTF-8");
+    assert!(
+        serde_json::from_slice::<serde_json::Value>(&body).is_err(),
+        "serde_json refuses it"
+    );
+    let evaluator = Evaluator::default();
+    for endpoint in Endpoint::ALL {
+        let answer = evaluator
+            .review(endpoint, &body, fixed_now())
+            .unwrap_or_else(|e| panic!("{endpoint:?} refused the body: {e}"));
+        let answer: serde_json::Value = serde_json::from_slice(&answer.body).expect("JSON");
+        assert_eq!(
+            answer["response"]["allowed"], true,
+            "{endpoint:?}: {answer}"
+        );
+    }
+    assert!(admit_and_check(&body).decoded);
+
+    let seed = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../fuzz/seeds/admission/both-triggers-create.json"),
+    )
+    .expect("seed");
+    let in_object = seed.replacen(
+        "\"metadata\":{",
+        "\"metadata\":{\"labels\":{\"team\":\"a\\ud800b\"},",
+        1,
+    );
+    assert_ne!(in_object, seed, "the seed has a metadata object");
+    let answer = evaluator
+        .review(Endpoint::Validate, in_object.as_bytes(), fixed_now())
+        .unwrap_or_else(|e| panic!("refused a lone surrogate in a label: {e}"));
+    let answer: serde_json::Value = serde_json::from_slice(&answer.body).expect("JSON");
+    assert_eq!(answer["response"]["uid"].is_string(), true, "{answer}");
+}

@@ -54,12 +54,16 @@ thread_local! {
 /// libsveltos `evaluateRule`, with its error wording.
 pub fn evaluate_rule(rule: &str, resource: &cel::Value) -> Result<bool, String> {
     let run = || {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let program = cel::Program::compile(rule)
+        // The crate's parser and interpreter panic on some inputs (see `crate::panics`).
+        crate::panics::catch_expected(|| {
+            let env = ENV.with(Arc::clone);
+            // The checker's parser settings (cel-go's), with the standard macros expanded.
+            let expr = crate::validation::cel_go_parser(env.parser())
+                .parse(rule)
                 .map_err(|e| format!("failed to parse CEL expression: {e}"))?;
-            let mut context = cel::Context::with_env(ENV.with(Arc::clone));
+            let mut context = cel::Context::with_env(env);
             context.add_variable_from_value("resource", resource.clone());
-            let value = program.execute(&context).map_err(|e| match e {
+            let value = cel::Value::resolve(&expr, &context).map_err(|e| match e {
                 cel::ExecutionError::UndeclaredReference(name) => format!(
                     "failed to check CEL expression: undeclared reference to '{name}' (the only \
                      variable is `resource`)"
@@ -73,7 +77,7 @@ pub fn evaluate_rule(rule: &str, resource: &cel::Value) -> Result<bool, String> 
                     cel_type_name(&other)
                 )),
             }
-        }))
+        })
     };
     match crate::validation::on_parser_stack(run) {
         Ok(r) => r,

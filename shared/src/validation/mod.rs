@@ -19,6 +19,9 @@ pub use finding::{Finding, Severity};
 pub use path::{lookup, segments, FieldPath, Segment};
 pub use schedule::{parse_cron_standard, parse_go_duration, parse_std_duration};
 
+#[cfg(feature = "health-runtime")]
+pub(crate) use cel::as_cel_go as cel_go_parser;
+
 use crate::tree::{tree_of, Object, Tree};
 
 /// Parsers for Lua and CEL recurse; adversarial input must not overflow the caller's stack

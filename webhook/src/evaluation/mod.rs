@@ -92,7 +92,8 @@ impl Evaluator {
         body: &[u8],
         now: DateTime<Utc>,
     ) -> Result<Review, DecodeError> {
-        let request = wire::decode(body)?;
+        let body = wire::go_surrogates(body);
+        let request = wire::decode(&body)?;
         let now = now.trunc_subsecs(0);
         let scope = scope(&request);
         let name = object_name(&request, &scope);

@@ -218,6 +218,51 @@ pub fn encode(answer: &Answer) -> Vec<u8> {
     serde_json::to_vec(&review).unwrap_or_default()
 }
 
+/// `body` with every `\\uXXXX` escape of a lone UTF-16 surrogate written as `\\ufffd`, the
+/// character Go's `encoding/json` (and the API server's `sigs.k8s.io/json`) decodes it to;
+/// serde_json refuses such a string, and only in the fields it keeps, so without this the same
+/// body would be JSON or not depending on where the escape is.
+pub fn go_surrogates(body: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    let hex = |at: usize| -> Option<u16> {
+        let digits = body.get(at..at + 4)?;
+        u16::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
+    };
+    let unit = |at: usize| -> Option<u16> {
+        (body.get(at) == Some(&b'\\') && body.get(at + 1) == Some(&b'u'))
+            .then(|| hex(at + 2))
+            .flatten()
+    };
+    let mut out = Vec::new();
+    let (mut i, mut copied) = (0, 0);
+    while i < body.len() {
+        if body[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        let Some(u) = unit(i) else {
+            i += 2;
+            continue;
+        };
+        let paired = (0xD800..0xDC00).contains(&u)
+            && unit(i + 6).is_some_and(|low| (0xDC00..0xE000).contains(&low));
+        if paired {
+            i += 12;
+        } else if (0xD800..0xE000).contains(&u) {
+            out.extend_from_slice(&body[copied..i]);
+            out.extend_from_slice(b"\\ufffd");
+            i += 6;
+            copied = i;
+        } else {
+            i += 6;
+        }
+    }
+    if copied == 0 {
+        return std::borrow::Cow::Borrowed(body);
+    }
+    out.extend_from_slice(&body[copied..]);
+    std::borrow::Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -355,5 +400,23 @@ mod tests {
         assert_eq!(out["response"]["status"]["message"], "no");
         assert!(out["response"].get("patch").is_none());
         assert!(out["response"].get("patchType").is_none());
+    }
+
+    #[test]
+    fn lone_surrogates_become_the_replacement_character() {
+        let cases: [(&str, &str); 5] = [
+            (r#""a\ud800b""#, r#""a\ufffdb""#),
+            (r#""\udc00""#, r#""\ufffd""#),
+            (r#""\ud83d\ude00""#, r#""\ud83d\ude00""#),
+            (r#""\\ud800""#, r#""\\ud800""#),
+            (r#""\ud800\u0041""#, r#""\ufffd\u0041""#),
+        ];
+        for (input, want) in cases {
+            assert_eq!(
+                std::str::from_utf8(&go_surrogates(input.as_bytes())).unwrap(),
+                want,
+                "{input}"
+            );
+        }
     }
 }

@@ -10,8 +10,10 @@ use promotion_shared::validation::Severity;
 
 use super::Located;
 
+/// What a run read: files, ClusterPromotions judged, other documents skipped, and inputs it
+/// could not judge.
 #[derive(Debug, Default)]
-pub(super) struct Tally {
+pub struct Tally {
     pub files: usize,
     pub promotions: usize,
     pub skipped: usize,

@@ -21,7 +21,7 @@ use promotion_shared::validation::{Severity, VALIDATION_STACK_BYTES};
 use crate::render::{Style, Tone};
 
 use document::Run;
-use inputs::Tally;
+pub use inputs::Tally;
 
 fn after_help() -> String {
     format!(
@@ -128,13 +128,39 @@ pub fn run(args: &LintArgs, style: Style) -> u8 {
         return if errors > 0 { 1 } else { 0 };
     }
     eprintln!("{}", summary(&tally, errors, warnings, args.strict));
+    exit_status(&tally, &located, args.strict)
+}
+
+/// 2 when some input could not be read or is not YAML; 1 on errors (or warnings with `strict`).
+pub fn exit_status(tally: &Tally, located: &[Located], strict: bool) -> u8 {
+    let errors = located
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .count();
+    let warnings = located.len() - errors;
     if tally.unreadable > 0 || tally.not_yaml > 0 {
         2
-    } else if errors > 0 || (args.strict && warnings > 0) {
+    } else if errors > 0 || (strict && warnings > 0) {
         1
     } else {
         0
     }
+}
+
+/// One file's contents judged as `lint FILE` judges them with the built-in CRD, the checks
+/// across documents included: the entry point of the `lint` fuzz target.
+pub fn lint_bytes(name: &str, bytes: &[u8]) -> (Vec<Located>, Tally) {
+    let mut run = Run {
+        crd: Crd::embedded(),
+        located: Vec::new(),
+        tally: Tally::default(),
+        declared: Vec::new(),
+    };
+    run.lint_bytes(name, bytes);
+    let mut located = run.located;
+    located.extend(cross::check(&run.declared));
+    located.sort_by_key(|f| (f.line, f.column));
+    (located, run.tally)
 }
 
 /// Every input, then the checks across documents; findings grouped by file in input order.

@@ -13,6 +13,9 @@ mod depth;
 mod issue;
 mod macros;
 mod parse;
+
+#[cfg(feature = "health-runtime")]
+pub(crate) use parse::as_cel_go;
 mod plan;
 mod stdlib;
 mod types;

@@ -3,10 +3,8 @@
 //! they are written as ([`super::macros`] expands them as cel-go does), so that the recursion
 //! limits can be measured on the tree cel-go's parser visits.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
 use cel::common::ast::SourceInfo;
-use cel::parser::ParseError;
+use cel::parser::{ParseError, Parser};
 use cel::{Env, IdedExpr};
 
 use super::depth::{recursion_limit_message, MAX_RECURSION_DEPTH};
@@ -17,15 +15,22 @@ pub struct Parsed {
     pub info: SourceInfo,
 }
 
-pub fn parse(rule: &str) -> Result<Parsed, Vec<Issue>> {
+/// `parser` set up as cel-go's default `env.Parse`: backquoted field names allowed, optional
+/// syntax off. The health runner parses with the same settings (and the standard macros), so it
+/// never refuses a rule lint accepts.
+pub(crate) fn as_cel_go(parser: Parser) -> Parser {
     // The crate's own limit only counts `expr` nesting and checks it one level late, so at 250
     // it never refuses what cel-go accepts; [`super::depth`] applies cel-go's exact limits.
-    let parser = Env::default()
-        .with_optional_support(false)
-        .parser()
+    parser
+        .enable_optional_syntax(false)
         .enable_ident_escape_syntax(true)
-        .max_recursion_depth(MAX_RECURSION_DEPTH as u16);
-    match catch_unwind(AssertUnwindSafe(|| parser.parse_with_source_info(rule))) {
+        .max_recursion_depth(MAX_RECURSION_DEPTH as u16)
+}
+
+pub fn parse(rule: &str) -> Result<Parsed, Vec<Issue>> {
+    let parser = as_cel_go(Env::default().with_optional_support(false).parser());
+    // The crate's parser panics on some inputs (see `crate::panics`).
+    match crate::panics::catch_expected(|| parser.parse_with_source_info(rule)) {
         Ok(Ok((expr, info))) => Ok(Parsed { expr, info }),
         Ok(Err(errors)) => {
             // The crate's visitor also complains about the holes syntax errors leave in the

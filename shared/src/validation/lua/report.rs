@@ -39,10 +39,26 @@ fn printable(near: &[u8]) -> String {
 }
 
 /// Where the script ends: its last non-blank byte (gopher-lua reports "EOF" without a line).
+/// Lines are counted as the scanner counts them: CR, LF, CRLF and LFCR each end one.
 fn end_of(script: &str) -> (usize, usize) {
-    let trimmed = script.trim_end();
-    let line = 1 + trimmed.bytes().filter(|&b| b == b'\n').count();
-    let column = trimmed.rsplit('\n').next().map_or(0, str::len);
+    let trimmed = script.trim_end().as_bytes();
+    let (mut line, mut column) = (1, 0);
+    let mut i = 0;
+    while let Some(&b) = trimmed.get(i) {
+        i += 1;
+        if b == b'\n' || b == b'\r' {
+            line += 1;
+            column = 0;
+            if matches!(
+                (b, trimmed.get(i)),
+                (b'\n', Some(b'\r')) | (b'\r', Some(b'\n'))
+            ) {
+                i += 1;
+            }
+        } else {
+            column += 1;
+        }
+    }
     (line, column.max(1))
 }
 
@@ -97,7 +113,9 @@ pub fn syntax(script: &str, path: &FieldPath, e: &SyntaxError) -> Finding {
             hint(script, e, line, column)
         ),
     )
-    .at(line, column)
+    // The message keeps gopher-lua's column, which is 0 right after a newline (an unterminated
+    // string); the position is 1-based.
+    .at(line, column.max(1))
 }
 
 pub fn compile(script: &str, path: &FieldPath, e: &CompileError) -> Finding {
