@@ -13,6 +13,8 @@ mod scenarios {
     pub mod consumed;
     pub mod diff_sorted_reorder;
     pub mod forged;
+    pub mod kubeconfig_list;
+    pub mod last_stage;
     pub mod lint_agreement;
     pub mod rollout;
     pub mod states;
@@ -46,6 +48,14 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     (
         "diff_predicts_no_reset_for_a_sorted_reorder",
         scenarios::diff_sorted_reorder::diff_predicts_no_reset_for_a_sorted_reorder,
+    ),
+    (
+        "a_gate_on_the_last_stage_is_approved_and_approve_wait_sees_it_complete",
+        scenarios::last_stage::a_gate_on_the_last_stage_is_approved_and_approve_wait_sees_it_complete,
+    ),
+    (
+        "a_kubeconfig_list_naming_a_missing_file_works_as_in_kubectl",
+        scenarios::kubeconfig_list::a_kubeconfig_list_naming_a_missing_file_works_as_in_kubectl,
     ),
     (
         "a_consumed_approval_is_removed_on_the_next_update",
