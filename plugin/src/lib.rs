@@ -1,6 +1,7 @@
 //! The `kubectl promotion` plugin as a library: the binary (`main.rs`) parses the command line
 //! and runs a command; the fuzz targets and benchmarks drive the same modules.
 
+pub mod admission_webhooks;
 pub mod cli;
 pub mod commands;
 pub mod connection;

@@ -175,6 +175,7 @@ impl Backend for StandInBackend {
     /// The stand-in models one mutating and one validating webhook sharing `failurePolicy`,
     /// `timeoutSeconds` and `matchConditions`; `objectSelector` is not modelled (each scenario
     /// has its own stand-in, so the selector changes nothing).
+    /// The configuration objects are stored too, so clients read what is in force.
     fn register_webhooks(
         &self,
         configs: &WebhookConfigurations,
@@ -182,10 +183,25 @@ impl Backend for StandInBackend {
     ) -> Result<(), BackendError> {
         self.server
             .set_admission(Some(admission_config(configs)?))
-            .map_err(BackendError::StandIn)
+            .map_err(BackendError::StandIn)?;
+        for object in configs.objects() {
+            self.server
+                .store()
+                .put(object.clone())
+                .map_err(|e| BackendError::Unsupported(format!("storing {object}: {e}")))?;
+        }
+        Ok(())
     }
 
-    fn unregister_webhooks(&self, _configs: &WebhookConfigurations) -> Result<(), BackendError> {
+    fn unregister_webhooks(&self, configs: &WebhookConfigurations) -> Result<(), BackendError> {
+        for object in configs.objects() {
+            let plural = format!(
+                "{}s",
+                object["kind"].as_str().unwrap_or_default().to_lowercase()
+            );
+            let name = object["metadata"]["name"].as_str().unwrap_or_default();
+            self.server.store().remove(&plural, None, name);
+        }
         self.server
             .set_admission(None)
             .map_err(BackendError::StandIn)

@@ -9,13 +9,14 @@ use clap::{Args, ValueEnum};
 
 use serde_json::Value;
 
-use promotion_shared::admission::APPROVAL_REASON_ANNOTATION;
+use promotion_shared::admission::{approval_records, APPROVAL_REASON_ANNOTATION};
 use promotion_shared::model::ClusterPromotion;
 use promotion_shared::patch;
 use promotion_shared::pipeline::{Approval, StageState, TriggerKind};
 
 use super::wait::WaitFor;
-use super::{note, wait, Ctx};
+use super::{note, wait, warn, Ctx};
+use crate::admission_webhooks;
 use crate::duration;
 use crate::error::{exit, Error, Request, Result};
 use crate::fetch;
@@ -281,7 +282,7 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
     let name = args.name.as_str();
     let what = Request::named("patch", PROMOTIONS, name);
     let mut attempt = 1;
-    let (target, stored) = loop {
+    let (target, before, stored) = loop {
         let snap = fetch::state(&kube, name).await?;
         let object = snap.object.clone();
         let promotion = view::typed(&object)?;
@@ -320,13 +321,13 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
             note(ctx, &format!("JSON Patch that would be sent:\n{text}"));
             let mut patched = object.clone();
             json_patch::patch(&mut patched, &built.patch).map_err(|e| Error::Io(e.to_string()))?;
-            break (target, patched);
+            break (target, object, patched);
         }
         match kube
             .json_patch(name, &built.patch, args.dry_run == DryRun::Server)
             .await
         {
-            Ok(stored) => break (target, stored),
+            Ok(stored) => break (target, object, stored),
             // 409: resourceVersion conflict; 422: a `test` failed because the object changed
             // between our read and the write. Both mean: read again and decide again.
             Err(kube::Error::Api(s)) if matches!(s.code, 409 | 422) && attempt < MAX_ATTEMPTS => {
@@ -354,15 +355,54 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
                 ),
                 })
             }
+            Err(kube::Error::Api(s))
+                if admission_webhooks::unreachable_webhook(&s.message).is_some() =>
+            {
+                let (webhook, cause) =
+                    admission_webhooks::unreachable_webhook(&s.message).unwrap_or_default();
+                let found = admission_webhooks::for_promotions(&kube, &labels_of(&object)).await;
+                return Err(Error::WebhookUnavailable {
+                    request: what,
+                    policy: admission_webhooks::refused_because(&webhook, &found),
+                    webhook,
+                    cause,
+                });
+            }
             Err(e) => return Err(kube.error(e, &what)),
         }
     };
+    if args.dry_run == DryRun::None && !recorded(&before, &stored, &target.stage) {
+        let found = admission_webhooks::for_promotions(&kube, &labels_of(&before)).await;
+        warn(
+            ctx,
+            &format!(
+                "the approval of stage {:?} carries no record of who gave it: {}",
+                target.stage,
+                admission_webhooks::unrecorded_because(&found)
+            ),
+        );
+    }
 
     print_result(name, &target, &stored, args, &format)?;
     if args.wait {
         return wait_after(ctx, &kube, name, &target, args).await;
     }
     Ok(exit::OK)
+}
+
+fn labels_of(object: &Value) -> std::collections::BTreeMap<String, String> {
+    serde_json::from_value(object["metadata"]["labels"].clone()).unwrap_or_default()
+}
+
+/// Whether promotion-webhook wrote (or rewrote) the stage's approval record in this write.
+fn recorded(before: &Value, stored: &Value, stage: &str) -> bool {
+    let record = |object: &Value| {
+        approval_records(object)
+            .ok()
+            .and_then(|mut records| records.remove(stage))
+    };
+    let after = record(stored);
+    after.is_some() && after != record(before)
 }
 
 /// `--wait`: until the stage approving promotes to has started (or, for a gate on the last

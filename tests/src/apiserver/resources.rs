@@ -247,6 +247,41 @@ fn core(
     }
 }
 
+/// `admissionregistration.k8s.io/v1` webhook configurations: stored and served for reading
+/// (what the plugin reads to tell a user the failurePolicy in force); the admission the
+/// stand-in runs comes from its `AdmissionConfig`.
+fn admission_configuration(
+    plural: &'static str,
+    singular: &'static str,
+    kind: &'static str,
+) -> ResourceDef {
+    ResourceDef {
+        group: "admissionregistration.k8s.io",
+        version: "v1",
+        plural,
+        singular,
+        kind,
+        namespaced: false,
+        short_names: &[],
+        verbs: &[
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
+        ],
+        status_subresource: false,
+        storage: plural,
+        printer: Printer::Crd(Vec::new()),
+        schema: None,
+        is_crd: false,
+        review: false,
+    }
+}
+
 /// Every type served, in discovery order. `with_promotion_crd: false` leaves the
 /// ClusterPromotion CRD out, as on a Sveltos install without it.
 pub fn registry(with_promotion_crd: bool) -> Vec<Arc<ResourceDef>> {
@@ -311,6 +346,16 @@ pub fn registry(with_promotion_crd: bool) -> Vec<Arc<ResourceDef>> {
             is_crd: false,
             review: true,
         },
+        admission_configuration(
+            "mutatingwebhookconfigurations",
+            "mutatingwebhookconfiguration",
+            "MutatingWebhookConfiguration",
+        ),
+        admission_configuration(
+            "validatingwebhookconfigurations",
+            "validatingwebhookconfiguration",
+            "ValidatingWebhookConfiguration",
+        ),
     ];
     if with_promotion_crd {
         all.push(crd_resource(

@@ -56,6 +56,60 @@ pub fn webhook_down_fail_refuses_and_ignore_admits(cluster: &Cluster) {
         "[{backend}] label with the webhook down: {out}"
     );
 
+    // The plugin says which failurePolicy refused the approval, when the user may read it.
+    cluster
+        .install_plugin()
+        .or_fail(cluster, "installing the plugin");
+    // Cluster::register_webhooks names the configurations after the scenario's session.
+    let configuration = format!("promotion-webhook-{}", cluster.session());
+    let addr = url.trim_start_matches("https://").to_string();
+    let approve = [
+        "promotion",
+        "approve",
+        &existing_name,
+        "--stage",
+        "staging",
+        "--pre-approve",
+    ];
+    let refused = |policy: &str| {
+        format!(
+            "error: cannot patch clusterpromotions.config.projectsveltos.io {existing_name:?}: \
+             admission webhook \"mutate.kubectl-promotion.dev\" did not answer (failed to call \
+             webhook: Post \"{url}/mutate?timeout=5s\": dial tcp {addr}: connect: connection \
+             refused); {policy}\n"
+        )
+    };
+    let out = kubectl(cluster, User::Admin, &approve);
+    assert_eq!(
+        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (
+            1,
+            "",
+            refused(&format!(
+                "its failurePolicy is Fail (MutatingWebhookConfiguration {configuration:?}), so \
+                 the API server refuses every change to ClusterPromotions until the webhook \
+                 answers again: check the promotion-webhook pods and their Service"
+            ))
+            .as_str()
+        ),
+        "[{backend}] approve under Fail, as admin: {out}"
+    );
+    let out = kubectl(cluster, User::ReleaseManager, &approve);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            refused(
+                "its failurePolicy is not readable (forbidden: list \
+                 mutatingwebhookconfigurations.admissionregistration.k8s.io); under Fail (the \
+                 default) every change to ClusterPromotions is refused until the webhook \
+                 answers again"
+            )
+            .as_str()
+        ),
+        "[{backend}] approve under Fail, as release manager: {out}"
+    );
+
     let promotion = cluster.adopt(example("payment-four-stages.yaml"));
     let name = promotion["metadata"]["name"]
         .as_str()
@@ -108,5 +162,27 @@ pub fn webhook_down_fail_refuses_and_ignore_admits(cluster: &Cluster) {
     assert!(
         stored["metadata"]["annotations"][SPEC_CHANGE_ANNOTATION].is_null(),
         "no webhook saw it: {context}"
+    );
+
+    // Under Ignore the approval goes through without its record, and the plugin says why.
+    let out = kubectl(cluster, User::Admin, &approve);
+    assert_eq!(
+        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (
+            0,
+            format!(
+                "clusterpromotion.config.projectsveltos.io/{existing_name} approved (stage \
+                 staging → production), pre-approved ahead of the pipeline\n"
+            )
+            .as_str(),
+            format!(
+                "warning: the approval of stage \"staging\" carries no record of who gave it: \
+                 webhook \"mutate.kubectl-promotion.dev\" did not answer and its failurePolicy \
+                 is Ignore (MutatingWebhookConfiguration {configuration:?}), so the API server \
+                 stored the change without it\n"
+            )
+            .as_str()
+        ),
+        "[{backend}] approve under Ignore: {out}"
     );
 }
