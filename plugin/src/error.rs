@@ -81,15 +81,6 @@ pub enum Error {
         webhook: String,
         message: String,
     },
-    /// The API server could not call an admission webhook for the write; `policy` says what
-    /// its failurePolicy makes of that.
-    #[error("cannot {request}: admission webhook {webhook:?} did not answer ({cause}); {policy}")]
-    WebhookUnavailable {
-        request: Request,
-        webhook: String,
-        cause: String,
-        policy: String,
-    },
     #[error(
         "the server does not serve clusterpromotions.config.projectsveltos.io/v1beta1: is Sveltos \
          installed? (no ClusterPromotion CRD on {server})"

@@ -361,11 +361,13 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
                 let (webhook, cause) =
                     admission_webhooks::unreachable_webhook(&s.message).unwrap_or_default();
                 let found = admission_webhooks::for_promotions(&kube, &labels_of(&object)).await;
-                return Err(Error::WebhookUnavailable {
+                // The webhook's absence, and what its failurePolicy makes of it.
+                let policy = admission_webhooks::refused_because(&webhook, &found);
+                return Err(Error::Api {
                     request: what,
-                    policy: admission_webhooks::refused_because(&webhook, &found),
-                    webhook,
-                    cause,
+                    message: format!(
+                        "admission webhook {webhook:?} did not answer ({cause}); {policy}"
+                    ),
                 });
             }
             Err(e) => return Err(kube.error(e, &what)),
