@@ -13,11 +13,12 @@ INTRO = {
     "lint": "Offline, in CI or a pre-commit hook: every finding with its file position. Exit 1 on errors (`--strict`: warnings too), 2 when an input cannot be read or is not YAML.",
     "list": "On a cluster (here the project's stand-in API server loaded with `examples/`, with the real webhook behind it):",
     "describe": "Where a rollout stands, stage by stage, with the clusters behind each stage:",
+    "plan": "Before a rollout starts: which clusters each stage will reach, and the hazards (a selector that matches nothing, a cluster in two stages, paused or not-ready clusters):",
     "approve": "Approve the stage that is waiting. The write is one JSON Patch guarded by `test` operations, so it can only ever flip that stage's flag; the webhook records who and why:",
     "describe2": "The approval is now pending (Sveltos promotes on its next pass) and recorded:",
     "diff-stage": "What promoting past `staging` changes at the next stage (`kubectl diff` exit codes: 0 same, 1 different):",
     "diff-file": "What applying a changed manifest would do, computed by a server-side dry run (so the webhook's mutations show), with the consequences spelled out:",
-    "wait": "Scripting: `wait` exits 0 when reached, 2 when the pipeline failed first, 3 on timeout:",
+    "wait": "Scripting: `wait` exits 0 when reached, 2 when the pipeline failed first (a failure Sveltos retries only with `--fail-fast`; it keeps waiting through one otherwise), 3 on timeout:",
 }
 
 

@@ -29,6 +29,7 @@ run() { printf '\n$ %s\n' "$*"; "$@" || printf '(exit %s)\n' "$?"; }
 run kubectl promotion lint examples/
 run kubectl promotion list
 run kubectl promotion describe kyverno-rollout-man
+run kubectl promotion plan core-payment-processor-ci
 run kubectl promotion approve kyverno-rollout-man --reason "staging soaked 24h, dashboards green"
 run kubectl promotion describe kyverno-rollout-man
 run kubectl promotion diff kyverno-rollout-man --stage staging
