@@ -17,6 +17,7 @@ use promotion_shared::model::{
     PROMOTION_NAME_LABEL, STAGE_NAME_ANNOTATION,
 };
 use promotion_shared::pipeline::{self, Observations, Phase, Pipeline, StageView};
+use promotion_shared::plan::Cluster;
 
 use crate::error::{Error, Result};
 use crate::events::{event_view, EventView};
@@ -251,6 +252,20 @@ pub struct StageDetail {
     pub approve_unblocks: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval_record: Option<ApprovalRecord>,
+    /// For a stage not started: how many clusters of the fleet its selector reaches now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub will_reach: Option<WillReach>,
+}
+
+/// What a stage not started yet will reach, from the same computation as `plan`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WillReach {
+    pub clusters: usize,
+    /// Sveltos skips these (`spec.paused`).
+    pub paused: usize,
+    /// Sveltos skips these until they are ready.
+    pub not_ready: usize,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -322,6 +337,27 @@ pub struct Description {
 impl Description {
     pub fn build(snap: &Snapshot) -> Result<Description> {
         Description::build_shared(snap.borrow())
+    }
+
+    /// Whether a stage is not started, so that what it will reach is worth reading the fleet.
+    pub fn has_stage_not_started(&self) -> bool {
+        self.stages
+            .iter()
+            .any(|s| s.view.state == pipeline::StageState::NotStarted)
+    }
+
+    /// Fill `willReach` of every stage not started from the fleet, as `plan` computes it.
+    pub fn set_reach(&mut self, promotion: &ClusterPromotion, fleet: &[Cluster]) {
+        let reach = promotion_shared::plan::reach(promotion, fleet);
+        for (stage, r) in self.stages.iter_mut().zip(reach) {
+            if stage.view.state == pipeline::StageState::NotStarted && stage.view.name == r.name {
+                stage.will_reach = Some(WillReach {
+                    clusters: r.clusters,
+                    paused: r.paused,
+                    not_ready: r.not_ready,
+                });
+            }
+        }
     }
 
     pub fn build_shared(snap: SnapshotRef<'_>) -> Result<Description> {
@@ -433,6 +469,7 @@ fn stage_details(
             StageDetail {
                 approve_unblocks: awaiting.then(|| transition(view)),
                 approval_record: approvals.get(&view.name).cloned(),
+                will_reach: None,
                 cluster_profile: profile.and_then(|p| {
                     p.pointer("/metadata/name")
                         .and_then(Value::as_str)

@@ -132,6 +132,21 @@ fn already_approved_changes_nothing() {
     assert!(out.stderr.contains("the reason was not recorded"));
     // Without --stage too: the approved-and-pending stage is "the one waiting".
     env.run(&["approve", GATE]).expect(0);
+    // With -o, the object as stored (as `kubectl apply -o` prints an unchanged one).
+    let out = env.run(&["approve", GATE, "-o", "name"]).expect(0);
+    assert_eq!(
+        out.stdout,
+        format!("clusterpromotion.config.projectsveltos.io/{GATE}\n")
+    );
+    assert!(
+        out.stderr
+            .contains("unchanged: stage staging is already approved"),
+        "{}",
+        out.stderr
+    );
+    let out = env.run(&["approve", GATE, "-o", "json"]).expect(0);
+    let stored: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(approved(&stored, "staging"), Some(json!(true)));
     assert!(env.requests("PATCH", "").is_empty());
 }
 

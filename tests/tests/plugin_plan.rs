@@ -342,3 +342,49 @@ fn connection_and_lookup_errors_exit_2() {
         down.stderr
     );
 }
+
+/// `describe` tells, for each stage not started, what `plan` says it will reach: the same
+/// counts, from the same computation.
+#[test]
+fn describe_says_what_each_stage_not_started_will_reach() {
+    let (stages, clusters) = (6, 300);
+    let env = Env::start(fixtures::fleet(stages, clusters));
+    let plan = plan_json(&env, &[FLEET_PROMOTION]);
+    let out = env
+        .run(&["describe", FLEET_PROMOTION, "-o", "json"])
+        .expect(0);
+    let described: Value = serde_json::from_str(&out.stdout).unwrap();
+    let planned = plan["stages"].as_array().unwrap();
+    let stages_described = described["stages"].as_array().unwrap();
+    assert_eq!(stages_described.len(), stages);
+    let mut reaching = 0;
+    for (d, p) in stages_described.iter().zip(planned) {
+        assert_eq!(d["state"], "notStarted", "{d}");
+        let members = p["clusters"].as_array().unwrap();
+        let count = |f: &dyn Fn(&Value) -> bool| members.iter().filter(|c| f(c)).count();
+        assert_eq!(
+            d["willReach"],
+            json!({
+                "clusters": members.len(),
+                "paused": count(&|c| c["paused"] == true),
+                "notReady": count(&|c| c["ready"] == false),
+            }),
+            "stage {}",
+            d["name"]
+        );
+        reaching += usize::from(!members.is_empty());
+    }
+    assert!(reaching >= 2, "the fleet reaches several stages: {plan}");
+
+    let text = env.run(&["describe", FLEET_PROMOTION]).expect(0).stdout;
+    let first = planned[0]["clusters"].as_array().unwrap().len();
+    assert!(
+        text.contains(&format!("Will reach:     {first} cluster")),
+        "{text}"
+    );
+    // The last stage's selector has a typo: it reaches nothing, and describe says what follows.
+    assert!(
+        text.contains("no cluster of the fleet (Sveltos will count the stage as deployed at once"),
+        "{text}"
+    );
+}

@@ -498,3 +498,40 @@ fn list_watch_only_prints_changes_only() {
     );
     assert_eq!(plugin.stdout, line, "the initial listing is not printed");
 }
+
+/// `describe -w -o yaml` writes one YAML document per change, separated as `kubectl get -w -o
+/// yaml` separates them, so the stream parses as a multi-document YAML file.
+#[test]
+fn describe_watch_yaml_is_one_document_per_change() {
+    let env = Env::start(example_world("kyverno-rollout-auto.yaml"));
+    let mut plugin = Running::start(
+        &env,
+        &["describe", "kyverno-rollout-auto", "--watch", "-o", "yaml"],
+    );
+    plugin.expect_line(Stream::Stdout, "kind: PromotionDescription");
+    env.set_features(
+        "prod",
+        "kyverno-rollout-auto-production-sveltos-prod01",
+        &[("Helm", "FailedNonRetriable", Some("template error"))],
+    );
+    let out = plugin.finish().expect(2);
+    let documents: Vec<&str> = out
+        .stdout
+        .split("---\n")
+        .filter(|d| !d.trim().is_empty())
+        .collect();
+    assert_eq!(documents.len(), 2, "{}", out.stdout);
+    assert!(out.stdout.starts_with("---\n"), "{}", out.stdout);
+    let phases: Vec<String> = documents
+        .iter()
+        .map(|d| {
+            let v: Value = serde_saphyr::from_str(d).unwrap_or_else(|e| panic!("{e}: {d}"));
+            v["phase"].as_str().unwrap_or_default().to_string()
+        })
+        .collect();
+    assert_eq!(
+        phases.last().map(String::as_str),
+        Some("failed"),
+        "{phases:?}"
+    );
+}

@@ -297,11 +297,23 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
                 ),
                 _ => format!("Sveltos acts on it on its next pass ({transition})"),
             };
-            println!(
-                "{} unchanged: stage {} is already approved; {state}",
-                output::resource_name(name),
-                target.stage
-            );
+            if matches!(format, OutputFormat::Default | OutputFormat::Wide) {
+                println!(
+                    "{} unchanged: stage {} is already approved; {state}",
+                    output::resource_name(name),
+                    target.stage
+                );
+            } else {
+                // As `kubectl apply -o …` of an unchanged object: the object, as stored.
+                print_result(name, &target, &object, args, &format)?;
+                note(
+                    ctx,
+                    &format!(
+                        "unchanged: stage {} is already approved; {state}",
+                        target.stage
+                    ),
+                );
+            }
             if reason.is_some() {
                 note(ctx, "the reason was not recorded: nothing was changed");
             }

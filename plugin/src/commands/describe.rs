@@ -14,11 +14,12 @@ use promotion_shared::pipeline::{Phase, StageState};
 use super::Ctx;
 use crate::error::{exit, Error, Result};
 use crate::fetch;
+use crate::inventory;
 use crate::kube_client::Kube;
 use crate::output;
 use crate::printers::{FormatArg, OutputFormat, PrintOptions, Target, MODEL_FORMATS};
 use crate::render::{self, describe::Options, terminal};
-use crate::view::{Description, Snapshot, API_VERSION};
+use crate::view::{self, Description, Snapshot, API_VERSION};
 use crate::watch::{Follower, Update};
 
 #[derive(Args, Debug)]
@@ -134,14 +135,46 @@ pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
     let snapshots =
         futures::future::join_all(names.iter().map(|n| fetch::snapshot(&kube, n))).await;
     let mut descriptions = Vec::new();
+    let mut promotions = Vec::new();
     for snap in snapshots {
-        descriptions.push(Description::build(&snap?)?);
+        let snap = snap?;
+        descriptions.push(Description::build(&snap)?);
+        promotions.push(snap.object);
     }
+    add_reach(&kube, &mut descriptions, &promotions).await;
     if descriptions.is_empty() {
         eprintln!("No resources found");
     }
     print(ctx, args, format, &descriptions, all || names.len() > 1)?;
     Ok(exit::OK)
+}
+
+/// What each stage not started will reach: the fleet is read once, and only when some stage
+/// needs it (a rollout under way at 2,000 clusters does not pay for it).
+async fn add_reach(kube: &Kube, descriptions: &mut [Description], objects: &[Value]) {
+    if !descriptions.iter().any(Description::has_stage_not_started) {
+        return;
+    }
+    match inventory::list_fleet(kube, inventory::DEFAULT_PAGE_SIZE).await {
+        Ok(fleet) => {
+            for (d, object) in descriptions.iter_mut().zip(objects) {
+                if let Ok(promotion) = view::typed(object) {
+                    d.set_reach(&promotion, fleet.clusters());
+                }
+            }
+        }
+        Err(e) => {
+            for d in descriptions
+                .iter_mut()
+                .filter(|d| d.has_stage_not_started())
+            {
+                d.warnings.push(format!(
+                    "clusters the stages not started will reach: {}",
+                    e.unreadable()
+                ));
+            }
+        }
+    }
 }
 
 /// Print descriptions: one model as an object, several (or "all") as a list.
@@ -257,6 +290,10 @@ async fn watch(
             }
         } else if structured {
             if previous.as_ref() != Some(d) {
+                // One YAML document per change, as `kubectl get -w -o yaml` separates them.
+                if *format == OutputFormat::Yaml {
+                    write_out("---\n")?;
+                }
                 print(ctx, args, format, std::slice::from_ref(d), false)?;
             }
         } else if let Some(reason) = lost.take() {

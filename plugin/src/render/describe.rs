@@ -9,7 +9,7 @@ use promotion_shared::pipeline::{Approval, Phase, StageState, StageView, Trigger
 
 use super::{table, Style, Tone};
 use crate::duration;
-use crate::view::{Description, StageDetail};
+use crate::view::{Description, StageDetail, WillReach};
 
 /// How many clusters a stage lists before summarising (unless `--all-clusters`).
 pub const CLUSTER_LIST_LIMIT: usize = 10;
@@ -203,6 +203,9 @@ fn stage_block(
         field(out, ind, "ClusterProfile", &style.paint(taken, Tone::Bad));
     }
     clusters(out, d, stage, style, opts);
+    if let Some(r) = &stage.will_reach {
+        field(out, ind, "Will reach", &will_reach(r, style));
+    }
     if let Some(wait) = wait_line(v, opts.now) {
         field(out, ind, "Waits", &wait);
     }
@@ -243,6 +246,31 @@ fn stage_block(
         );
     }
     out.push('\n');
+}
+
+/// What a stage not started will reach, as `plan` counts it.
+fn will_reach(r: &WillReach, style: &Style) -> String {
+    if r.clusters == 0 {
+        return style.paint(
+            "no cluster of the fleet (Sveltos will count the stage as deployed at once; see \
+             kubectl promotion plan)",
+            Tone::Waiting,
+        );
+    }
+    let mut text = format!(
+        "{} cluster{}",
+        r.clusters,
+        if r.clusters == 1 { "" } else { "s" }
+    );
+    let skipped: Vec<String> = [(r.paused, "paused"), (r.not_ready, "not ready")]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+    if !skipped.is_empty() {
+        text.push_str(&format!(" ({}: Sveltos skips them)", skipped.join(", ")));
+    }
+    text
 }
 
 /// For an approval given ahead of the pipeline: when it will be used.
