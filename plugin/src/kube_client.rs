@@ -220,7 +220,15 @@ impl Kube {
         let what = Request::new("list", SUMMARIES);
         let lp = ListParams::default().labels(&summaries_selector(profiles));
         let req = self.build(KubeRequest::new(SUMMARIES_PATH).list(&lp), &what)?;
-        Ok(items(self.send(req, &what).await?))
+        let body = self
+            .client
+            .request_text(req)
+            .await
+            .map_err(|e| self.error(e, &what))?;
+        crate::summary_list::decode(body.as_bytes()).map_err(|e| Error::Api {
+            request: what,
+            message: format!("the answer is not a ClusterSummary list: {e}"),
+        })
     }
 
     /// Events about the promotion, oldest first, as `kubectl describe` reads them: from

@@ -17,5 +17,6 @@ pub mod output;
 pub mod printers;
 pub mod render;
 pub mod request_log;
+pub mod summary_list;
 pub mod view;
 pub mod watch;

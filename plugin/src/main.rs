@@ -11,6 +11,9 @@ use kubectl_promotion::commands::{self, Ctx};
 use kubectl_promotion::error::{self, exit};
 use kubectl_promotion::render::Style;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     // Rust ignores SIGPIPE, so a write to a closed pipe (`| head`) would panic in `println!`.
     // Restore the default every Unix CLI has: the process ends quietly.
