@@ -69,11 +69,11 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let method = req.method().clone();
-        let url = if req.uri().scheme().is_some() {
+        let url = tidy_query(&if req.uri().scheme().is_some() {
             req.uri().to_string()
         } else {
             format!("{}{}", self.log.server, req.uri())
-        };
+        });
         if self.log.level >= HEADERS {
             line(&format!("{method} {url}"));
             headers("Request Headers", req.headers());
@@ -144,4 +144,11 @@ mod tests {
         assert!(RequestLog::new(5, "https://x").is_none());
         assert!(RequestLog::new(6, "https://x/").is_some());
     }
+}
+
+/// kube writes a list's query as `?&labelSelector=…`, or a bare `?` when there is none; kubectl
+/// logs `?labelSelector=…` and no `?` at all.
+fn tidy_query(url: &str) -> String {
+    let url = url.replacen("?&", "?", 1);
+    url.strip_suffix('?').map(str::to_string).unwrap_or(url)
 }
