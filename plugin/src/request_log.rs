@@ -133,6 +133,13 @@ fn mask(value: &str) -> String {
     }
 }
 
+/// kube writes a list's query as `?&labelSelector=…`, or a bare `?` when there is none; kubectl
+/// logs `?labelSelector=…` and no `?` at all.
+fn tidy_query(url: &str) -> String {
+    let url = url.replacen("?&", "?", 1);
+    url.strip_suffix('?').map(str::to_string).unwrap_or(url)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,11 +151,4 @@ mod tests {
         assert!(RequestLog::new(5, "https://x").is_none());
         assert!(RequestLog::new(6, "https://x/").is_some());
     }
-}
-
-/// kube writes a list's query as `?&labelSelector=…`, or a bare `?` when there is none; kubectl
-/// logs `?labelSelector=…` and no `?` at all.
-fn tidy_query(url: &str) -> String {
-    let url = url.replacen("?&", "?", 1);
-    url.strip_suffix('?').map(str::to_string).unwrap_or(url)
 }
