@@ -424,11 +424,7 @@ fn stage_details(
             let first = !pipeline.stages[..view.index]
                 .iter()
                 .any(|s| s.name == view.name);
-            let profile = profiles
-                .owned
-                .get(&view.name)
-                .copied()
-                .filter(|_| first);
+            let profile = profiles.owned.get(&view.name).copied().filter(|_| first);
             let matching = profile.and_then(|p| {
                 p.pointer("/status/matchingClusters")
                     .and_then(Value::as_array)
@@ -447,11 +443,7 @@ fn stage_details(
                         .and_then(Value::as_str)
                         .map(String::from)
                 }),
-                cluster_profile_taken: profiles
-                    .taken
-                    .get(&view.name)
-                    .filter(|_| first)
-                    .cloned(),
+                cluster_profile_taken: profiles.taken.get(&view.name).filter(|_| first).cloned(),
                 matching_clusters: matching,
                 cluster_counts: counts,
                 clusters_from_previous_rollout: from_previous,

@@ -392,18 +392,16 @@ fn stage_view(
     clusters: Option<Vec<ClusterState>>,
 ) -> StageView {
     let stages = &promotion.spec.stages;
-    let reached = |i: usize| {
-        first_of_name(stages, i) && promotion.stage_reached(&stages[i].name)
-    };
     let status = first_of_name(stages, index)
         .then(|| promotion.stage_status(&stage.name))
         .flatten();
     let next = stages.get(index + 1);
     let is_last = next.is_none();
-    let next_reached = next.is_some() && reached(index + 1);
+    let next_reached =
+        next.is_some_and(|n| first_of_name(stages, index + 1) && promotion.stage_reached(&n.name));
     // Used: the next stage reached, or the last stage completed (which needs it reached).
-    let used = promotion.approval_used(index).is_some()
-        && if is_last { status.is_some() } else { next_reached };
+    let used =
+        promotion.approval_used(index).is_some() && (next_reached || (is_last && status.is_some()));
     let manual = stage.manual();
     let approval = match manual {
         None => Approval::NotRequired,
