@@ -17,6 +17,7 @@ use promotion_shared::model::{
     PROMOTION_NAME_LABEL, STAGE_NAME_ANNOTATION,
 };
 use promotion_shared::pipeline::{self, Observations, Phase, Pipeline, StageView};
+use promotion_shared::plan::promotion_from_json;
 
 use crate::error::{Error, Result};
 use crate::events::{event_view, EventView};
@@ -74,9 +75,10 @@ pub struct SnapshotRef<'a> {
     pub events: std::result::Result<&'a [Value], &'a str>,
 }
 
-/// Deserialize the stored object into the shared model, naming what is wrong.
+/// Deserialize the stored object into the shared model, naming what is wrong and where
+/// (`status.stages[0].name: invalid type: …`).
 pub fn typed(object: &Value) -> Result<ClusterPromotion> {
-    serde_json::from_value(object.clone()).map_err(|e| {
+    promotion_from_json(object).map_err(|e| {
         Error::Invalid(format!(
             "the object does not match the ClusterPromotion schema: {e}"
         ))
@@ -779,6 +781,20 @@ mod tests {
         );
         assert!(text.contains("  3. dev  not started\n     Selector:"));
         assert!(text.contains("Clusters:       shown under stage 1 (the same name; see Warnings)"));
+    }
+
+    #[test]
+    fn a_field_of_the_wrong_type_is_named() {
+        let mut obj = manual_gate();
+        obj["status"]["stages"][1]["lastSuccessfulAppliedTime"] = json!(5);
+        let Err(e) = Description::build(&Snapshot::offline(obj)) else {
+            panic!("a view of an object that does not fit the model");
+        };
+        assert_eq!(
+            e.to_string(),
+            "the object does not match the ClusterPromotion schema: \
+             status.stages[1].lastSuccessfulAppliedTime: invalid type: integer `5`, expected a string"
+        );
     }
 
     #[test]
