@@ -266,14 +266,22 @@ fn every_seed_is_described_in_its_state() {
     }
 }
 
-/// Every input that once stopped the `view` target (`fuzz/regressions/view-*`).
+/// Every input that once stopped the `view` target or its bounded run
+/// (`fuzz/regressions/view-*`, raw bytes as the target reads them).
 #[test]
 fn every_view_regression_keeps_the_invariants() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/regressions");
-    for file in files(&dir) {
-        let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if name.starts_with("view-") {
-            describe_and_check(&std::fs::read(&file).expect("regression input"));
-        }
+    let inputs: Vec<PathBuf> = files(&dir)
+        .into_iter()
+        .filter(|f| {
+            f.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("view-"))
+        })
+        .collect();
+    assert!(!inputs.is_empty());
+    for file in inputs {
+        let o = describe_and_check(&std::fs::read(&file).expect("regression input"));
+        assert!(o.built, "{}", file.display());
     }
 }
