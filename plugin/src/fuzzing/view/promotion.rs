@@ -44,6 +44,13 @@ pub const STAGE_NAMES: &[&str] = &[
     "\u{202e}ved",
     "line\nbreak",
     "[x]",
+    // Valid stage names that YAML 1.1 (go-yaml v2, so kubectl) reads as other types unquoted.
+    "on",
+    "y",
+    "no",
+    "null",
+    "0777",
+    "1e3",
 ];
 
 /// Times as the API server writes them, and some it does not.
