@@ -22,7 +22,7 @@ if [ -n "$(git status --porcelain)" ]; then
 fi
 commit=$(git rev-parse --short=12 HEAD)
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(admission lint scripts schedules)
+[ ${#targets[@]} -gt 0 ] || targets=(admission lint scripts schedules view)
 max_seconds=${MAX_SECONDS:-14400}
 
 goal() {

@@ -9,5 +9,5 @@ fuzz_target!(init: promotion_fuzz::init(), |data: &[u8]| {
 });
 
 fn lint(data: &[u8]) {
-    kubectl_promotion::fuzzing::lint_and_check(data);
+    kubectl_promotion::fuzzing::lint::lint_and_check(data);
 }

@@ -17,6 +17,7 @@ use promotion_shared::model::{
     PROMOTION_NAME_LABEL, STAGE_NAME_ANNOTATION,
 };
 use promotion_shared::pipeline::{self, Observations, Phase, Pipeline, StageView};
+use promotion_shared::plan::promotion_from_json;
 use promotion_shared::plan::Cluster;
 
 use crate::error::{Error, Result};
@@ -75,9 +76,10 @@ pub struct SnapshotRef<'a> {
     pub events: std::result::Result<&'a [Value], &'a str>,
 }
 
-/// Deserialize the stored object into the shared model, naming what is wrong.
+/// Deserialize the stored object into the shared model, naming what is wrong and where
+/// (`status.stages[0].name: invalid type: …`).
 pub fn typed(object: &Value) -> Result<ClusterPromotion> {
-    serde_json::from_value(object.clone()).map_err(|e| {
+    promotion_from_json(object).map_err(|e| {
         Error::Invalid(format!(
             "the object does not match the ClusterPromotion schema: {e}"
         ))
@@ -329,7 +331,7 @@ pub struct Description {
     pub events: Option<Vec<EventView>>,
     /// Whether cluster data was read (false for `describe -f`).
     pub online: bool,
-    /// Data that could not be read or parsed, and why.
+    /// Data that could not be read or parsed, or stages that cannot be told apart, and why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }
@@ -396,6 +398,7 @@ impl Description {
             warnings.push(e.to_string());
             None
         });
+        warnings.extend(duplicate_names(&pipeline));
         let stages = stage_details(&pipeline, &profiles, &approvals);
         let events = snap
             .events
@@ -455,7 +458,11 @@ fn stage_details(
         .stages
         .iter()
         .map(|view| {
-            let profile = profiles.owned.get(&view.name).copied();
+            // A profile is found by stage name, so it is the first stage's of that name.
+            let first = !pipeline.stages[..view.index]
+                .iter()
+                .any(|s| s.name == view.name);
+            let profile = profiles.owned.get(&view.name).copied().filter(|_| first);
             let matching = profile.and_then(|p| {
                 p.pointer("/status/matchingClusters")
                     .and_then(Value::as_array)
@@ -475,12 +482,30 @@ fn stage_details(
                         .and_then(Value::as_str)
                         .map(String::from)
                 }),
-                cluster_profile_taken: profiles.taken.get(&view.name).cloned(),
+                cluster_profile_taken: profiles.taken.get(&view.name).filter(|_| first).cloned(),
                 matching_clusters: matching,
                 cluster_counts: counts,
                 clusters_from_previous_rollout: from_previous,
                 view: view.clone(),
             }
+        })
+        .collect()
+}
+
+/// A warning per stage whose name an earlier stage has: what is shown for the name is the
+/// earlier stage's.
+fn duplicate_names(pipeline: &Pipeline) -> Vec<String> {
+    let stages = &pipeline.stages;
+    stages
+        .iter()
+        .filter_map(|s| {
+            let first = stages[..s.index].iter().find(|e| e.name == s.name)?;
+            Some(format!(
+                "spec.stages[{}].name: Duplicate value: {:?}: the API server refuses two stages \
+                 of one name, and Sveltos finds a stage's status, ClusterProfile and clusters by \
+                 its name, so they are shown under spec.stages[{}] only",
+                s.index, s.name, first.index
+            ))
         })
         .collect()
 }
@@ -755,6 +780,58 @@ mod tests {
         assert!(d.warnings.is_empty());
         assert!(d.events.is_none());
         assert!(d.stages.iter().all(|s| s.view.clusters.is_none()));
+    }
+
+    #[test]
+    fn a_repeated_stage_name_is_the_first_stages_with_a_warning() {
+        let mut obj = manual_gate();
+        obj["spec"]["stages"][2]["name"] = json!("dev");
+        let snap = Snapshot {
+            profiles: Ok(vec![profile(&obj, "dev", &[("ns", "a")])]),
+            object: obj,
+            summaries: Ok(vec![summary("p-dev", "a", "Provisioned")]),
+            events: Ok(vec![]),
+        };
+        let d = Description::build(&snap).unwrap();
+        assert_eq!(d.stages[0].cluster_profile.as_deref(), Some("p-dev"));
+        assert_eq!(d.stages[0].cluster_counts.as_ref().unwrap().provisioned, 1);
+        assert_eq!(d.stages[2].view.state, pipeline::StageState::NotStarted);
+        assert_eq!(d.stages[2].cluster_profile, None);
+        assert!(d.stages[2].view.clusters.is_none());
+        assert!(!d.stages[2].clusters_from_previous_rollout);
+        assert_eq!(d.phase, Phase::AwaitingApproval);
+        assert_eq!(
+            d.warnings,
+            vec![
+                "spec.stages[2].name: Duplicate value: \"dev\": the API server refuses two stages \
+                 of one name, and Sveltos finds a stage's status, ClusterProfile and clusters by \
+                 its name, so they are shown under spec.stages[0] only"
+            ]
+        );
+        let text = crate::render::describe::render(
+            &d,
+            &crate::render::Style::plain(),
+            &crate::render::describe::Options {
+                all_clusters: false,
+                now: chrono::Utc::now(),
+            },
+        );
+        assert!(text.contains("  3. dev  not started\n     Selector:"));
+        assert!(text.contains("Clusters:       shown under stage 1 (the same name; see Warnings)"));
+    }
+
+    #[test]
+    fn a_field_of_the_wrong_type_is_named() {
+        let mut obj = manual_gate();
+        obj["status"]["stages"][1]["lastSuccessfulAppliedTime"] = json!(5);
+        let Err(e) = Description::build(&Snapshot::offline(obj)) else {
+            panic!("a view of an object that does not fit the model");
+        };
+        assert_eq!(
+            e.to_string(),
+            "the object does not match the ClusterPromotion schema: \
+             status.stages[1].lastSuccessfulAppliedTime: invalid type: integer `5`, expected a string"
+        );
     }
 
     #[test]

@@ -1,13 +1,13 @@
 //! A bounded run of the `lint` fuzz target inside the test suite: thousands of manifest files
 //! mutated from the examples (YAML edits, then byte damage to some), through the path of
-//! `kubectl promotion lint FILE` with the invariants of `kubectl_promotion::fuzzing`; and a sample
+//! `kubectl promotion lint FILE` with the invariants of `kubectl_promotion::fuzzing::lint`; and a sample
 //! of them through the real binary, which must exit and report exactly as the harness saw.
 //! Deterministic (seeded); `FUZZ_SEED` and `FUZZ_ITERATIONS` widen a local run.
 
 use std::path::PathBuf;
 use std::process::Command;
 
-use kubectl_promotion::fuzzing::{lint_and_check, Outcome};
+use kubectl_promotion::fuzzing::lint::{lint_and_check, Outcome};
 use promotion_shared::fuzzing::generate::{mutate, settings, Rng};
 use serde_json::Value;
 

@@ -301,7 +301,10 @@ pub fn derive(
         .iter()
         .enumerate()
         .map(|(i, stage)| {
-            let clusters = observations.and_then(|o| o.get(&stage.name)).cloned();
+            let clusters = observations
+                .filter(|_| first_of_name(stages, i))
+                .and_then(|o| o.get(&stage.name))
+                .cloned();
             stage_view(promotion, i, stage, clusters)
         })
         .collect();
@@ -372,21 +375,38 @@ fn empty_status_reason(promotion: &ClusterPromotion) -> String {
     }
 }
 
+/// Whether `stages[index]` is the first stage of its name. Sveltos finds a stage's status, its
+/// ClusterProfile and so its clusters by the stage's name, so they all belong to the first stage
+/// of a name, and a later stage of the same name is never reached. (The API server refuses two
+/// stages of one name; a manifest read offline can still have them.)
+pub fn first_of_name(stages: &[Stage], index: usize) -> bool {
+    stages
+        .get(index)
+        .is_some_and(|s| !stages[..index].iter().any(|e| e.name == s.name))
+}
+
 fn stage_view(
     promotion: &ClusterPromotion,
     index: usize,
     stage: &Stage,
     clusters: Option<Vec<ClusterState>>,
 ) -> StageView {
-    let status = promotion.stage_status(&stage.name);
-    let next = promotion.spec.stages.get(index + 1);
+    let stages = &promotion.spec.stages;
+    let status = first_of_name(stages, index)
+        .then(|| promotion.stage_status(&stage.name))
+        .flatten();
+    let next = stages.get(index + 1);
     let is_last = next.is_none();
-    let next_reached = next.is_some_and(|n| promotion.stage_reached(&n.name));
+    let next_reached =
+        next.is_some_and(|n| first_of_name(stages, index + 1) && promotion.stage_reached(&n.name));
+    // Used: the next stage reached, or the last stage completed (which needs it reached).
+    let used =
+        promotion.approval_used(index).is_some() && (next_reached || (is_last && status.is_some()));
     let manual = stage.manual();
     let approval = match manual {
         None => Approval::NotRequired,
         Some(m) if !m.is_approved() => Approval::NotApproved,
-        Some(_) if promotion.approval_used(index).is_some() => Approval::Consumed,
+        Some(_) if used => Approval::Consumed,
         Some(_) => Approval::Pending,
     };
     let state = match status {

@@ -259,3 +259,37 @@ fn a_stage_change_sveltos_has_not_seen_makes_the_status_stale() {
     assert!(pipeline.stale.is_some());
     assert!(pipeline.awaiting_approval().is_none());
 }
+
+/// Two stages of one name (the API server refuses them; `describe -f` can still read them). A
+/// stage's status is found by its name, so it is the first stage's, and the later stage of that
+/// name is never reached. Found by the `view` fuzz target: the later `dev` here used to read the
+/// first one's "Successfully provisioned" and complete the pipeline, and `staging`, whose
+/// successor it is, counted as promoted with its approval used.
+#[test]
+fn a_repeated_stage_name_is_reached_only_once() {
+    let mut p = load("kyverno-manual-gate.yaml");
+    p.spec.stages[2].name = "dev".into();
+    let pipeline = derive(&p, None, &Freshness::Current);
+    assert_eq!(
+        states(&p, None),
+        vec![
+            st("dev", StageState::Promoted),
+            st("staging", StageState::AwaitingApproval),
+            st("dev", StageState::NotStarted),
+        ]
+    );
+    assert_eq!(pipeline.phase, Phase::AwaitingApproval);
+
+    p.spec.stages[1]
+        .trigger
+        .as_mut()
+        .unwrap()
+        .manual
+        .as_mut()
+        .unwrap()
+        .approved = Some(true);
+    let pipeline = derive(&p, None, &Freshness::Current);
+    assert_eq!(pipeline.stages[1].state, StageState::ApprovedPending);
+    assert_eq!(pipeline.stages[1].approval, Approval::Pending);
+    assert_eq!(pipeline.phase, Phase::Progressing);
+}

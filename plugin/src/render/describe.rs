@@ -322,7 +322,15 @@ fn clusters(out: &mut String, d: &Description, stage: &StageDetail, style: &Styl
     let ind = 5;
     let v = &stage.view;
     let Some(list) = v.clusters.as_deref() else {
-        let text = if !d.online {
+        let same_name = d.stages[..v.index.min(d.stages.len())]
+            .iter()
+            .find(|s| s.view.name == v.name);
+        let text = if let Some(first) = same_name {
+            format!(
+                "shown under stage {} (the same name; see Warnings)",
+                first.view.index + 1
+            )
+        } else if !d.online {
             "not read (offline)".to_string()
         } else {
             match (
