@@ -260,6 +260,23 @@ impl RequestScope<'_> {
             .or_insert_with(|| json!({}))
             .as_object_mut()
             .ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
+        // Go decodes metadata into ObjectMeta, whose namespace is a string (kubectl refuses
+        // such a manifest before sending it, with the same words).
+        if let Some(v) = meta
+            .get("namespace")
+            .filter(|v| !v.is_string() && !v.is_null())
+        {
+            let kind = match v {
+                Value::Object(_) => "object",
+                Value::Array(_) => "array",
+                Value::Bool(_) => "bool",
+                _ => "number",
+            };
+            return Err(ApiError::bad_request(format!(
+                "json: cannot unmarshal {kind} into Go struct field ObjectMeta.metadata.namespace \
+                 of type string"
+            )));
+        }
         if def.namespaced {
             let url_ns = self.target.namespace.clone().unwrap_or_default();
             match meta.get("namespace").and_then(Value::as_str) {
