@@ -154,7 +154,8 @@ fn names_a_field(value: &Value, path: &str) -> bool {
         };
     }
     let Value::Object(map) = value else {
-        return false;
+        // A field required below a `null` (`metadata:` with nothing under it) is missing too.
+        return value.is_null() && !rest.contains('[');
     };
     // A key is written verbatim (an unknown field may hold `.` or `[`), so the object's own
     // keys are tried first; a key absent from the object ends at the next `.` or `[`.
@@ -176,7 +177,8 @@ mod tests {
 
     #[test]
     fn paths_name_fields_present_or_missing() {
-        let doc = json!({"spec": {"stages": [{"m": {"a]]b": 1, "x.y": 2}, "cl[ster": 3}]}});
+        let doc =
+            json!({"spec": {"stages": [{"m": {"a]]b": 1, "x.y": 2}, "cl[ster": 3, "n": null}]}});
         for path in [
             "",
             "spec",
@@ -186,6 +188,7 @@ mod tests {
             "spec.stages[0].missing",
             "spec.stages[0].cl[ster",
             "metadata.name",
+            "spec.stages[0].n.name",
             "spec.stages[0].m[not there]",
             "metadata",
         ] {
