@@ -130,6 +130,18 @@ fn names_a_field(value: &Value, path: &str) -> bool {
     if rest.is_empty() {
         return true;
     }
+    // After a `.`, a key is written verbatim, even one that starts with `[`.
+    let dotted = path.starts_with('.') || !path.starts_with('[');
+    if let (true, Value::Object(map)) = (dotted, value) {
+        let verbatim = map.iter().any(|(k, v)| {
+            rest.strip_prefix(k.as_str()).is_some_and(|after| {
+                (after.is_empty() || after.starts_with(['.', '['])) && names_a_field(v, after)
+            })
+        });
+        if verbatim {
+            return true;
+        }
+    }
     if let Some(inner) = rest.strip_prefix('[') {
         return match value {
             Value::Array(items) => inner.split_once(']').is_some_and(|(i, after)| {
@@ -177,8 +189,7 @@ mod tests {
 
     #[test]
     fn paths_name_fields_present_or_missing() {
-        let doc =
-            json!({"spec": {"stages": [{"m": {"a]]b": 1, "x.y": 2}, "cl[ster": 3, "n": null}]}});
+        let doc = json!({"spec": {"stages": [{"m": {"a]]b": 1, "x.y": 2}, "cl[ster": 3, "n": null, "[o": 4}]}});
         for path in [
             "",
             "spec",
@@ -189,6 +200,7 @@ mod tests {
             "spec.stages[0].cl[ster",
             "metadata.name",
             "spec.stages[0].n.name",
+            "spec.stages[0].[o",
             "spec.stages[0].m[not there]",
             "metadata",
         ] {
