@@ -107,10 +107,13 @@ impl SourceDocument {
 fn inside_scalar(node: &Node, (line, col): (usize, usize)) -> Pos {
     let (line, col) = (line.max(1), col.max(1));
     match node.style {
+        // A position after the block's final line break (the end of a script) is where the
+        // block ends, not on the next, less indented, line.
         Style::Literal => Pos {
             line: node.value.line + line - 1,
             column: node.value.column + col - 1,
-        },
+        }
+        .min(node.end.max(node.value)),
         Style::Collection => node.key.unwrap_or(node.value),
         Style::Folded | Style::Quoted | Style::Plain
             if line == 1 && node.end.line == node.value.line =>
@@ -544,6 +547,12 @@ mod tests {
                 column: 12
             }
         );
+
+        // After the final line break of a block followed by a less indented line: where the
+        // block ends, never past the end of that next line.
+        let doc = one("a:\n  b: |\n        one\nc: 1\n");
+        let at = doc.locate("a.b", Some((2, 1)));
+        assert!(at.line == 4 && at.column <= 5, "{at:?}");
 
         // Escaped line breaks: the value's third line is nowhere in the file.
         let doc = one("a: \"x\\ny\\nzz(\"\nb: 1\n");
