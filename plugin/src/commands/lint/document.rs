@@ -20,7 +20,16 @@ pub(super) struct Run<'a> {
     pub declared: Vec<Declared>,
 }
 
-impl Run<'_> {
+impl<'a> Run<'a> {
+    pub(super) fn new(crd: &'a Crd) -> Self {
+        Run {
+            crd,
+            located: Vec::new(),
+            tally: Tally::default(),
+            declared: Vec::new(),
+        }
+    }
+
     pub(super) fn lint_bytes(&mut self, name: &str, bytes: &[u8]) {
         let text = match std::str::from_utf8(bytes) {
             Ok(t) => t,

@@ -150,12 +150,7 @@ pub fn exit_status(tally: &Tally, located: &[Located], strict: bool) -> u8 {
 /// One file's contents judged as `lint FILE` judges them with the built-in CRD, the checks
 /// across documents included: the entry point of the `lint` fuzz target.
 pub fn lint_bytes(name: &str, bytes: &[u8]) -> (Vec<Located>, Tally) {
-    let mut run = Run {
-        crd: Crd::embedded(),
-        located: Vec::new(),
-        tally: Tally::default(),
-        declared: Vec::new(),
-    };
+    let mut run = Run::new(Crd::embedded());
     run.lint_bytes(name, bytes);
     let mut located = run.located;
     located.extend(cross::check(&run.declared));
@@ -165,12 +160,7 @@ pub fn lint_bytes(name: &str, bytes: &[u8]) -> (Vec<Located>, Tally) {
 
 /// Every input, then the checks across documents; findings grouped by file in input order.
 fn lint_inputs(crd: &Crd, inputs: &[PathBuf]) -> (Vec<Located>, Tally) {
-    let mut run = Run {
-        crd,
-        located: Vec::new(),
-        tally: Tally::default(),
-        declared: Vec::new(),
-    };
+    let mut run = Run::new(crd);
     let mut order: Vec<String> = Vec::new();
     for input in inputs {
         for file in inputs::expand(input, &mut run.located, &mut run.tally) {
@@ -265,12 +255,7 @@ mod tests {
     use super::*;
 
     fn lint_named(name: &str, bytes: &[u8]) -> (Vec<Located>, Tally) {
-        let mut run = Run {
-            crd: Crd::embedded(),
-            located: Vec::new(),
-            tally: Tally::default(),
-            declared: Vec::new(),
-        };
+        let mut run = Run::new(Crd::embedded());
         run.lint_bytes(name, bytes);
         (run.located, run.tally)
     }
