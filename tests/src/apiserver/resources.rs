@@ -20,6 +20,17 @@ pub const CRD_VERBS: &[&str] = &[
     "watch",
 ];
 pub const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
+/// Verbs the real server lists for a built-in type (namespaces aside).
+const BUILTIN_VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 
 /// How rows of `kubectl get` are built for a type.
 #[derive(Clone, Debug)]
@@ -227,16 +238,7 @@ fn core(
                 "create", "delete", "get", "list", "patch", "update", "watch",
             ]
         } else {
-            &[
-                "create",
-                "delete",
-                "deletecollection",
-                "get",
-                "list",
-                "patch",
-                "update",
-                "watch",
-            ]
+            BUILTIN_VERBS
         },
         status_subresource: plural == "namespaces",
         storage: plural,
@@ -263,16 +265,7 @@ fn admission_configuration(
         kind,
         namespaced: false,
         short_names: &[],
-        verbs: &[
-            "create",
-            "delete",
-            "deletecollection",
-            "get",
-            "list",
-            "patch",
-            "update",
-            "watch",
-        ],
+        verbs: BUILTIN_VERBS,
         status_subresource: false,
         storage: plural,
         printer: Printer::Crd(Vec::new()),
@@ -312,16 +305,7 @@ pub fn registry(with_promotion_crd: bool) -> Vec<Arc<ResourceDef>> {
             kind: "Event",
             namespaced: true,
             short_names: &["ev"],
-            verbs: &[
-                "create",
-                "delete",
-                "deletecollection",
-                "get",
-                "list",
-                "patch",
-                "update",
-                "watch",
-            ],
+            verbs: BUILTIN_VERBS,
             status_subresource: false,
             storage: "events",
             printer: Printer::Event,
