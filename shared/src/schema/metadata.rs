@@ -10,7 +10,7 @@ use super::prune::UnknownField;
 use super::violation::{Keyword, Violation};
 
 /// `ObjectMeta`'s JSON fields.
-const OBJECT_META_FIELDS: [&str; 15] = [
+pub const OBJECT_META_FIELDS: [&str; 15] = [
     "name",
     "generateName",
     "namespace",

@@ -32,6 +32,7 @@ pub use crd::{
 };
 pub use field_error::{go_quote, go_value, FieldError, FieldErrorKind};
 pub use findings::{check, lint, SchemaFindings};
+pub use metadata::OBJECT_META_FIELDS;
 pub use prune::UnknownField;
 pub use suggest::closest;
 pub use violation::{Keyword, RuleMode, Violation};

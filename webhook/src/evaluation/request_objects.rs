@@ -59,23 +59,7 @@ impl Node {
     fn known(self) -> &'static [&'static str] {
         match self {
             Node::Root => &["apiVersion", "kind", "metadata", "spec", "status"],
-            Node::Metadata => &[
-                "name",
-                "generateName",
-                "namespace",
-                "selfLink",
-                "uid",
-                "resourceVersion",
-                "generation",
-                "creationTimestamp",
-                "deletionTimestamp",
-                "deletionGracePeriodSeconds",
-                "labels",
-                "annotations",
-                "ownerReferences",
-                "finalizers",
-                "managedFields",
-            ],
+            Node::Metadata => &promotion_shared::schema::OBJECT_META_FIELDS,
         }
     }
 }
