@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 
 use saphyr_parser::{Event, Marker, Parser, ScalarStyle};
 use serde_json::{Map, Number, Value};
@@ -74,8 +75,8 @@ pub struct SourceDocument {
     /// Where the document starts.
     pub start: Pos,
     nodes: HashMap<String, Node>,
-    /// Where the file ends: no position is reported past it.
-    end: Pos,
+    /// The file's lines: no position is reported past the end of the file or of its line.
+    lines: Arc<LineIndex>,
 }
 
 impl SourceDocument {
@@ -88,9 +89,10 @@ impl SourceDocument {
             if let Some(node) = self.nodes.get(&key) {
                 let exact = len == segs.len();
                 return match (inner, exact) {
-                    // A block scalar's final line break may be one the file does not have (at
-                    // its very end), so a position after it is the end of the file.
-                    (Some(inner), true) => inside_scalar(node, inner).min(self.end),
+                    // A position after a block scalar's final line break may lie on a line the
+                    // file does not have (at its very end), or on a shorter, less indented line
+                    // that the parser counts as the block's (trailing blank lines).
+                    (Some(inner), true) => self.lines.clamp(inside_scalar(node, inner)),
                     _ => node.key.unwrap_or(node.value),
                 };
             }
@@ -160,8 +162,11 @@ enum Frame {
 
 /// Parse every document in `text`. Empty documents are kept as `Value::Null`.
 pub fn parse_documents(text: &str) -> Result<Vec<SourceDocument>, SourceError> {
-    let lines = LineIndex::new(text);
-    let mut builder = Builder::default();
+    let lines = Arc::new(LineIndex::new(text));
+    let mut builder = Builder {
+        lines: Arc::clone(&lines),
+        ..Builder::default()
+    };
     let mut parser = Parser::new_from_str(text);
     while let Some(event) = parser.next_event() {
         let (event, span) = event.map_err(|e| SourceError {
@@ -170,18 +175,14 @@ pub fn parse_documents(text: &str) -> Result<Vec<SourceDocument>, SourceError> {
         })?;
         builder.event(event, lines.pos(&span.start), lines.pos(&span.end))?;
     }
-    let end = lines.end();
-    let mut docs = builder.docs;
-    for doc in &mut docs {
-        doc.end = end;
-    }
-    Ok(docs)
+    Ok(builder.docs)
 }
 
 /// Where each line of a text starts, counting lines as `\n` ends them (as grep, editors and
 /// [`position_of_byte`] do). The parser also ends a line at a lone CR, and puts an error met at
 /// the end of a text without a final line break on a line after the last: positions are
 /// recomputed from its character offsets instead.
+#[derive(Debug, Default)]
 struct LineIndex {
     /// Character offset of each line's start.
     starts: Vec<usize>,
@@ -209,18 +210,36 @@ impl LineIndex {
         self.at(self.chars)
     }
 
+    fn start(&self, line: usize) -> usize {
+        self.starts
+            .get(line.saturating_sub(1))
+            .copied()
+            .unwrap_or(0)
+    }
+
     fn at(&self, index: usize) -> Pos {
         let index = index.min(self.chars);
         let line = self.starts.partition_point(|&s| s <= index).max(1);
         Pos {
             line,
-            column: index - self.starts[line - 1] + 1,
+            column: index - self.start(line) + 1,
+        }
+    }
+
+    /// `pos`, moved back to the end of the file if it lies past it, or to the end of its line.
+    fn clamp(&self, pos: Pos) -> Pos {
+        let pos = pos.min(self.end());
+        let next = self.starts.get(pos.line).map_or(self.chars + 1, |&s| s);
+        Pos {
+            line: pos.line,
+            column: pos.column.min(next - self.start(pos.line)),
         }
     }
 }
 
 #[derive(Default)]
 struct Builder {
+    lines: Arc<LineIndex>,
     docs: Vec<SourceDocument>,
     stack: Vec<Frame>,
     nodes: HashMap<String, Node>,
@@ -245,7 +264,7 @@ impl Builder {
                     value,
                     start: self.doc_start.take().unwrap_or(pos),
                     nodes: std::mem::take(&mut self.nodes),
-                    end: pos,
+                    lines: Arc::clone(&self.lines),
                 });
             }
             Event::Scalar(text, style, anchor, tag) => {
@@ -553,6 +572,12 @@ mod tests {
         let doc = one("a:\n  b: |\n        one\nc: 1\n");
         let at = doc.locate("a.b", Some((2, 1)));
         assert!(at.line == 4 && at.column <= 5, "{at:?}");
+        // ... or by blank lines less indented than the block, which the parser counts as the
+        // block's: never past the end of such a line (found by the lint fuzz target).
+        let doc = one("a:\n  b: |\n        one\n   \n");
+        assert_eq!(doc.locate("a.b", Some((2, 1))), Pos { line: 4, column: 4 });
+        let doc = one("a:\n  b: |\n        one\n\n\n");
+        assert_eq!(doc.locate("a.b", Some((2, 1))), Pos { line: 4, column: 1 });
 
         // Escaped line breaks: the value's third line is nowhere in the file.
         let doc = one("a: \"x\\ny\\nzz(\"\nb: 1\n");
