@@ -17,7 +17,7 @@ use promotion_shared::plan::{self, ClusterType, Inventory, Plan, PlannedCluster,
 use super::{note, Ctx};
 use crate::error::{self, exit, Error, Result};
 use crate::output::{self, ModelFormat};
-use crate::render::{table, Style, Tone};
+use crate::render::{self, table, Style, Tone};
 use crate::view::API_VERSION;
 
 /// `plan`'s exit status for input, connection and usage errors.
@@ -370,16 +370,8 @@ fn stage_block(index: usize, stage: &StagePlan, style: &Style, all_clusters: boo
     } else {
         count(stage.count, "cluster", "clusters")
     };
-    let problems: Vec<String> = [(stage.paused, "paused"), (stage.not_ready, "not ready")]
-        .iter()
-        .filter(|(n, _)| *n > 0)
-        .map(|(n, what)| format!("{n} {what}"))
-        .collect();
-    if !problems.is_empty() {
-        reach.push_str(&format!(
-            ": {}",
-            style.paint(&problems.join(", "), Tone::Waiting)
-        ));
+    if let Some(skipped) = render::skipped_clusters(stage.paused, stage.not_ready) {
+        reach.push_str(&format!(": {}", style.paint(&skipped, Tone::Waiting)));
     }
     let mut out = format!(
         "{}. {}   {selector}   → {reach}\n",

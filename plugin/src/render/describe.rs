@@ -257,18 +257,9 @@ fn will_reach(r: &WillReach, style: &Style) -> String {
             Tone::Waiting,
         );
     }
-    let mut text = format!(
-        "{} cluster{}",
-        r.clusters,
-        if r.clusters == 1 { "" } else { "s" }
-    );
-    let skipped: Vec<String> = [(r.paused, "paused"), (r.not_ready, "not ready")]
-        .into_iter()
-        .filter(|(n, _)| *n > 0)
-        .map(|(n, what)| format!("{n} {what}"))
-        .collect();
-    if !skipped.is_empty() {
-        text.push_str(&format!(" ({}: Sveltos skips them)", skipped.join(", ")));
+    let mut text = plural(r.clusters, "cluster");
+    if let Some(skipped) = super::skipped_clusters(r.paused, r.not_ready) {
+        text.push_str(&format!(" ({skipped}: Sveltos skips them)"));
     }
     text
 }

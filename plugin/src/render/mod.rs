@@ -167,6 +167,17 @@ fn state_symbol(state: &StageState) -> (&'static str, Tone) {
     (sym, tone)
 }
 
+/// The clusters a stage matches that Sveltos skips, as `plan` and `describe` word them:
+/// "1 paused, 2 not ready", or `None` when there are none.
+pub fn skipped_clusters(paused: usize, not_ready: usize) -> Option<String> {
+    let skipped: Vec<String> = [(paused, "paused"), (not_ready, "not ready")]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+    (!skipped.is_empty()).then(|| skipped.join(", "))
+}
+
 /// Visible width of text that may contain ANSI colour sequences.
 pub fn visible_width(text: &str) -> usize {
     let mut width = 0;
