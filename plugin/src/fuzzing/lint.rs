@@ -126,16 +126,22 @@ fn check_paths(bytes: &[u8], located: &[Located], promotions: usize) {
 /// by plain keys only. A key in brackets is matched against the object's own keys, since the API server's
 /// path syntax writes keys verbatim and a key may itself contain `]`.
 fn names_a_field(value: &Value, path: &str) -> bool {
+    // A path starts with a key, written verbatim as after a `.`: an unknown top-level field
+    // `[pec` is written `[pec`.
+    names_a_field_after(value, &format!(".{path}"))
+}
+
+/// [`names_a_field`] for the rest of a path, which starts with `.` or `[` (or is empty).
+fn names_a_field_after(value: &Value, path: &str) -> bool {
     let rest = path.strip_prefix('.').unwrap_or(path);
     if rest.is_empty() {
         return true;
     }
     // After a `.`, a key is written verbatim, even one that starts with `[`.
-    let dotted = path.starts_with('.') || !path.starts_with('[');
-    if let (true, Value::Object(map)) = (dotted, value) {
+    if let (true, Value::Object(map)) = (path.starts_with('.'), value) {
         let verbatim = map.iter().any(|(k, v)| {
             rest.strip_prefix(k.as_str()).is_some_and(|after| {
-                (after.is_empty() || after.starts_with(['.', '['])) && names_a_field(v, after)
+                (after.is_empty() || after.starts_with(['.', '['])) && names_a_field_after(v, after)
             })
         });
         if verbatim {
@@ -148,14 +154,14 @@ fn names_a_field(value: &Value, path: &str) -> bool {
                 i.parse::<usize>()
                     .ok()
                     .and_then(|i| items.get(i))
-                    .is_some_and(|item| names_a_field(item, after))
+                    .is_some_and(|item| names_a_field_after(item, after))
             }),
             Value::Object(map) => {
                 let present = map.iter().any(|(k, v)| {
                     inner
                         .strip_prefix(k.as_str())
                         .and_then(|after| after.strip_prefix(']'))
-                        .is_some_and(|after| names_a_field(v, after))
+                        .is_some_and(|after| names_a_field_after(v, after))
                 });
                 let missing = inner
                     .strip_suffix(']')
@@ -173,7 +179,7 @@ fn names_a_field(value: &Value, path: &str) -> bool {
     // keys are tried first; a key absent from the object ends at the next `.` or `[`.
     let present = map.iter().any(|(k, v)| {
         rest.strip_prefix(k.as_str()).is_some_and(|after| {
-            (after.is_empty() || after.starts_with(['.', '['])) && names_a_field(v, after)
+            (after.is_empty() || after.starts_with(['.', '['])) && names_a_field_after(v, after)
         })
     });
     // A missing field may sit below missing objects (`metadata.name` required when there is no
@@ -189,7 +195,7 @@ mod tests {
 
     #[test]
     fn paths_name_fields_present_or_missing() {
-        let doc = json!({"spec": {"stages": [{"m": {"a]]b": 1, "x.y": 2}, "cl[ster": 3, "n": null, "[o": 4}]}});
+        let doc = json!({"spec": {"stages": [{"m": {"a]]b": 1, "x.y": 2}, "cl[ster": 3, "n": null, "[o": 4}]}, "[pec": 5});
         for path in [
             "",
             "spec",
@@ -201,6 +207,7 @@ mod tests {
             "metadata.name",
             "spec.stages[0].n.name",
             "spec.stages[0].[o",
+            "[pec",
             "spec.stages[0].m[not there]",
             "metadata",
         ] {
