@@ -3,7 +3,7 @@
 //!
 //! - libFuzzer's hook (libfuzzer-sys) aborts on every panic, including the ones the code expects
 //!   and catches (the `cel` crate's parser); [`init`] puts
-//!   `promotion_shared::panics::let_caught_panics_unwind` in front of it, so only those unwind.
+//!   `cel_check::panics::let_caught_panics_unwind` in front of it, so only those unwind.
 //! - Inputs run on one worker thread with `VALIDATION_STACK_BYTES` of stack, the stack the
 //!   webhook's workers and lint's thread validate on. There the engine never needs `stacker` to
 //!   switch to a fresh stack, exactly as in production, and AddressSanitizer sees one ordinary
@@ -21,7 +21,7 @@ use promotion_shared::validation::VALIDATION_STACK_BYTES;
 
 /// Call from the targets' `init:` block, after libfuzzer-sys has installed its hook.
 pub fn init() {
-    promotion_shared::panics::let_caught_panics_unwind();
+    cel_check::panics::let_caught_panics_unwind();
 }
 
 type Job = (fn(&[u8]), Vec<u8>);

@@ -9,6 +9,7 @@ pub mod duration;
 pub mod error;
 pub mod events;
 pub mod fetch;
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod inventory;
 pub mod jsonpath;

@@ -193,7 +193,7 @@ fn yaml_output_carries_the_same_findings_as_json() {
 fn crd_with_on_failure(dir: &Path) -> PathBuf {
     let text = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/crds/config.projectsveltos.io_clusterpromotions.yaml"),
+            .join("../crates/crd-schema/crds/config.projectsveltos.io_clusterpromotions.yaml"),
     )
     .unwrap();
     let anchor = "\n                    trigger:\n";
@@ -273,7 +273,7 @@ fn help_names_the_sveltos_version_of_the_built_in_crd() {
     let o = lint(&["--help"]);
     assert_eq!(o.status.code(), Some(0));
     assert!(
-        stdout(&o).contains(promotion_shared::schema::EMBEDDED_SVELTOS),
+        stdout(&o).contains(crd_schema::EMBEDDED_SVELTOS),
         "{}",
         stdout(&o)
     );

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use promotion_shared::schema::{lint, Crd};
-use promotion_shared::source::parse_documents;
+use crd_schema::Crd;
+use promotion_manifest::parse_documents;
+use promotion_shared::validation::lint;
 use promotion_shared::validation::{validate, VALIDATION_STACK_BYTES};
 
 fn examples() -> PathBuf {

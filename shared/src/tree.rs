@@ -127,6 +127,17 @@ pub fn type_name(value: &Tree) -> &'static str {
     }
 }
 
+/// The value at an API-server field path, if present.
+pub fn lookup<'a, 'ctx>(root: &'a Tree<'ctx>, path: &str) -> Option<&'a Tree<'ctx>> {
+    promotion_findings::segments(path)
+        .iter()
+        .try_fold(root, |v, seg| match (seg, v) {
+            (promotion_findings::Segment::Key(k), _) => field(v, k),
+            (promotion_findings::Segment::Index(i), Tree::Array(items)) => items.get(*i),
+            (promotion_findings::Segment::Index(_), _) => None,
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,6 @@
 //! A bounded run of the `scripts` fuzz target inside the test suite: thousands of texts mutated
 //! from the example scripts and rules and the Lua and CEL parity corpora, each as a Lua script
-//! and as a CEL rule through the checkers (and, with `health-runtime`, the health runner), with
+//! and as a CEL rule through the checkers (and the health runner), with
 //! the invariants of `promotion_shared::fuzzing::scripts`. Deterministic (seeded); `FUZZ_SEED`
 //! and `FUZZ_ITERATIONS` widen a local run.
 
@@ -187,10 +187,8 @@ fn thousands_of_mutated_scripts_and_rules_break_no_invariant() {
         cel_rejected > share && iterations - cel_rejected > share,
         "{counts:?}"
     );
-    if cfg!(feature = "health-runtime") {
-        assert!(
-            lua_verdicts > share / 2 && cel_verdicts > share / 2,
-            "{counts:?}"
-        );
-    }
+    assert!(
+        lua_verdicts > share / 2 && cel_verdicts > share / 2,
+        "{counts:?}"
+    );
 }

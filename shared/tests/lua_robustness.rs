@@ -64,7 +64,8 @@ fn judge(script: &str) -> Vec<Finding> {
 fn corpus_scripts() -> &'static [String] {
     static SCRIPTS: OnceLock<Vec<String>> = OnceLock::new();
     SCRIPTS.get_or_init(|| {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lua");
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../crates/lua-check/tests/fixtures/lua");
         let text = std::fs::read_to_string(dir.join("gopher-lua-verdicts.jsonl")).unwrap();
         text.lines()
             .map(|l| serde_json::from_str::<Value>(l).unwrap())
@@ -176,7 +177,7 @@ fn every_corpus_script_is_judged() {
 fn the_backquote_script_that_stopped_the_fuzzer_is_a_finding() {
     // Copied from the fuzzing session's crash inputs (it made full_moon's lexer panic).
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/lua/fuzz/lua-backquote-parser-panic.json");
+        .join("../crates/lua-check/tests/fixtures/lua/fuzz/lua-backquote-parser-panic.json");
     let review: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     let object = &review["request"]["object"];
     let script = object["spec"]["profileSpec"]["validateHealths"][0]["script"]

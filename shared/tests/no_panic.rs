@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-use promotion_shared::schema::{lint, Crd};
-use promotion_shared::source::parse_documents;
+use crd_schema::Crd;
+use promotion_manifest::parse_documents;
+use promotion_shared::validation::lint;
 use promotion_shared::validation::{validate, validate_update};
 
 fn example_values() -> Vec<Value> {

@@ -5,7 +5,7 @@
 use std::panic::{catch_unwind, set_hook};
 use std::sync::{Arc, Mutex};
 
-use promotion_shared::panics::{catch_expected, is_caught, let_caught_panics_unwind};
+use cel_check::panics::{catch_expected, is_caught, let_caught_panics_unwind};
 
 #[test]
 fn only_panics_outside_catch_expected_reach_the_previous_hook() {

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
 
+use promotion_manifest::parse_documents;
 use promotion_shared::model::ClusterPromotion;
-use promotion_shared::source::parse_documents;
 
 fn read_yaml(path: PathBuf) -> Vec<Value> {
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -91,7 +91,7 @@ fn populate(schema: &Value, depth: usize) -> Value {
 #[test]
 fn fully_populated_crd_object_roundtrips_unchanged() {
     let crd_path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("crds/config.projectsveltos.io_clusterpromotions.yaml");
+        .join("../crates/crd-schema/crds/config.projectsveltos.io_clusterpromotions.yaml");
     let crd = read_yaml(crd_path).remove(0);
     let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
     let mut obj = populate(schema, 0);

@@ -10,8 +10,9 @@
 
 use std::path::PathBuf;
 
-use promotion_shared::schema::{lint, Crd, CreateOutcome, RuleMode};
-use promotion_shared::source::parse_documents;
+use crd_schema::{Crd, CreateOutcome, RuleMode};
+use promotion_manifest::parse_documents;
+use promotion_shared::validation::lint;
 use serde_json::{json, Value};
 
 fn fixtures() -> PathBuf {
@@ -337,7 +338,7 @@ fn every_example_passes_the_schema_or_fails_only_where_its_verdict_says() {
     let crd = Crd::embedded();
     for verdict in promotion_examples::verdicts() {
         let docs = parse_documents(&verdict.manifest()).unwrap();
-        let found = promotion_shared::schema::check(crd, &docs[0].value).into_findings();
+        let found = crd_schema::check(crd, &docs[0].value).into_findings();
         for f in &found {
             assert!(
                 verdict.errors().contains(&f.path.as_str()),
@@ -440,7 +441,7 @@ fn an_object_populated_from_the_whole_crd_passes() {
         CreateOutcome::Stored(_) => {}
         other => panic!("{other:?}"),
     }
-    let schema_errors: Vec<String> = promotion_shared::schema::check(crd, &object)
+    let schema_errors: Vec<String> = crd_schema::check(crd, &object)
         .into_findings()
         .iter()
         .map(ToString::to_string)

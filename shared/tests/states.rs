@@ -4,12 +4,12 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
+use promotion_manifest::parse_documents;
 use promotion_shared::approval::Used;
 use promotion_shared::cluster_summary::ClusterState;
 use promotion_shared::freshness::{freshness, Freshness, StaleSignal};
 use promotion_shared::model::ClusterPromotion;
 use promotion_shared::pipeline::{derive, Approval, Observations, Phase, StageState};
-use promotion_shared::source::parse_documents;
 
 fn load(file: &str) -> ClusterPromotion {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

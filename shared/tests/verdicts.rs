@@ -2,7 +2,7 @@
 //! error and warning paths, nothing more, nothing less.
 
 use promotion_examples::examples_dir;
-use promotion_shared::source::parse_documents;
+use promotion_manifest::parse_documents;
 use promotion_shared::validation::{validate, Finding};
 
 fn findings(file: &str) -> Vec<Finding> {

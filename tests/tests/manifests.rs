@@ -593,10 +593,10 @@ fn check_network_policy(install: &Install, pod_labels: &Value, listen: &Listen) 
     }
 }
 
-/// The CRD the webhook rules must match, as vendored in `shared/crds`.
+/// The CRD the webhook rules must match, as vendored in `crates/crd-schema/crds`.
 fn cluster_promotion_crd() -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/crds/config.projectsveltos.io_clusterpromotions.yaml");
+        .join("../crates/crd-schema/crds/config.projectsveltos.io_clusterpromotions.yaml");
     let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
 }

@@ -10,10 +10,10 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, TestRunner};
 use serde_json::{json, Value};
 
+use crd_schema::{check, Crd};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use promotion_e2e::apiserver::{StandIn, StandInHandle, StandInOptions};
-use promotion_shared::schema::{check, Crd};
 
 fn base() -> Value {
     json!({

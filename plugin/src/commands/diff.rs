@@ -11,6 +11,7 @@ use clap::Args;
 
 use serde_json::{Map, Value};
 
+use crd_schema::Crd;
 use promotion_shared::admission::{plan_mutation, removed_approvals, UserInfo};
 use promotion_shared::diff::{
     appended_check_names, comparable_profile_spec, semantic_diff, Change, ChangeKind,
@@ -18,7 +19,6 @@ use promotion_shared::diff::{
 use promotion_shared::model::API_VERSION;
 use promotion_shared::model::{stage_profile_name, ClusterPromotion, GROUP, KIND, VERSION};
 use promotion_shared::rollout::{self, Restart};
-use promotion_shared::schema::Crd;
 
 use super::Ctx;
 use crate::error::{exit, Error, Result};

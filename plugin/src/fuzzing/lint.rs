@@ -13,8 +13,8 @@
 
 use serde_json::Value;
 
+use promotion_manifest::parse_documents;
 use promotion_shared::model::is_cluster_promotion;
-use promotion_shared::source::parse_documents;
 
 use crate::commands::lint::{exit_status, lint_bytes, Located};
 

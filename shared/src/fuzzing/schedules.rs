@@ -4,8 +4,7 @@
 //! Invariants:
 //! - neither parser panics, and a rejection says why;
 //! - an accepted duration fits Go's `time.Duration` (int64 nanoseconds) and has the input's sign;
-//!   Go's own formatting of it (`Duration.String`, with the `health-runtime` feature) parses back
-//!   to the same value;
+//!   Go's own formatting of it (`Duration.String`) parses back to the same value;
 //! - `parse_std_duration` accepts exactly the non-negative Go durations, with the same value;
 //! - `@every D` is accepted when `D` is a Go duration, and only when `D` trimmed is one;
 //! - the engine reports `duration-invalid` at a `delay` the parser rejects and nothing at one it
@@ -68,21 +67,17 @@ fn check_duration(text: &str) -> Option<i128> {
     Some(ns)
 }
 
-#[cfg(feature = "health-runtime")]
 fn round_trip(text: &str, ns: i128) {
     let Ok(ns) = i64::try_from(ns) else {
         return;
     };
-    let shown = crate::health::gofmt::duration(ns);
+    let shown = health_runtime::gofmt::duration(ns);
     assert_eq!(
         parse_go_duration(&shown),
         Ok(i128::from(ns)),
         "{text:?} = {ns} ns, shown as {shown:?}"
     );
 }
-
-#[cfg(not(feature = "health-runtime"))]
-fn round_trip(_text: &str, _ns: i128) {}
 
 fn check_cron(text: &str) -> Result<(), String> {
     let verdict = parse_cron_standard(text);

@@ -1,5 +1,5 @@
 //! Arbitrary text as a Lua health script and as a CEL rule, through the checkers the engine runs
-//! (and, with the `health-runtime` feature, through the health runner against an object).
+//! and through the health runner against an object.
 //!
 //! Input: the text, optionally followed by a NUL byte and a JSON object (the resource the runner
 //! hands the script as `obj` and the rule as `resource`; a default Deployment otherwise).
@@ -177,12 +177,11 @@ fn check_findings<'a>(text: &str, findings: &'a [Finding]) -> (Vec<&'a Finding>,
     (lua, cel)
 }
 
-#[cfg(feature = "health-runtime")]
 fn run(text: &str, object: &Value, lua: bool, cel: bool, outcome: &mut Outcome) {
     use std::collections::BTreeMap;
     use std::time::Duration;
 
-    use crate::health::{cel_eval, lua_runtime, Budget, LuaOutcome};
+    use health_runtime::{cel_eval, lua_runtime, Budget, LuaOutcome};
 
     // Small enough that a runaway script ends in milliseconds; the fuzz target checks it does.
     let budget = Budget {
@@ -208,6 +207,3 @@ fn run(text: &str, object: &Value, lua: bool, cel: bool, outcome: &mut Outcome) 
         );
     }
 }
-
-#[cfg(not(feature = "health-runtime"))]
-fn run(_text: &str, _object: &Value, _lua: bool, _cel: bool, _outcome: &mut Outcome) {}

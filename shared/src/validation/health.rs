@@ -3,9 +3,7 @@
 use crate::tree::{field, Object, Tree};
 
 use super::cache::{self, Language};
-use super::{
-    cel, check_duration, expect_array, expect_object, expect_str, lua, FieldPath, Finding,
-};
+use super::{check_duration, expect_array, expect_object, expect_str, FieldPath, Finding};
 
 pub const HEALTH_LISTS: [&str; 4] = [
     "validateHealths",
@@ -188,7 +186,13 @@ fn check_health(check: &Object, path: &FieldPath, features: &Features, out: &mut
     if let Some(v) = check.get("script") {
         let script_path = path.key("script");
         if let Some(script) = expect_str(v, &script_path, out) {
-            cache::judged(Language::Lua, script, &script_path, out, lua::check_script);
+            cache::judged(
+                Language::Lua,
+                script,
+                &script_path,
+                out,
+                lua_check::check_script,
+            );
         }
     }
     if let Some(v) = check.get("evaluateCEL") {
@@ -206,7 +210,7 @@ fn check_health(check: &Object, path: &FieldPath, features: &Features, out: &mut
                 Some(v) => {
                     let p = rule_path.key("rule");
                     if let Some(text) = expect_str(v, &p, out) {
-                        cache::judged(Language::Cel, text, &p, out, cel::check_rule);
+                        cache::judged(Language::Cel, text, &p, out, cel_check::check_rule);
                     }
                 }
                 None => out.push(Finding::error(

@@ -5,39 +5,20 @@
 //! Rule families live in their own modules; this one walks the object and dispatches.
 
 mod cache;
-mod cel;
-mod finding;
 mod health;
-mod lua;
 pub(crate) mod names;
-mod path;
 mod schedule;
 mod selector;
 mod stages;
 
-pub use finding::{Finding, Severity};
-pub use path::{lookup, segments, FieldPath, Segment};
-pub use schedule::{parse_cron_standard, parse_go_duration, parse_std_duration};
+pub use go_text::duration::parse_go_duration;
+pub use promotion_findings::{
+    on_parser_stack, segments, FieldPath, Finding, Segment, Severity, VALIDATION_STACK_BYTES,
+};
+pub use schedule::{parse_cron_standard, parse_std_duration};
 
-#[cfg(feature = "health-runtime")]
-pub(crate) use cel::as_cel_go as cel_go_parser;
-
+pub use crate::tree::lookup;
 use crate::tree::{tree_of, Object, Tree};
-
-/// Parsers for Lua and CEL recurse; adversarial input must not overflow the caller's stack
-/// (tokio workers have 2 MiB). Inputs are size- and nesting-capped so that the deepest parse
-/// fits in this much stack even in a debug build (measured: 1,024 nested Lua parentheses need
-/// about 32 MiB unoptimized, 8 MiB optimized). Threads that validate often should be created
-/// with this stack size: then no parse needs a fresh stack, and pages stay warm between calls.
-pub const VALIDATION_STACK_BYTES: usize = 64 * 1024 * 1024;
-/// Below this much remaining stack a validation moves to a fresh [`VALIDATION_STACK_BYTES`]
-/// stack (reserved, not committed: pages are touched only as deep as a parse goes).
-const PARSER_RED_ZONE: usize = 48 * 1024 * 1024;
-
-/// Run a recursive parser with enough stack for any size-capped input.
-pub(crate) fn on_parser_stack<R>(f: impl FnOnce() -> R) -> R {
-    stacker::maybe_grow(PARSER_RED_ZONE, VALIDATION_STACK_BYTES, f)
-}
 
 /// Validate a ClusterPromotion object (as JSON). Never panics, whatever the input.
 pub fn validate(object: &serde_json::Value) -> Vec<Finding> {
@@ -61,6 +42,12 @@ pub fn validate_tree(object: &Tree) -> Vec<Finding> {
             "the validator failed on this object; please report it with the manifest",
         )],
     }
+}
+
+/// Everything lint reports for one ClusterPromotion document: the schema pass, then the Sveltos
+/// rules of [`validate`], merged ([`SchemaFindings::merge`]).
+pub fn lint(crd: &crd_schema::Crd, object: &serde_json::Value) -> Vec<Finding> {
+    crd_schema::check(crd, object).merge(validate(object))
 }
 
 /// Validate an UPDATE: like [`validate`], but a Lua script or CEL rule that is byte-for-byte the

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use promotion_shared::source::parse_documents;
+use promotion_manifest::parse_documents;
 use serde_json::Value;
 
 fn fixtures() -> PathBuf {

@@ -1,12 +1,12 @@
 //! The resource types the stand-in serves: a few core/v1 ones, events.k8s.io/v1 events, and the
-//! four Sveltos custom resources, whose CRDs (vendored verbatim in `shared/crds/`) supply schema,
+//! four Sveltos custom resources, whose CRDs (vendored verbatim in `crates/crd-schema/crds/`) supply schema,
 //! defaults, validation rules and printer columns.
 
 use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
-use promotion_shared::schema::CrdSchema;
+use crd_schema::CrdSchema;
 
 /// Verbs the real server lists for a custom resource (`crdHandler` discovery).
 pub const CRD_VERBS: &[&str] = &[
@@ -120,19 +120,25 @@ pub const CLUSTER_PROMOTIONS: &str = "clusterpromotions";
 const CRD_FILES: [(&str, &str); 4] = [
     (
         "config.projectsveltos.io_clusterpromotions.yaml",
-        include_str!("../../../shared/crds/config.projectsveltos.io_clusterpromotions.yaml"),
+        include_str!(
+            "../../../crates/crd-schema/crds/config.projectsveltos.io_clusterpromotions.yaml"
+        ),
     ),
     (
         "config.projectsveltos.io_clusterprofiles.yaml",
-        include_str!("../../../shared/crds/config.projectsveltos.io_clusterprofiles.yaml"),
+        include_str!(
+            "../../../crates/crd-schema/crds/config.projectsveltos.io_clusterprofiles.yaml"
+        ),
     ),
     (
         "config.projectsveltos.io_clustersummaries.yaml",
-        include_str!("../../../shared/crds/config.projectsveltos.io_clustersummaries.yaml"),
+        include_str!(
+            "../../../crates/crd-schema/crds/config.projectsveltos.io_clustersummaries.yaml"
+        ),
     ),
     (
         "lib.projectsveltos.io_sveltosclusters.yaml",
-        include_str!("../../../shared/crds/lib.projectsveltos.io_sveltosclusters.yaml"),
+        include_str!("../../../crates/crd-schema/crds/lib.projectsveltos.io_sveltosclusters.yaml"),
     ),
 ];
 
@@ -144,7 +150,7 @@ fn crds() -> &'static Vec<(String, Value)> {
             .iter()
             .map(|(file, text)| {
                 let value: Value = serde_saphyr::from_str(text).unwrap_or_else(|e| {
-                    panic!("vendored CRD shared/crds/{file} does not parse: {e}")
+                    panic!("vendored CRD crates/crd-schema/crds/{file} does not parse: {e}")
                 });
                 (file.to_string(), value)
             })

@@ -36,7 +36,7 @@ pub fn qualified(group: &str, resource: &str) -> String {
     }
 }
 
-pub use promotion_shared::schema::{go_quote, go_value, FieldError, FieldErrorKind};
+pub use crd_schema::{go_quote, go_value, FieldError, FieldErrorKind};
 
 fn details(group: &str, kind: &str, name: &str) -> Value {
     let mut d = Map::new();

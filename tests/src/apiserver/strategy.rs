@@ -64,7 +64,7 @@ pub(crate) fn validate(
     let mut errors = Vec::new();
     if def.is_crd {
         // `ValidateObjectMetaAccessor` with `NameIsDNSSubdomain`, labels and annotations.
-        errors.extend(promotion_shared::schema::validate_metadata(obj));
+        errors.extend(crd_schema::validate_metadata(obj));
     } else if name.is_empty() {
         errors.push(FieldError::required(
             "metadata.name",

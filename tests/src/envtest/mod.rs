@@ -1,7 +1,7 @@
 //! A real kube-apiserver for tests, the way Kubernetes' envtest provides one: `etcd` and
 //! `kube-apiserver` from `$KUBEBUILDER_ASSETS`, started on free loopback ports with a fresh CA,
 //! serving certificate and service-account key, token users with RBAC ([`users`]), and the
-//! Sveltos CRDs of `shared/crds/` installed and Established. Tests get a kubeconfig and a
+//! Sveltos CRDs of `crates/crd-schema/crds/` installed and Established. Tests get a kubeconfig and a
 //! kube-rs client per user.
 //!
 //! One server per test binary ([`Envtest::shared`]); tests isolate by namespace and object
@@ -278,9 +278,12 @@ impl Envtest {
         block_on(f(self.admin.clone())).map_err(EnvtestError::from)
     }
 
-    /// `shared/crds/*.yaml`, created and waited for until Established.
+    /// `crates/crd-schema/crds/*.yaml`, created and waited for until Established.
     fn install_crds(&self) -> Result<(), EnvtestError> {
-        let dir = crate::bins::workspace_root().join("shared").join("crds");
+        let dir = crate::bins::workspace_root()
+            .join("crates")
+            .join("crd-schema")
+            .join("crds");
         let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
             .map_err(io(format!("reading {}", dir.display())))?
             .filter_map(|e| e.ok().map(|e| e.path()))

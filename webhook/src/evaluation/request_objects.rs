@@ -59,7 +59,7 @@ impl Node {
     fn known(self) -> &'static [&'static str] {
         match self {
             Node::Root => &["apiVersion", "kind", "metadata", "spec", "status"],
-            Node::Metadata => &promotion_shared::schema::OBJECT_META_FIELDS,
+            Node::Metadata => &crd_schema::OBJECT_META_FIELDS,
         }
     }
 }

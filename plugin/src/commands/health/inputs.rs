@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use promotion_shared::health::metrics;
-use promotion_shared::source::parse_documents;
+use health_runtime::metrics;
+use promotion_manifest::parse_documents;
 
 use crate::error::{Error, Result};
 

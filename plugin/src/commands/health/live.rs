@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::ListParams;
 use serde_json::Value;
 
-use promotion_shared::health::{self as engine, select, Check, Inputs, KindServed};
+use health_runtime::{self as engine, select, Check, Inputs, KindServed};
 use promotion_shared::model::stage_profile_name;
 
 use super::managed::{self, Access, ClusterRef};

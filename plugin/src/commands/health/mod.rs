@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use promotion_shared::health::{self as engine, CheckReport, Inputs, KindServed};
+use health_runtime::{self as engine, CheckReport, Inputs, KindServed};
 
 use super::Ctx;
 use crate::error::{exit, Error, Result};

@@ -6,7 +6,7 @@ use std::io::Write;
 
 use serde::Serialize;
 
-use promotion_shared::health::{CheckReport, Evaluation, Status};
+use health_runtime::{CheckReport, Evaluation, Status};
 
 use super::HealthFormat;
 use crate::commands::Ctx;
@@ -181,7 +181,7 @@ fn check_block(out: &mut String, r: &CheckReport, style: &Style, indent: &str) {
         if !c.namespace.is_empty() {
             sel.push_str(&format!(" in namespace {}", c.namespace));
         }
-        let labels = promotion_shared::health::select::label_selector(&c.label_filters);
+        let labels = health_runtime::select::label_selector(&c.label_filters);
         if !labels.is_empty() {
             sel.push_str(&format!(" with labels {labels}"));
         }

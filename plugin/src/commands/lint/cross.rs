@@ -5,8 +5,8 @@
 
 use std::collections::HashMap;
 
+use promotion_manifest::Pos;
 use promotion_shared::model::stage_profile_name;
-use promotion_shared::source::Pos;
 use promotion_shared::validation::Severity;
 
 use super::Located;

@@ -1,11 +1,12 @@
 //! One file: its YAML documents, each ClusterPromotion judged by the schema pass and the Sveltos
-//! rules (`promotion_shared::schema::lint`), findings placed at their file positions.
+//! rules (`promotion_shared::validation::lint`), findings placed at their file positions.
 
 use serde_json::Value;
 
+use crd_schema::Crd;
+use promotion_manifest::{parse_documents, position_of_byte, SourceDocument};
 use promotion_shared::model::is_cluster_promotion;
-use promotion_shared::schema::{lint, Crd};
-use promotion_shared::source::{parse_documents, position_of_byte, SourceDocument};
+use promotion_shared::validation::lint;
 use promotion_shared::validation::Finding;
 
 use super::cross::Declared;

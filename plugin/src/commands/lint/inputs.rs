@@ -5,7 +5,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use promotion_shared::source::Pos;
+use promotion_manifest::Pos;
 use promotion_shared::validation::Severity;
 
 use super::Located;

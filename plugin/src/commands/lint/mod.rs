@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
-use promotion_shared::schema::{Crd, EMBEDDED_SVELTOS};
+use crd_schema::{Crd, EMBEDDED_SVELTOS};
 use promotion_shared::validation::{Severity, VALIDATION_STACK_BYTES};
 
 use crate::render::{Style, Tone};

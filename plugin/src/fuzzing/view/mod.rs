@@ -42,9 +42,9 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use promotion_manifest::parse_documents;
 use promotion_shared::model::{stage_profile_name, ClusterPromotion, ProfileRole};
 use promotion_shared::pipeline::{Approval, Phase, StageState, TriggerKind};
-use promotion_shared::source::parse_documents;
 
 use crate::commands::list::{self, Row};
 use crate::output;

@@ -306,7 +306,7 @@ impl RequestScope<'_> {
         let Some(schema) = &self.def().schema else {
             return Ok(());
         };
-        let mut unknown = promotion_shared::schema::unknown_metadata_fields(obj);
+        let mut unknown = crd_schema::unknown_metadata_fields(obj);
         unknown.extend(schema.prune(obj));
         unknown.sort();
         if !unknown.is_empty() {
