@@ -19,6 +19,7 @@ use promotion_shared::model::{
 use promotion_shared::pipeline::{self, Observations, Phase, Pipeline, StageView};
 use promotion_shared::plan::promotion_from_json;
 use promotion_shared::plan::Cluster;
+use promotion_shared::rollout::{self, RolloutId};
 
 use crate::error::{Error, Result};
 use crate::events::{event_view, EventView};
@@ -316,6 +317,12 @@ pub struct Description {
     /// stage states then describe the previous rollout.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stale: Option<String>,
+    /// Set (phase `unknown`) when nothing read tells whether the status belongs to the current
+    /// spec: why. No stage state is claimed for the current rollout then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unknown: Option<String>,
+    /// The rollout the spec describes and the one the status belongs to, by Sveltos' hashes.
+    pub rollout: RolloutView,
     /// What to do next, as a command or in words; absent when nothing needs doing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_step: Option<String>,
@@ -406,12 +413,14 @@ impl Description {
             .map(|evs| evs.iter().map(event_view).collect());
         let awaiting_approval = pipeline.awaiting_approval().map(|s| s.name.clone());
         let next_step = next_step(&pipeline, &stages);
+        let rollout = RolloutView::of(snap.object);
         let Pipeline {
             name,
             phase,
             current_stage,
             note,
             stale,
+            unknown,
             ..
         } = pipeline;
         Ok(Description {
@@ -433,6 +442,8 @@ impl Description {
                 .and_then(|s| s.last_promotion_time.clone()),
             note,
             stale,
+            unknown,
+            rollout,
             next_step,
             awaiting_approval,
             deploys: deploys(snap.object),
@@ -510,12 +521,52 @@ fn duplicate_names(pipeline: &Pipeline) -> Vec<String> {
         .collect()
 }
 
+/// The rollout identity (`stagesHash`, `profileSpecHash`) of the spec, and the one the status
+/// records.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutView {
+    /// The spec's, as Sveltos computes it; `null` when the spec cannot be hashed (`specError`).
+    pub spec: Option<RolloutId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_error: Option<String>,
+    /// Members Sveltos v1.13.0 does not hash (a newer Sveltos build may).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unhashed: Vec<String>,
+    /// The status's: the rollout Sveltos is running; `null` before its first reconcile.
+    pub status: Option<RolloutId>,
+}
+
+impl RolloutView {
+    fn of(object: &Value) -> RolloutView {
+        let (spec, spec_error, unhashed) = match rollout::identity_of(object) {
+            Ok(identity) => (Some(identity.id), None, identity.unhashed),
+            Err(e) => (
+                None,
+                Some(format!("{}: not {}", e.path, e.expected)),
+                Vec::new(),
+            ),
+        };
+        RolloutView {
+            spec,
+            spec_error,
+            unhashed,
+            status: RolloutId::in_status(object),
+        }
+    }
+}
+
 /// What the operator should do next, from the derived pipeline: approve the gate that waits
 /// (never one of a stale status), run the health checks a stage waits on, fix what failed, or
 /// know that Sveltos will not act.
 fn next_step(pipeline: &Pipeline, stages: &[StageDetail]) -> Option<String> {
     use pipeline::StageState;
     let name = &pipeline.name;
+    // Nothing is proposed on a status that may be the previous rollout's: any action could be
+    // meant for the wrong rollout (describe says why in its Status line).
+    if pipeline.unknown.is_some() {
+        return None;
+    }
     if pipeline.phase == Phase::Stale {
         return Some(format!(
             "wait for Sveltos to restart the pipeline with the change (kubectl promotion wait \

@@ -5,19 +5,23 @@
 //! current rollout's is the one mistake a live view must never make: `wait --for=complete` would
 //! succeed at once, and a gate shown as awaiting approval belongs to the old rollout.
 //!
-//! addon-controller records which spec its status belongs to only as two hashes, so the signals,
-//! most reliable first:
-//! 1. `status.stagesHash` against the hash of the current stages ([`crate::rollout::stages_hash`]
-//!    reproduces Sveltos' exactly): a stage change Sveltos has not seen.
-//! 2. The first stage's generated ClusterProfile: on every restart Sveltos applies the current
-//!    `profileSpec` to it (`handlePromotionRestart` → `reconcileStageProfile`), so a profile
-//!    spec that is not the current `profileSpec` (less the stage selector and the post-delay
-//!    health checks Sveltos appends) means the change has not been picked up.
-//!    `status.profileSpecHash` cannot be compared directly: it hashes Go's encoding of the whole
-//!    typed ProfileSpec.
-//! 3. Without the profile (not readable, or not there): the admission webhook's record of the
-//!    change that started the current rollout, against the time Sveltos (re)started the first
-//!    stage (`status.stages[0].lastUpdateReconciledTime`, set by `addStageStatus` on restart).
+//! Sveltos names the rollout its status belongs to by two hashes ([`crate::rollout::RolloutId`]),
+//! which this project computes exactly. So:
+//! 1. When the status carries both hashes, they decide alone: equal to the spec's is current, any
+//!    difference is stale, full stop.
+//! 2. Without them (Sveltos builds that do not write them), two weaker signals are read:
+//!    - the first stage's generated ClusterProfile: on every restart Sveltos applies the current
+//!      `profileSpec` to it before it writes the status (`handlePromotionRestart`), so a profile
+//!      spec that hashes differently from the current `profileSpec` (less the stage selector and
+//!      the post-delay checks Sveltos appends) means the change has not been picked up, and an
+//!      equal one that it has;
+//!    - the admission webhook's record of the change that started the current rollout, against
+//!      the time Sveltos (re)started the first stage (`status.stages[0].lastUpdateReconciledTime`):
+//!      a change recorded after that restart has not been picked up.
+//!
+//!    A signal that says "stale" wins over one that says "current"; where no signal can decide,
+//!    the freshness is [`Freshness::Unknown`], and nobody may act on the status as if it were the
+//!    current rollout's.
 
 use chrono::DateTime;
 use serde::Serialize;
@@ -26,15 +30,20 @@ use serde_json::Value;
 use crate::admission::spec_change_record;
 use crate::diff::{appended_check_names, comparable_profile_spec};
 use crate::model::ClusterPromotion;
-use crate::rollout::{profile_spec_equivalent, stages_hash};
+use crate::rollout::{identity, profile_spec_json, RolloutId};
 use crate::tree::tree_of;
 
-/// Which signal showed that the status is stale.
+/// Which signal decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum StaleSignal {
+    /// `status.stagesHash` differs from the spec's.
     StagesHash,
+    /// `status.profileSpecHash` differs from the spec's.
+    ProfileSpecHash,
+    /// The first stage's ClusterProfile still has another `profileSpec`.
     StageProfile,
+    /// The webhook recorded a change after Sveltos last restarted the pipeline.
     SpecChangeRecord,
 }
 
@@ -45,6 +54,8 @@ pub enum Freshness {
     Current,
     /// Sveltos has not picked up the latest change that starts a new rollout.
     Stale { reason: String, signal: StaleSignal },
+    /// Nothing read can tell whether the status belongs to the current spec.
+    Unknown { reason: String },
 }
 
 impl Freshness {
@@ -63,21 +74,23 @@ pub fn freshness(
     let Some(first_status) = promotion.stage_statuses().first() else {
         return Freshness::Current;
     };
-    let status = promotion.status.as_ref();
     let tree = tree_of(object);
+    let spec_id = identity(&tree).ok().map(|i| i.id);
+    if let (Some(recorded), Some(current)) = (RolloutId::in_status(object), spec_id.as_ref()) {
+        return by_hashes(&recorded, current);
+    }
+    // A status with only stagesHash (or a spec that cannot be hashed): a differing stagesHash
+    // is still conclusive.
     if let (Some(recorded), Some(current)) = (
-        status.and_then(|s| s.stages_hash.as_deref()),
-        stages_hash(&tree),
+        promotion.status.as_ref().and_then(|s| s.stages_hash.as_deref()),
+        spec_id.as_ref(),
     ) {
-        if recorded != current {
-            return Freshness::Stale {
-                reason: "the stage names, their order or their cluster selectors changed".into(),
-                signal: StaleSignal::StagesHash,
-            };
+        if recorded != current.stages_hash {
+            return stale_stages();
         }
     }
-    let first_stage = promotion.spec.stages.first();
-    if let (Some(profile), Some(stage)) = (first_stage_profile, first_stage) {
+    let mut current_by: Option<&'static str> = None;
+    if let (Some(profile), Some(stage)) = (first_stage_profile, promotion.spec.stages.first()) {
         let spec = profile.get("spec").cloned().unwrap_or(Value::Null);
         let appended = appended_check_names(stage, promotion.spec.profile_spec.as_ref());
         let deployed = with_defaults(comparable_profile_spec(&spec, &appended));
@@ -87,10 +100,13 @@ pub fn freshness(
                 .cloned()
                 .unwrap_or(Value::Null),
         );
-        return if profile_spec_equivalent(Some(&tree_of(&deployed)), Some(&tree_of(&wanted))) {
-            Freshness::Current
-        } else {
-            Freshness::Stale {
+        let hashed = |spec: Value| {
+            profile_spec_json(&tree_of(&serde_json::json!({"spec": {"profileSpec": spec}})))
+                .map(|(json, _)| json)
+                .ok()
+        };
+        if hashed(deployed) != hashed(wanted) {
+            return Freshness::Stale {
                 reason: format!(
                     "spec.profileSpec changed, and the first stage's ClusterProfile still has \
                      the previous spec ({})",
@@ -100,30 +116,60 @@ pub fn freshness(
                         .unwrap_or_default()
                 ),
                 signal: StaleSignal::StageProfile,
-            }
-        };
+            };
+        }
+        current_by = Some("the first stage's ClusterProfile has the current spec");
     }
     let changed = spec_change_record(object).ok().flatten();
     let restarted = first_status.last_update_reconciled_time.as_deref();
     if let (Some(changed), Some(restarted)) = (changed, restarted) {
-        let (Ok(changed_at), Ok(restarted_at)) = (
+        if let (Ok(changed_at), Ok(restarted_at)) = (
             DateTime::parse_from_rfc3339(&changed.time),
             DateTime::parse_from_rfc3339(restarted),
-        ) else {
-            return Freshness::Current;
-        };
-        if changed_at > restarted_at {
-            return Freshness::Stale {
-                reason: format!(
-                    "{} started a new rollout at {}, after Sveltos last started the pipeline \
-                     ({restarted})",
-                    changed.user, changed.time
-                ),
-                signal: StaleSignal::SpecChangeRecord,
-            };
+        ) {
+            if changed_at > restarted_at {
+                return Freshness::Stale {
+                    reason: format!(
+                        "{} started a new rollout at {}, after Sveltos last started the \
+                         pipeline ({restarted})",
+                        changed.user, changed.time
+                    ),
+                    signal: StaleSignal::SpecChangeRecord,
+                };
+            }
+            current_by.get_or_insert("the last recorded spec change is older than the restart");
         }
     }
+    match current_by {
+        Some(_) => Freshness::Current,
+        None => Freshness::Unknown {
+            reason: "the status carries no rollout hashes (a Sveltos build that does not write \
+                     them), and neither the first stage's ClusterProfile nor a spec-change record \
+                     could be read to tell whether it belongs to the current spec"
+                .into(),
+        },
+    }
+}
+
+fn by_hashes(recorded: &RolloutId, current: &RolloutId) -> Freshness {
+    if recorded.stages_hash != current.stages_hash {
+        return stale_stages();
+    }
+    if recorded.profile_spec_hash != current.profile_spec_hash {
+        return Freshness::Stale {
+            reason: "spec.profileSpec changed (status.profileSpecHash is the previous spec's)"
+                .into(),
+            signal: StaleSignal::ProfileSpecHash,
+        };
+    }
     Freshness::Current
+}
+
+fn stale_stages() -> Freshness {
+    Freshness::Stale {
+        reason: "the stage names, their order or their cluster selectors changed".into(),
+        signal: StaleSignal::StagesHash,
+    }
 }
 
 /// The CRDs' top-level `profileSpec` defaults (the same in ClusterPromotion's `profileSpec` and
@@ -165,6 +211,7 @@ fn with_defaults(spec: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rollout::stages_hash;
     use crate::admission::SPEC_CHANGE_ANNOTATION;
     use serde_json::json;
 

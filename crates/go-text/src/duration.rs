@@ -1,4 +1,4 @@
-//! Go's `time.Duration` in text: `time.ParseDuration`.
+//! Go's `time.Duration` in text: `time.ParseDuration` and `Duration.String`.
 
 /// Go `time.ParseDuration`: `[-+]?([0-9]*(\.[0-9]*)?[a-z]+)+`, or `0`. Returns nanoseconds, in
 /// `time.Duration`'s range (negative durations are valid Go durations).
@@ -146,4 +146,54 @@ fn leading_fraction(s: &str) -> (u64, f64, &str) {
         scale *= 10.0;
     }
     (x, scale, &s[end..])
+}
+
+/// Go `time.Duration.String()` for nanoseconds: `1h2m3s`, `1.5s`, `2ms`, `0s`.
+pub fn format(nanos: i64) -> String {
+    if nanos == 0 {
+        return "0s".into();
+    }
+    let neg = nanos < 0;
+    let u = nanos.unsigned_abs();
+    let body = if u < 1_000_000_000 {
+        let (unit, scale) = if u < 1_000 {
+            ("ns", 1u64)
+        } else if u < 1_000_000 {
+            ("µs", 1_000)
+        } else {
+            ("ms", 1_000_000)
+        };
+        format!("{}{unit}", fraction(u, scale))
+    } else {
+        let secs_total = u / 1_000_000_000;
+        let frac_ns = u % 1_000_000_000;
+        let h = secs_total / 3600;
+        let m = (secs_total % 3600) / 60;
+        let s = secs_total % 60;
+        let seconds = fraction(s * 1_000_000_000 + frac_ns, 1_000_000_000);
+        if h > 0 {
+            format!("{h}h{m}m{seconds}s")
+        } else if m > 0 {
+            format!("{m}m{seconds}s")
+        } else {
+            format!("{seconds}s")
+        }
+    };
+    if neg {
+        format!("-{body}")
+    } else {
+        body
+    }
+}
+
+/// `v/scale` with the remainder as decimals, trailing zeros dropped.
+fn fraction(v: u64, scale: u64) -> String {
+    let whole = v / scale;
+    let rem = v % scale;
+    if rem == 0 {
+        return whole.to_string();
+    }
+    let width = scale.to_string().len() - 1;
+    let decimals = format!("{rem:0width$}");
+    format!("{whole}.{}", decimals.trim_end_matches('0'))
 }

@@ -2,3 +2,4 @@
 //! a Go program of Sveltos or Kubernetes does goes through this crate.
 
 pub mod duration;
+pub mod json;

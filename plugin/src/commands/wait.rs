@@ -109,6 +109,8 @@ pub fn evaluate(cond: &WaitFor, d: &Description, fail_fast: bool) -> Verdict {
     match d.phase {
         // The status is the previous rollout's: nothing in it answers the condition.
         Phase::Stale => return Verdict::Pending(doing),
+        // Nothing read ties the status to this spec: never answer the condition from it.
+        Phase::Unknown => return Verdict::Pending(doing),
         Phase::Failed | Phase::Blocked => return Verdict::Failed(doing),
         Phase::Degraded if fail_fast => return Verdict::Failed(doing),
         _ => {}

@@ -75,6 +75,20 @@ pub fn render(d: &Description, style: &Style, opts: &Options) -> String {
             ),
         );
     }
+    if let Some(why) = &d.unknown {
+        field(
+            &mut out,
+            0,
+            "Status",
+            &style.paint(
+                &format!(
+                    "unknown: the stages below may be the previous rollout's, so no state is \
+                     claimed for this spec ({why})"
+                ),
+                Tone::Waiting,
+            ),
+        );
+    }
     if let Some(next) = &d.next_step {
         let tone = match d.phase {
             Phase::Failed | Phase::Blocked => Tone::Bad,

@@ -118,7 +118,7 @@ impl Style {
     pub fn phase(&self, phase: &Phase) -> String {
         let tone = match phase {
             Phase::NotStarted => Tone::Dim,
-            Phase::Stale => Tone::Waiting,
+            Phase::Stale | Phase::Unknown => Tone::Waiting,
             Phase::Progressing => Tone::Active,
             Phase::Degraded => Tone::Waiting,
             Phase::AwaitingApproval => Tone::Waiting,

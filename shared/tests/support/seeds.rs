@@ -7,8 +7,12 @@ use std::path::{Path, PathBuf};
 use promotion_manifest::parse_documents;
 use serde_json::Value;
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+/// The engines' parity corpora, beside the engine crates they test.
+fn engine_fixtures(engine: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../crates")
+        .join(engine)
+        .join("tests/fixtures")
 }
 
 /// Every string under a key named `key` in the example manifests.
@@ -47,7 +51,7 @@ fn collect(value: &Value, key: &str, out: &mut Vec<String>) {
 
 /// The Lua scripts of the gopher-lua verdict corpus.
 pub fn lua_scripts() -> Vec<String> {
-    let dir = fixtures().join("lua");
+    let dir = engine_fixtures("lua-check").join("lua");
     let corpus = std::fs::read_to_string(dir.join("gopher-lua-verdicts.jsonl")).expect("corpus");
     corpus
         .lines()
@@ -69,7 +73,7 @@ pub fn cel_rules() -> Vec<String> {
         "cel-go-checker",
         "cel-spec-conformance",
     ] {
-        let path = fixtures().join("cel").join(format!("{name}.json"));
+        let path = engine_fixtures("cel-check").join("cel").join(format!("{name}.json"));
         let cases: Vec<Value> =
             serde_json::from_str(&std::fs::read_to_string(path).expect("corpus")).expect("JSON");
         out.extend(
