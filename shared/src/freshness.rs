@@ -82,7 +82,10 @@ pub fn freshness(
     // A status with only stagesHash (or a spec that cannot be hashed): a differing stagesHash
     // is still conclusive.
     if let (Some(recorded), Some(current)) = (
-        promotion.status.as_ref().and_then(|s| s.stages_hash.as_deref()),
+        promotion
+            .status
+            .as_ref()
+            .and_then(|s| s.stages_hash.as_deref()),
         spec_id.as_ref(),
     ) {
         if recorded != current.stages_hash {
@@ -101,9 +104,11 @@ pub fn freshness(
                 .unwrap_or(Value::Null),
         );
         let hashed = |spec: Value| {
-            profile_spec_json(&tree_of(&serde_json::json!({"spec": {"profileSpec": spec}})))
-                .map(|(json, _)| json)
-                .ok()
+            profile_spec_json(&tree_of(
+                &serde_json::json!({"spec": {"profileSpec": spec}}),
+            ))
+            .map(|(json, _)| json)
+            .ok()
         };
         if hashed(deployed) != hashed(wanted) {
             return Freshness::Stale {
@@ -211,8 +216,8 @@ fn with_defaults(spec: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rollout::stages_hash;
     use crate::admission::SPEC_CHANGE_ANNOTATION;
+    use crate::rollout::stages_hash;
     use serde_json::json;
 
     fn promotion(chart: &str, stages_hash: Option<&str>) -> Value {

@@ -21,7 +21,9 @@ fn stored(object: &Value) -> Value {
 }
 
 fn fixture(name: &str) -> Value {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hashes").join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/hashes")
+        .join(name);
     let text = std::fs::read_to_string(&path).expect("fixture");
     stored(&parse_documents(&text).expect("YAML").remove(0).value)
 }
@@ -180,8 +182,10 @@ fn go_rules_the_hash_follows() {
 #[test]
 fn members_go_does_not_decode_are_named() {
     let object = promotion(
-        Some(json!({"validateHealths": [{"name": "h", "featureID": "Helm",
-            "jobCheck": {"name": "j"}}]})),
+        Some(
+            json!({"validateHealths": [{"name": "h", "featureID": "Helm",
+            "jobCheck": {"name": "j"}}]}),
+        ),
         json!([{"name": "dev"}]),
     );
     let id = identity_of(&object).unwrap();

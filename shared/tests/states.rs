@@ -235,18 +235,36 @@ fn a_licence_refusal_blocks_the_pipeline_and_says_why() {
 }
 
 #[test]
-fn a_stage_change_sveltos_has_not_seen_makes_the_status_stale() {
+fn a_status_whose_hashes_differ_from_the_spec_is_stale() {
     let text = std::fs::read_to_string(
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/kyverno-rollout-auto.yaml"),
     )
     .unwrap();
-    let mut object = parse_documents(&text).unwrap().remove(0).value;
-    let p: ClusterPromotion = serde_json::from_value(object.clone()).unwrap();
-    // The example's stagesHash is the one Sveltos wrote for these stages.
-    assert_eq!(freshness(&object, &p, None), Freshness::Current);
+    let stored = |object: &serde_json::Value| {
+        crd_schema::Crd::embedded()
+            .version("config.projectsveltos.io/v1beta1")
+            .unwrap()
+            .decoded(object)
+    };
+    let judge = |object: &serde_json::Value| {
+        let p: ClusterPromotion = serde_json::from_value(object.clone()).unwrap();
+        (freshness(object, &p, None), p)
+    };
+    let mut object = stored(&parse_documents(&text).unwrap().remove(0).value);
+    // The example's status hashes are the ones a real addon-controller wrote for chart 3.5.2
+    // (promotion-controller.md 7.6, oracle 2); its spec asks for 3.6.2, so Sveltos restarts it
+    // on its next reconcile: the status is the previous rollout's.
+    assert!(matches!(
+        judge(&object).0,
+        Freshness::Stale {
+            signal: StaleSignal::ProfileSpecHash,
+            ..
+        }
+    ));
+    object["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"] = "3.5.2".into();
+    assert_eq!(judge(&object).0, Freshness::Current);
     object["spec"]["stages"][2]["clusterSelector"]["matchLabels"]["env"] = "production".into();
-    let p: ClusterPromotion = serde_json::from_value(object.clone()).unwrap();
-    let fresh = freshness(&object, &p, None);
+    let (fresh, p) = judge(&object);
     assert!(matches!(
         fresh,
         Freshness::Stale {
@@ -257,6 +275,27 @@ fn a_stage_change_sveltos_has_not_seen_makes_the_status_stale() {
     let pipeline = derive(&p, None, &fresh);
     assert_eq!(pipeline.phase, Phase::Stale);
     assert!(pipeline.stale.is_some());
+    assert!(pipeline.awaiting_approval().is_none());
+}
+
+#[test]
+fn without_hashes_or_other_signals_freshness_is_unknown() {
+    let mut p = load("kyverno-rollout-auto.yaml");
+    let mut object = serde_json::to_value(&p).unwrap();
+    object["status"]
+        .as_object_mut()
+        .unwrap()
+        .remove("stagesHash");
+    object["status"]
+        .as_object_mut()
+        .unwrap()
+        .remove("profileSpecHash");
+    p = serde_json::from_value(object.clone()).unwrap();
+    let fresh = freshness(&object, &p, None);
+    assert!(matches!(fresh, Freshness::Unknown { .. }), "{fresh:?}");
+    let pipeline = derive(&p, None, &fresh);
+    assert_eq!(pipeline.phase, Phase::Unknown);
+    assert!(pipeline.unknown.is_some());
     assert!(pipeline.awaiting_approval().is_none());
 }
 

@@ -140,7 +140,7 @@ mod tests {
         json!({
             "metadata": {"name": "p", "annotations": annotations},
             "spec": {
-                "profileSpec": {"tier": chart},
+                "profileSpec": {"tier": chart.parse::<u32>().unwrap_or(0)},
                 "stages": [
                     {"name": "dev"},
                     {"name": "staging", "trigger": {"manual": {"approved": approved}}},

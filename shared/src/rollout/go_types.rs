@@ -215,7 +215,10 @@ const HELM_CHART: &[Field] = &[
     omit("valuesFrom", List(&Struct(VALUE_FROM))),
     omit("helmChartAction", Str),
     ptr("options", Struct(HELM_OPTIONS)),
-    ptr("registryCredentialsConfig", Struct(REGISTRY_CREDENTIALS_CONFIG)),
+    ptr(
+        "registryCredentialsConfig",
+        Struct(REGISTRY_CREDENTIALS_CONFIG),
+    ),
     ptr("signatureVerification", Struct(COSIGN_VERIFICATION)),
     ptr("provenanceVerification", Struct(PROVENANCE_VERIFICATION)),
 ];
@@ -285,10 +288,7 @@ const PATCH_SELECTOR: &[Field] = &[
     omit("labelSelector", Str),
 ];
 
-const PATCH: &[Field] = &[
-    always("patch", Str),
-    ptr("target", Struct(PATCH_SELECTOR)),
-];
+const PATCH: &[Field] = &[always("patch", Str), ptr("target", Struct(PATCH_SELECTOR))];
 
 const DRIFT_EXCLUSION: &[Field] = &[
     always("paths", List(&Str)),
@@ -304,10 +304,7 @@ pub const PROFILE_SPEC: &[Field] = &[
     ptr("maxUpdate", IntOrString),
     omit("stopMatchingBehavior", Str),
     omit("reloader", Bool),
-    omit(
-        "templateResourceRefs",
-        List(&Struct(TEMPLATE_RESOURCE_REF)),
-    ),
+    omit("templateResourceRefs", List(&Struct(TEMPLATE_RESOURCE_REF))),
     omit("dependsOn", List(&Str)),
     omit("policyRefs", List(&Struct(POLICY_REF))),
     omit("helmCharts", List(&Struct(HELM_CHART))),

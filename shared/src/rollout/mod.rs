@@ -27,8 +27,8 @@ use sha2::{Digest, Sha256};
 
 use crate::tree::{field, pointer, tree_of, Tree};
 
-pub use marshal::Mismatch;
 use marshal::Marshaler;
+pub use marshal::Mismatch;
 
 /// A rollout's name: the hashes Sveltos keeps in `status` for the spec it is rolling out
 /// (base64 of sha256, 44 characters each).
@@ -59,7 +59,11 @@ impl RolloutId {
     /// A short form for messages and records: the first 8 characters of each hash.
     pub fn short(&self) -> String {
         let cut = |s: &str| s.chars().take(8).collect::<String>();
-        format!("{}/{}", cut(&self.stages_hash), cut(&self.profile_spec_hash))
+        format!(
+            "{}/{}",
+            cut(&self.stages_hash),
+            cut(&self.profile_spec_hash)
+        )
     }
 }
 
@@ -106,7 +110,9 @@ pub fn stages_hash(object: &Tree) -> Option<String> {
 /// `status.profileSpecHash` as Sveltos computes it for this object's spec, or `None` when the
 /// profile spec is not shaped like the Go types.
 pub fn profile_spec_hash(object: &Tree) -> Option<String> {
-    profile_spec_json(object).ok().map(|(json, _)| digest(&json))
+    profile_spec_json(object)
+        .ok()
+        .map(|(json, _)| digest(&json))
 }
 
 fn digest(json: &str) -> String {
@@ -179,7 +185,12 @@ fn profile_member_json(object: &Tree, name: &str) -> Option<String> {
     };
     let single = serde_json_borrow::ObjectAsVec::from(vec![(name, value.clone())]);
     let fields = std::slice::from_ref(one);
-    match m.write_struct(Some(&Tree::Object(single)), fields, "spec.profileSpec", true) {
+    match m.write_struct(
+        Some(&Tree::Object(single)),
+        fields,
+        "spec.profileSpec",
+        true,
+    ) {
         Ok(()) if out != "{}" => Some(out),
         Ok(()) => None,
         Err(e) => Some(format!("!{}", e.path)),
@@ -259,7 +270,12 @@ impl Restart {
 /// rollout, and why: their `profileSpecHash` or `stagesHash` differ. A profileSpec change is
 /// reported before a stages change.
 pub fn restart(old: &Tree, new: &Tree) -> Option<Restart> {
-    if encoded(profile_spec_json(old)) != encoded(profile_spec_json(new)) {
+    let differ = match (profile_spec_json(old), profile_spec_json(new)) {
+        (Ok((a, _)), Ok((b, _))) => a != b,
+        // A value Go cannot decode (never stored by the API server): compare what was written.
+        _ => !same_member(old, new, "/spec/profileSpec"),
+    };
+    if differ {
         return Some(profile_spec_restart(old, new));
     }
     stages_changed(old, new).then_some(Restart::Stages)
@@ -272,12 +288,17 @@ pub fn restart_of(old: &serde_json::Value, new: &serde_json::Value) -> Option<Re
 
 /// Only the stage half of [`restart`]: names, order or selectors differ.
 pub fn stages_changed(old: &Tree, new: &Tree) -> bool {
-    encoded(stages_json(old)) != encoded(stages_json(new))
+    match (stages_json(old), stages_json(new)) {
+        (Ok((a, _)), Ok((b, _))) => a != b,
+        _ => !same_member(old, new, "/spec/stages"),
+    }
 }
 
-/// What the hash covers; an object Go could not decode compares by where it fails.
-fn encoded(json: Result<(String, Vec<String>), Mismatch>) -> Result<String, String> {
-    json.map(|(text, _)| text).map_err(|e| e.path)
+fn same_member(old: &Tree, new: &Tree, at: &str) -> bool {
+    match (pointer(old, at), pointer(new, at)) {
+        (Some(a), Some(b)) => crate::tree::same(a, b),
+        (a, b) => a.is_none() && b.is_none(),
+    }
 }
 
 fn profile_spec_restart(old: &Tree, new: &Tree) -> Restart {

@@ -73,7 +73,9 @@ pub fn cel_rules() -> Vec<String> {
         "cel-go-checker",
         "cel-spec-conformance",
     ] {
-        let path = engine_fixtures("cel-check").join("cel").join(format!("{name}.json"));
+        let path = engine_fixtures("cel-check")
+            .join("cel")
+            .join(format!("{name}.json"));
         let cases: Vec<Value> =
             serde_json::from_str(&std::fs::read_to_string(path).expect("corpus")).expect("JSON");
         out.extend(
