@@ -80,9 +80,21 @@ pub struct ServeArgs {
     #[arg(long, env = "PROMOTION_WEBHOOK_CERT_RELOAD_INTERVAL", default_value = "5s", value_parser = parse_duration)]
     pub cert_reload_interval: Duration,
 
-    /// Time allowed for reading a request body and answering it; longer gets 408.
+    /// Time allowed for reading a request body, waiting for an evaluation slot and evaluating
+    /// the review; longer gets 408 (an evaluation still running then finishes in the background,
+    /// keeping its slot until it does).
     #[arg(long, env = "PROMOTION_WEBHOOK_REQUEST_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub request_timeout: Duration,
+
+    /// How many admission reviews may be evaluated at once, each on a thread of its own (1 to
+    /// 512); further requests wait for a slot within --request-timeout. Default: the number of
+    /// CPUs available to the process.
+    #[arg(
+        long,
+        env = "PROMOTION_WEBHOOK_MAX_CONCURRENT_EVALUATIONS",
+        value_name = "N"
+    )]
+    pub max_concurrent_evaluations: Option<usize>,
 
     /// Time allowed for a TLS handshake and for a client to send the request headers.
     #[arg(long, env = "PROMOTION_WEBHOOK_HEADER_READ_TIMEOUT", default_value = "5s", value_parser = parse_duration)]

@@ -1,6 +1,7 @@
 //! The checked configuration of `serve`, built from the command line.
 
 use std::net::SocketAddr;
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -35,8 +36,23 @@ pub struct LogConfig {
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     pub max_body_bytes: usize,
+    /// Bounds reading the body, waiting for an evaluation slot and the evaluation.
     pub request_timeout: Duration,
     pub header_read_timeout: Duration,
+    /// Evaluations running at once, each on a blocking thread of the runtime.
+    pub max_concurrent_evaluations: NonZeroUsize,
+}
+
+/// The most `--max-concurrent-evaluations` accepts: evaluations run on the runtime's blocking
+/// threads, of which tokio starts at most this many (its default, which `server` keeps); more
+/// slots would only queue inside tokio.
+pub const MAX_CONCURRENT_EVALUATIONS: usize = 512;
+
+/// `--max-concurrent-evaluations` when not given: one evaluation per CPU the process may use
+/// (the standard library reads the cgroup CPU quota), as evaluation is CPU work.
+pub fn default_concurrent_evaluations() -> NonZeroUsize {
+    let cpus = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+    NonZeroUsize::new(cpus.min(MAX_CONCURRENT_EVALUATIONS)).unwrap_or(NonZeroUsize::MIN)
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -79,6 +95,16 @@ impl TryFrom<ServeArgs> for ServeConfig {
                 args.max_body_bytes
             )));
         }
+        let max_concurrent_evaluations = match args.max_concurrent_evaluations {
+            None => default_concurrent_evaluations(),
+            Some(n) => NonZeroUsize::new(n)
+                .filter(|n| n.get() <= MAX_CONCURRENT_EVALUATIONS)
+                .ok_or_else(|| {
+                    ConfigError(format!(
+                        "--max-concurrent-evaluations {n} is out of range (1 to {MAX_CONCURRENT_EVALUATIONS})"
+                    ))
+                })?,
+        };
         Ok(ServeConfig {
             listen: args.listen,
             metrics_listen: args.metrics_listen,
@@ -99,6 +125,7 @@ impl TryFrom<ServeArgs> for ServeConfig {
                 max_body_bytes: args.max_body_bytes,
                 request_timeout: args.request_timeout,
                 header_read_timeout: args.header_read_timeout,
+                max_concurrent_evaluations,
             },
             shutdown: Shutdown {
                 delay: args.shutdown_delay,
@@ -153,5 +180,23 @@ mod tests {
         assert!(err.to_string().contains("--request-timeout"));
         let err = parse(&["--max-body-bytes", "10"]).unwrap_err();
         assert!(err.to_string().contains("--max-body-bytes"));
+        for out_of_range in ["0", "513"] {
+            let err = parse(&["--max-concurrent-evaluations", out_of_range]).unwrap_err();
+            assert!(
+                err.to_string().contains("--max-concurrent-evaluations"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn concurrent_evaluations() {
+        let limits = |args: &[&str]| parse(args).unwrap().limits.max_concurrent_evaluations;
+        assert_eq!(limits(&[]), default_concurrent_evaluations());
+        assert_eq!(limits(&["--max-concurrent-evaluations", "3"]).get(), 3);
+        assert_eq!(
+            limits(&["--max-concurrent-evaluations", "512"]).get(),
+            MAX_CONCURRENT_EVALUATIONS
+        );
     }
 }

@@ -80,6 +80,7 @@ pub struct Metrics {
     http_errors: Mutex<BTreeMap<u16, u64>>,
     latency: [Histogram; 2],
     in_flight: AtomicI64,
+    evaluations_running: AtomicI64,
     panics: AtomicU64,
     reloads_ok: AtomicU64,
     reloads_failed: AtomicU64,
@@ -133,6 +134,14 @@ impl Metrics {
         InFlight(&self.in_flight)
     }
 
+    /// Counts one evaluation running on a blocking thread until the guard is dropped. Separate
+    /// from [`Metrics::in_flight`]: an evaluation whose request timed out runs on after its
+    /// request was answered.
+    pub fn evaluation_running(&self) -> InFlight<'_> {
+        self.evaluations_running.fetch_add(1, Ordering::Relaxed);
+        InFlight(&self.evaluations_running)
+    }
+
     pub fn render(&self) -> String {
         let mut out = String::with_capacity(4096);
         self.render_requests(&mut out);
@@ -148,6 +157,18 @@ impl Metrics {
             "promotion_webhook_in_flight_requests",
             "",
             self.in_flight.load(Ordering::Relaxed),
+        );
+        family(
+            &mut out,
+            "promotion_webhook_evaluations_running",
+            "gauge",
+            "Admission evaluations running, including those whose request has timed out.",
+        );
+        sample(
+            &mut out,
+            "promotion_webhook_evaluations_running",
+            "",
+            self.evaluations_running.load(Ordering::Relaxed),
         );
         family(
             &mut out,
@@ -265,7 +286,8 @@ impl Metrics {
     }
 }
 
-/// Decrements the in-flight gauge when the request is done, however it ends (panics included).
+/// Decrements a gauge ([`Metrics::in_flight`], [`Metrics::evaluation_running`]) when what it
+/// counts is done, however it ends (panics included).
 pub struct InFlight<'a>(&'a AtomicI64);
 
 impl Drop for InFlight<'_> {
@@ -314,6 +336,12 @@ mod tests {
                 .render()
                 .contains("promotion_webhook_in_flight_requests 1\n"));
         }
+        {
+            let _guard = metrics.evaluation_running();
+            let text = metrics.render();
+            assert!(text.contains("promotion_webhook_evaluations_running 1\n"));
+            assert!(text.contains("promotion_webhook_in_flight_requests 0\n"));
+        }
         let text = metrics.render();
         assert!(text.contains(
             "promotion_webhook_admission_requests_total{endpoint=\"validate\",operation=\"CREATE\",verdict=\"denied\"} 2\n"
@@ -333,5 +361,6 @@ mod tests {
             text.contains("promotion_webhook_certificate_reloads_total{result=\"success\"} 1\n")
         );
         assert!(text.contains("promotion_webhook_in_flight_requests 0\n"));
+        assert!(text.contains("promotion_webhook_evaluations_running 0\n"));
     }
 }

@@ -27,7 +27,9 @@ use crate::tls::{self, Reloader, TlsError};
 
 /// The validation engine's parsers recurse (bounded by input caps); on a thread with less stack
 /// than this every validation would map a fresh stack (tens of µs and page faults per request).
-/// Reserved address space only: pages are committed as deep as a parse actually goes.
+/// Tokio gives its blocking threads, where evaluations run (`api::evaluations`), the same stack
+/// size as its async workers. Reserved address space only: pages are committed as deep as a
+/// parse actually goes.
 const THREAD_STACK_BYTES: usize = promotion_shared::validation::VALIDATION_STACK_BYTES;
 
 #[derive(Debug, thiserror::Error)]
@@ -113,6 +115,7 @@ async fn run(config: ServeConfig) -> Result<(), ServeError> {
         metrics = %probes_addr,
         approver_groups = ?config.policy.approver_groups,
         forbid_self_approval = config.policy.forbid_self_approval,
+        max_concurrent_evaluations = config.limits.max_concurrent_evaluations.get(),
         "listening"
     );
 

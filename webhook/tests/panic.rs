@@ -2,6 +2,7 @@
 //! behind: answered 500 with a JSON body, counted, and the server (and the connection) carry on.
 //! In-process, because the shipped binary has no way to make a handler panic on purpose.
 
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,6 +28,7 @@ async fn a_panicking_handler_is_answered_500_counted_and_survived() {
             max_body_bytes: 1024 * 1024,
             request_timeout: Duration::from_secs(5),
             header_read_timeout: Duration::from_secs(5),
+            max_concurrent_evaluations: NonZeroUsize::MIN,
         },
     );
     let routes = Router::new()

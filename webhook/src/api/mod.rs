@@ -1,11 +1,12 @@
 //! HTTP only: the admission router (HTTPS) and the probes router (plain HTTP), the body limit,
 //! and the errors that are not admission answers. A handler reads the body and hands the bytes to
-//! [`crate::evaluation::Evaluator`], which decodes, decides and encodes; nothing here knows the
-//! AdmissionReview format or any admission rule. Used by [`crate::server`] (and by tests that
-//! put their own routes behind [`protect`]).
+//! [`crate::evaluation::Evaluator`], which decodes, decides and encodes, on a blocking thread
+//! ([`evaluations`]); nothing here knows the AdmissionReview format or any admission rule. Used
+//! by [`crate::server`] (and by tests that put their own routes behind [`protect`]).
 
 pub mod body;
 pub mod error;
+pub mod evaluations;
 pub mod probes;
 
 use std::any::Any;
@@ -20,18 +21,18 @@ use axum::middleware::{self, Next};
 use axum::response::IntoResponse;
 use axum::routing::post;
 use axum::Router;
-use chrono::Utc;
 use tower_http::catch_panic::{CatchPanicLayer, ResponseForPanic};
 
 use crate::config::Limits;
 use crate::evaluation::Evaluator;
 use crate::metrics::{Endpoint, Metrics, Verdict};
 use error::ApiError;
+use evaluations::Evaluations;
 
 /// Everything the handlers share.
 #[derive(Clone)]
 pub struct AppState {
-    pub evaluator: Arc<Evaluator>,
+    pub evaluations: Arc<Evaluations>,
     pub metrics: Arc<Metrics>,
     pub limits: Limits,
     draining: Arc<AtomicBool>,
@@ -39,11 +40,27 @@ pub struct AppState {
 
 impl AppState {
     pub fn new(evaluator: Evaluator, metrics: Arc<Metrics>, limits: Limits) -> Self {
+        let evaluations = Evaluations::new(
+            evaluator,
+            limits.max_concurrent_evaluations,
+            metrics.clone(),
+        );
         AppState {
-            evaluator: Arc::new(evaluator),
+            evaluations: Arc::new(evaluations),
             metrics,
             limits,
             draining: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// The same state with `hook` run on the blocking thread before each evaluation (cargo
+    /// feature `testing`): tests make evaluations slow or hold them with it.
+    #[cfg(feature = "testing")]
+    pub fn with_evaluation_hook(self, hook: evaluations::EvaluationHook) -> Self {
+        let evaluations = (*self.evaluations).clone().with_hook(hook);
+        AppState {
+            evaluations: Arc::new(evaluations),
+            ..self
         }
     }
 
@@ -107,13 +124,13 @@ async fn admit(state: AppState, endpoint: Endpoint, request: Request) -> Respons
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
+    // Everything the request timeout bounds: the body, the wait for an evaluation slot and the
+    // evaluation (on a blocking thread, so the timeout can fire while it runs; it then finishes
+    // in the background).
     let work = async {
         let body =
             body::read_limited(request.into_body(), declared_length, limits.max_body_bytes).await?;
-        state
-            .evaluator
-            .review(endpoint, &body, Utc::now())
-            .map_err(|e| ApiError::BadRequest(e.0))
+        state.evaluations.review(endpoint, body).await
     };
     let outcome = tokio::time::timeout(limits.request_timeout, work)
         .await
