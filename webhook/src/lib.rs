@@ -28,6 +28,7 @@ pub mod certs;
 pub mod cli;
 pub mod config;
 pub mod evaluation;
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod log_writer;
 pub mod logging;
