@@ -16,6 +16,7 @@
 pub mod admission;
 pub mod approval;
 pub mod cluster_summary;
+pub mod cron;
 pub mod diff;
 pub mod freshness;
 #[cfg(feature = "fuzzing")]
@@ -29,3 +30,4 @@ pub mod selector;
 pub mod status;
 pub mod tree;
 pub mod validation;
+pub mod window;
