@@ -198,7 +198,7 @@ enum DefaultValue {
     Bool(bool),
 }
 
-fn with_defaults(spec: Value) -> Value {
+pub(crate) fn with_defaults(spec: Value) -> Value {
     let mut map = match spec {
         Value::Object(map) => map,
         _ => serde_json::Map::new(),

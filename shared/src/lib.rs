@@ -25,6 +25,7 @@ pub mod model;
 pub mod patch;
 pub mod pipeline;
 pub mod plan;
+pub mod reconcile;
 pub mod rollout;
 pub mod selector;
 pub mod status;

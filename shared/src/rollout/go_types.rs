@@ -118,7 +118,7 @@ const REMOTE_URL: &[Field] = &[
     omit("template", Bool),
 ];
 
-const POLICY_REF: &[Field] = &[
+pub const POLICY_REF: &[Field] = &[
     omit("namespace", Str),
     omit("name", Str),
     omit("kind", Str),
@@ -264,7 +264,7 @@ const CEL_RULE: &[Field] = &[always("name", Str), always("rule", Str)];
 
 /// libsveltos v1.13.0 `ValidateHealth`. `jobCheck` came later: Sveltos v1.13.0 drops it when
 /// decoding, so it is not hashed (see [`super::Identity::unhashed`]).
-const VALIDATE_HEALTH: &[Field] = &[
+pub const VALIDATE_HEALTH: &[Field] = &[
     always("name", Str),
     always("featureID", Str),
     omit("group", Str),

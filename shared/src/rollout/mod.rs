@@ -171,6 +171,54 @@ pub fn profile_spec_json(object: &Tree) -> Result<(String, Vec<String>), Mismatc
     Ok((out, dropped))
 }
 
+/// Go types a value can be written as ([`go_value`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GoTypeName {
+    /// libsveltos `Selector` (a stage's `clusterSelector`).
+    Selector,
+    /// libsveltos `ValidateHealth`.
+    ValidateHealth,
+    /// `[]PolicyRef`.
+    PolicyRefs,
+}
+
+/// `value` as Go writes it once decoded into the named type (declaration order, `omitempty`,
+/// durations normalised), parsed back; `None` when Go could not decode it.
+pub fn go_value(value: &serde_json::Value, ty: GoTypeName) -> Option<serde_json::Value> {
+    let go = match ty {
+        GoTypeName::Selector => go_types::Go::Struct(go_types::SELECTOR),
+        GoTypeName::ValidateHealth => go_types::Go::Struct(go_types::VALIDATE_HEALTH),
+        GoTypeName::PolicyRefs => go_types::Go::List(&go_types::Go::Struct(go_types::POLICY_REF)),
+    };
+    let mut out = String::new();
+    let mut m = Marshaler {
+        out: &mut out,
+        dropped: Vec::new(),
+        sort_profile_lists: false,
+    };
+    m.write(Some(&tree_of(value)), &go, "").ok()?;
+    serde_json::from_str(&out).ok()
+}
+
+/// `spec.profileSpec` as Go writes the typed value, lists in the user's order (what Sveltos puts
+/// in a generated ClusterProfile's spec), parsed back; `None` when Go could not decode it.
+pub fn go_profile_spec(object: &Tree) -> Option<serde_json::Value> {
+    let mut out = String::new();
+    let mut m = Marshaler {
+        out: &mut out,
+        dropped: Vec::new(),
+        sort_profile_lists: false,
+    };
+    m.write_struct(
+        pointer(object, "/spec/profileSpec"),
+        go_types::PROFILE_SPEC,
+        "spec.profileSpec",
+        true,
+    )
+    .ok()?;
+    serde_json::from_str(&out).ok()
+}
+
 /// One member of `spec.profileSpec` as it enters the hash (sorted if Sveltos sorts it), or
 /// `None` when Go leaves it out; used to name what changed.
 fn profile_member_json(object: &Tree, name: &str) -> Option<String> {

@@ -1,0 +1,266 @@
+//! "Is the stage deployed?": addon-controller v1.13.0 `checkCurrentStageDeployment`
+//! (`../shared/reference/promotion-controller.md` §10), with three defects fixed:
+//! - D4: a cluster the stage matches whose ClusterSummary Sveltos has not created yet is not
+//!   deployed (upstream counts only the ClusterSummaries that exist, so a profile applied a
+//!   moment ago passes at once);
+//! - D13: "no matching clusters" is believed only when something says so — the fleet read from
+//!   the cluster, or the profile's own `status.matchingClusters` — never merely because no
+//!   ClusterSummary exists yet;
+//! - D15: a profile name that cannot be a label value (ClusterSummaries are labelled with it)
+//!   never deploys, and says why, where upstream sees zero ClusterSummaries and passes.
+
+use serde_json::Value;
+
+use crate::model::Stage;
+use crate::model::CLUSTER_PROFILE_NAME_LABEL;
+use crate::plan::Cluster;
+use crate::selector::Selector;
+
+/// What the check found: deployed (with upstream's message), or not (with the reason that goes
+/// into the stage's `failureMessage`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Deployment {
+    Deployed(String),
+    NotDeployed(String),
+}
+
+/// The ClusterSummaries Sveltos created for `profile_name`.
+pub fn summaries_of<'a>(profile_name: &str, summaries: &'a [Value]) -> Vec<&'a Value> {
+    let mut found: Vec<&Value> = summaries
+        .iter()
+        .filter(|s| {
+            s.pointer("/metadata/labels")
+                .and_then(|l| l.get(CLUSTER_PROFILE_NAME_LABEL))
+                .and_then(Value::as_str)
+                == Some(profile_name)
+        })
+        .collect();
+    // The cache's order is not defined upstream; a fixed order makes the message stable.
+    found.sort_by_key(|s| {
+        (
+            s.pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+            s.pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+        )
+    });
+    found
+}
+
+/// A ClusterProfile name is copied into the label `projectsveltos.io/cluster-profile-name` of
+/// its ClusterSummaries: it must be a valid label value (at most 63 characters).
+pub fn label_value_problem(name: &str) -> Option<String> {
+    if name.len() > 63 {
+        return Some(format!(
+            "ClusterProfile {name} is {} characters long: Sveltos copies it into the label \
+             {CLUSTER_PROFILE_NAME_LABEL} of its ClusterSummaries, whose values are limited to 63 \
+             characters, so no ClusterSummary can be created and the stage can never deploy",
+            name.len()
+        ));
+    }
+    None
+}
+
+/// The check. `checks` also requires the ClusterSummaries to carry the profile's
+/// `validateHealths` (so that post-delay checks that were just added are the ones that passed).
+pub fn check(
+    profile_name: &str,
+    stage: &Stage,
+    profile: Option<&Value>,
+    summaries: &[Value],
+    fleet: Option<&[Cluster]>,
+    checks: bool,
+) -> Deployment {
+    if let Some(problem) = label_value_problem(profile_name) {
+        return Deployment::NotDeployed(problem);
+    }
+    let Some(profile) = profile else {
+        return Deployment::NotDeployed(format!(
+            "ClusterProfile {profile_name} does not exist yet."
+        ));
+    };
+    let found = summaries_of(profile_name, summaries);
+    for summary in &found {
+        if let Some(reason) = out_of_sync(summary, profile, checks) {
+            return Deployment::NotDeployed(reason);
+        }
+        if !provisioned(summary) {
+            return Deployment::NotDeployed(format!(
+                "ClusterSummary {} is not yet provisioned.",
+                name_of(summary)
+            ));
+        }
+    }
+    let expected = expected_clusters(stage, profile, fleet);
+    let Some(expected) = expected else {
+        return Deployment::NotDeployed(format!(
+            "Sveltos has not matched clusters to ClusterProfile {profile_name} yet."
+        ));
+    };
+    for (kind, namespace, name) in &expected {
+        let has = found.iter().any(|s| {
+            s.pointer("/spec/clusterNamespace").and_then(Value::as_str) == Some(namespace)
+                && s.pointer("/spec/clusterName").and_then(Value::as_str) == Some(name)
+                && cluster_type_kind(s) == Some(*kind)
+        });
+        if !has {
+            return Deployment::NotDeployed(format!(
+                "ClusterSummary for {kind} {namespace}/{name} is not created yet."
+            ));
+        }
+    }
+    if found.is_empty() {
+        return Deployment::Deployed(format!(
+            "No matching clusters found for ClusterProfile {profile_name}. Deployment considered \
+             complete."
+        ));
+    }
+    Deployment::Deployed("All matching clusters are successfully deployed.".into())
+}
+
+fn name_of(summary: &Value) -> &str {
+    summary
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+fn cluster_type_kind(summary: &Value) -> Option<&'static str> {
+    match summary
+        .pointer("/spec/clusterType")
+        .and_then(Value::as_str)?
+    {
+        "Capi" => Some("Cluster"),
+        "Sveltos" => Some("SveltosCluster"),
+        _ => None,
+    }
+}
+
+/// Which clusters must have a deployed ClusterSummary: the ones the fleet says the stage matches
+/// (ready and not paused: Sveltos deploys nothing to the others), and the ones the profile's
+/// status says Sveltos matched. `None` when neither is known.
+fn expected_clusters(
+    stage: &Stage,
+    profile: &Value,
+    fleet: Option<&[Cluster]>,
+) -> Option<Vec<(&'static str, String, String)>> {
+    let matched = profile
+        .pointer("/status/matchingClusters")
+        .and_then(Value::as_array);
+    if fleet.is_none() && matched.is_none() {
+        return None;
+    }
+    let mut out: Vec<(&'static str, String, String)> = Vec::new();
+    if let Some(fleet) = fleet {
+        if let Ok(selector) = Selector::compile(stage.cluster_selector.as_ref()) {
+            // An empty selector matches nothing in Sveltos (libsveltos `getMatchingClusters`).
+            if !selector.requirements().is_empty() {
+                for c in fleet.iter().filter(|c| c.ready && !c.paused) {
+                    if selector.matches(&c.labels) {
+                        out.push((c.cluster_type.kind(), c.namespace.clone(), c.name.clone()));
+                    }
+                }
+            }
+        }
+    }
+    for r in matched.into_iter().flatten() {
+        let kind = match r.get("kind").and_then(Value::as_str) {
+            Some("SveltosCluster") => "SveltosCluster",
+            Some("Cluster") => "Cluster",
+            _ => continue,
+        };
+        let namespace = r
+            .get("namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let name = r
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let paused_or_not_ready = fleet.is_some_and(|f| {
+            f.iter().any(|c| {
+                c.cluster_type.kind() == kind
+                    && c.namespace == namespace
+                    && c.name == name
+                    && (c.paused || !c.ready)
+            })
+        });
+        let entry = (kind, namespace, name);
+        if !paused_or_not_ready && !out.contains(&entry) {
+            out.push(entry);
+        }
+    }
+    Some(out)
+}
+
+/// Upstream §10.2: the three feature lists of the ClusterSummary against the profile's (and, with
+/// `checks`, the health checks), in upstream's order and words.
+fn out_of_sync(summary: &Value, profile: &Value, checks: bool) -> Option<String> {
+    let name = name_of(summary);
+    let list = |v: &Value, pointer: &str| -> Vec<Value> {
+        v.pointer(pointer)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let differs = |key: &str| {
+        list(summary, &format!("/spec/clusterProfileSpec/{key}"))
+            != list(profile, &format!("/spec/{key}"))
+    };
+    if differs("helmCharts") {
+        return Some(format!("ClusterSummary HelmCharts {name} is not in sync."));
+    }
+    if differs("policyRefs") {
+        return Some(format!("ClusterSummary PolicyRefs {name} is not in sync."));
+    }
+    if differs("kustomizationRefs") {
+        return Some(format!(
+            "ClusterSummaryKustomizationRefs {name} is not in sync."
+        ));
+    }
+    if checks && differs("validateHealths") {
+        return Some(format!(
+            "ClusterSummary {name} does not run the stage's health checks yet."
+        ));
+    }
+    None
+}
+
+/// Upstream `isCluterSummaryProvisioned` (§10.3): every feature summary is Provisioned, and each
+/// feature the spec uses has one.
+fn provisioned(summary: &Value) -> bool {
+    let features: Vec<(&str, &str)> = summary
+        .pointer("/status/featureSummaries")
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .map(|f| {
+                    (
+                        f.get("featureID").and_then(Value::as_str).unwrap_or(""),
+                        f.get("status").and_then(Value::as_str).unwrap_or(""),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if features.iter().any(|(_, status)| *status != "Provisioned") {
+        return false;
+    }
+    let uses = |key: &str| {
+        summary
+            .pointer(&format!("/spec/clusterProfileSpec/{key}"))
+            .and_then(Value::as_array)
+            .is_some_and(|l| !l.is_empty())
+    };
+    [
+        ("helmCharts", "Helm"),
+        ("policyRefs", "Resources"),
+        ("kustomizationRefs", "Kustomize"),
+    ]
+    .iter()
+    .all(|(key, feature)| !uses(key) || features.iter().any(|(f, _)| f == feature))
+}

@@ -1,0 +1,742 @@
+//! One reconcile of a ClusterPromotion as a pure function: from a snapshot of the promotion, its
+//! ClusterProfiles, their ClusterSummaries and the fleet, at `now`, what the reconciler writes
+//! ([`Decision`]): profiles to apply (full bodies) or delete, the status, the approvals it
+//! consumes, its Events and when it must look again.
+//!
+//! It is addon-controller v1.13.0's `Reconcile` (`../shared/reference/promotion-controller.md`
+//! §3–§16, every status string verbatim), with the defects the decision itself can fix fixed:
+//! - D1: a restart whose profile could not be applied is not lost: the hashes are written in the
+//!   same status as the restart, and a promotion with no current stage restarts;
+//! - D3: approvals are consumed by name ([`Decision::consume_approvals`]), never by rewriting
+//!   `spec.stages`, so no other stage's `automaticReset: false` is touched;
+//! - D4, D13, D15: see [`deployed`];
+//! - D5: a manual gate is honoured only once the stage's health checks pass, as for `auto`;
+//! - D6: a completed promotion stays complete (upstream re-pauses a manual last stage and
+//!   re-creates pre-verification profiles on every later reconcile); the last stage's own gate
+//!   is still honoured, as the last sign-off (the plugin approves it as `→ complete`);
+//! - D7: a restart removes every stage's pre-verification profile, not only the first's;
+//! - D10: a generated profile of a stage the current rollout has reached that is missing or was
+//!   edited is applied again (the rollout identity says its spec is the current one);
+//! - D11: a post-delay check is appended unless the very same check is there (upstream compares
+//!   names only);
+//! - D12: a window schedule that never fires is an error, not a hung worker ([`crate::window`]);
+//! - D14: stale-profile clean-up and deletion touch only profiles owned by this promotion's UID;
+//! - D16: deadlines wake the reconciler exactly ([`Decision::wake_at`]) instead of a 2-minute poll.
+//!
+//! Kept: D2 and D8 are fixed by the runtime (the consumption and the promotion are one guarded
+//! write; owner references are dropped before the finalizer); D9 does not apply (no licence);
+//! D17 and D18 are Sveltos' own status semantics, which the plugin and users read as they are.
+
+pub mod bodies;
+pub mod deployed;
+mod status_edit;
+#[cfg(test)]
+mod tests;
+
+use chrono::{DateTime, Duration, SecondsFormat, Utc};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::model::{
+    preverification_profile_name, profile_belongs_to, stage_profile_name, ClusterPromotion, Stage,
+    ValidateHealth, FINALIZER, PROMOTION_NAME_LABEL,
+};
+use crate::plan::Cluster;
+use crate::rollout::{identity, RolloutId};
+use crate::status::{descriptions, strip_timestamp};
+use crate::tree::tree_of;
+use crate::window::{self, WindowState};
+
+use bodies::{preverification_profile, stage_profile, PROFILE_API_VERSION, PROFILE_KIND};
+use deployed::Deployment;
+use status_edit::Status;
+
+/// What one reconcile reads.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    /// The ClusterPromotion as the API server stores it.
+    pub promotion: Value,
+    /// ClusterProfiles (those of other promotions are ignored).
+    pub profiles: Vec<Value>,
+    /// ClusterSummaries (those of other profiles are ignored).
+    pub summaries: Vec<Value>,
+    /// SveltosClusters and CAPI Clusters, when they were read.
+    pub fleet: Option<Vec<Cluster>>,
+}
+
+/// How the decision reads the clock's wall time.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// The zone promotion windows are evaluated in, and soak and window times are written in.
+    /// Upstream uses the controller process's local zone, which is UTC in Sveltos' distroless
+    /// image; UTC is the default so that a window means the same on every installation.
+    pub window_zone: chrono_tz::Tz,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            window_zone: chrono_tz::UTC,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum FinalizerChange {
+    Add,
+    Remove,
+}
+
+/// An object to delete.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectKey {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+}
+
+/// An Event about the promotion. Upstream's three have type `Normal` and reason `Sveltos`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Event {
+    #[serde(rename = "type")]
+    pub event_type: &'static str,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// What one reconcile does.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Decision {
+    /// Server-side apply bodies, in order.
+    pub apply: Vec<Value>,
+    pub delete: Vec<ObjectKey>,
+    /// The whole new `status`, when it changes.
+    pub status: Option<Value>,
+    /// Stages whose `approved` this reconcile uses (and, with `automaticReset`, clears).
+    pub consume_approvals: Vec<String>,
+    pub events: Vec<Event>,
+    /// The next deadline (soak end, window opening); `None`: only a change wakes it.
+    pub wake_at: Option<DateTime<Utc>>,
+    pub explanation: String,
+    /// The promotion's finalizer to add or remove.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finalizer: Option<FinalizerChange>,
+    /// The rollout this decision works for (the spec's hashes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<RolloutId>,
+}
+
+impl Decision {
+    fn new() -> Self {
+        Decision {
+            apply: Vec::new(),
+            delete: Vec::new(),
+            status: None,
+            consume_approvals: Vec::new(),
+            events: Vec::new(),
+            wake_at: None,
+            explanation: String::new(),
+            finalizer: None,
+            rollout: None,
+        }
+    }
+
+    fn event(&mut self, message: String) {
+        self.events.push(Event {
+            event_type: "Normal",
+            reason: "Sveltos",
+            message,
+        });
+    }
+
+    fn warning(&mut self, reason: &'static str, message: String) {
+        self.events.push(Event {
+            event_type: "Warning",
+            reason,
+            message,
+        });
+    }
+
+    fn delete_profile(&mut self, name: String) {
+        let key = ObjectKey {
+            api_version: PROFILE_API_VERSION.into(),
+            kind: PROFILE_KIND.into(),
+            name,
+        };
+        if !self.delete.contains(&key) {
+            self.delete.push(key);
+        }
+    }
+}
+
+/// What one reconcile of `snapshot` at `now` does.
+pub fn decide(snapshot: &Snapshot, now: DateTime<Utc>, options: &Options) -> Decision {
+    let mut d = Decision::new();
+    let promotion: ClusterPromotion = match serde_json::from_value(snapshot.promotion.clone()) {
+        Ok(p) => p,
+        Err(e) => {
+            d.explanation = format!("the promotion cannot be read as a ClusterPromotion: {e}");
+            return d;
+        }
+    };
+    let r = Reconcile {
+        snapshot,
+        promotion: &promotion,
+        now: now.with_nanosecond0(),
+        options,
+    };
+    if promotion.metadata.deletion_timestamp.is_some() {
+        r.delete(&mut d);
+    } else {
+        r.live(&mut d);
+    }
+    d
+}
+
+trait Truncate {
+    fn with_nanosecond0(self) -> Self;
+}
+
+impl Truncate for DateTime<Utc> {
+    /// Status times are whole seconds (`metav1.Time`).
+    fn with_nanosecond0(self) -> Self {
+        self - Duration::nanoseconds(i64::from(self.timestamp_subsec_nanos()))
+    }
+}
+
+/// `2006-01-02T15:04:05Z07:00` in the window zone: how upstream writes soak and window times.
+fn zoned(t: DateTime<Utc>, zone: chrono_tz::Tz) -> String {
+    t.with_timezone(&zone)
+        .to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+struct Reconcile<'a> {
+    snapshot: &'a Snapshot,
+    promotion: &'a ClusterPromotion,
+    now: DateTime<Utc>,
+    options: &'a Options,
+}
+
+/// What a stage's trigger says.
+enum Gate {
+    Pass,
+    Wait {
+        description: String,
+        wake: Option<DateTime<Utc>>,
+    },
+    Error(String),
+}
+
+impl<'a> Reconcile<'a> {
+    fn name(&self) -> &str {
+        self.promotion.name()
+    }
+
+    fn uid(&self) -> Option<&str> {
+        self.promotion.metadata.uid.as_deref()
+    }
+
+    fn profile(&self, name: &str) -> Option<&'a Value> {
+        self.snapshot.profiles.iter().find(|p| {
+            p.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
+                && profile_belongs_to(
+                    p,
+                    self.promotion.name(),
+                    self.promotion.metadata.uid.as_deref(),
+                )
+        })
+    }
+
+    /// The profiles labelled with this promotion's name that it owns (by UID when both have
+    /// one: a re-created promotion of the same name does not adopt or delete another's, D14).
+    fn owned_profiles(&self) -> Vec<&'a Value> {
+        self.snapshot
+            .profiles
+            .iter()
+            .filter(|p| {
+                p.pointer("/metadata/labels")
+                    .and_then(|l| l.get(PROMOTION_NAME_LABEL))
+                    .and_then(Value::as_str)
+                    == Some(self.name())
+                    && profile_belongs_to(p, self.name(), self.uid())
+                    && p.pointer("/metadata/ownerReferences")
+                        .and_then(Value::as_array)
+                        .is_some_and(|refs| !refs.is_empty())
+            })
+            .collect()
+    }
+
+    fn live(&self, d: &mut Decision) {
+        let stages = &self.promotion.spec.stages;
+        if !self
+            .promotion
+            .metadata
+            .finalizers
+            .as_ref()
+            .is_some_and(|f| f.iter().any(|x| x == FINALIZER))
+        {
+            d.finalizer = Some(FinalizerChange::Add);
+        }
+        // §6: generated profiles of stages that are gone.
+        let expected: Vec<String> = stages
+            .iter()
+            .flat_map(|s| {
+                [
+                    stage_profile_name(self.name(), &s.name),
+                    preverification_profile_name(self.name(), &s.name),
+                ]
+            })
+            .collect();
+        for p in self.owned_profiles() {
+            let name = p
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if !expected.iter().any(|e| e == name) {
+                d.delete_profile(name.to_string());
+            }
+        }
+        let Some(first) = stages.first() else {
+            d.explanation = "the promotion has no stages: nothing to do".into();
+            return;
+        };
+        let id = match identity(&tree_of(&self.snapshot.promotion)) {
+            Ok(i) => i.id,
+            Err(e) => {
+                d.explanation = format!(
+                    "the spec cannot be decoded as Sveltos decodes it ({} is not {}): nothing is \
+                     done until it is fixed",
+                    e.path, e.expected
+                );
+                return;
+            }
+        };
+        d.rollout = Some(id.clone());
+        let mut status = Status::new(self.promotion.status.clone().unwrap_or_default(), self.now);
+        let recorded = RolloutId::in_status(&self.snapshot.promotion);
+        let current = status
+            .current_stage()
+            .filter(|c| stages.iter().any(|s| &s.name == c))
+            .map(str::to_string);
+        let Some(current) = current.filter(|_| recorded.as_ref() == Some(&id)) else {
+            self.restart(d, &mut status, first, &id, recorded.as_ref());
+            d.status = status.changed();
+            return;
+        };
+        self.repair(d, &status, &current);
+        self.advance(d, &mut status, &current);
+        d.status = status.changed();
+    }
+
+    /// §8, with D1 and D7 fixed.
+    fn restart(
+        &self,
+        d: &mut Decision,
+        status: &mut Status,
+        first: &Stage,
+        id: &RolloutId,
+        recorded: Option<&RolloutId>,
+    ) {
+        d.apply.push(stage_profile(
+            self.promotion,
+            &self.snapshot.promotion,
+            first,
+            &[],
+        ));
+        for stage in &self.promotion.spec.stages {
+            let pre = preverification_profile_name(self.name(), &stage.name);
+            if self.profile(&pre).is_some() {
+                d.delete_profile(pre);
+            }
+        }
+        d.event(format!("Provisioning stage {} (Restart)", first.name));
+        status.reset();
+        status.add_stage(&first.name);
+        status.describe(&first.name, descriptions::PROVISIONING);
+        status.set_hashes(id);
+        let why = match recorded {
+            None => "first reconcile of this spec".to_string(),
+            Some(_) => {
+                "the spec starts a new rollout (its hashes differ from the status')".to_string()
+            }
+        };
+        d.explanation = format!(
+            "{why}: {} is provisioned with it first; nothing else blocks",
+            first.name
+        );
+    }
+
+    /// D10: the generated profile of each stage the current rollout has reached, applied again
+    /// when it is missing or differs from what the stage received.
+    fn repair(&self, d: &mut Decision, status: &Status, current: &str) {
+        let stages = &self.promotion.spec.stages;
+        let Some(upto) = stages.iter().position(|s| s.name == current) else {
+            return;
+        };
+        for (i, stage) in stages.iter().enumerate().take(upto + 1) {
+            let name = stage_profile_name(self.name(), &stage.name);
+            let checks_reached = i < upto
+                || status
+                    .stage(&stage.name)
+                    .and_then(|s| s.current_status_description.as_deref())
+                    .is_some_and(|d| {
+                        let text = strip_timestamp(d);
+                        !text.starts_with(descriptions::SOAKING)
+                            && !text.starts_with(descriptions::PROVISIONING)
+                            && !text.starts_with(descriptions::ALL_DEPLOYED)
+                            && !text.starts_with(descriptions::NO_MATCHING_CLUSTERS)
+                    });
+            let post = if checks_reached {
+                post_delay(stage)
+            } else {
+                &[]
+            };
+            let want = stage_profile(self.promotion, &self.snapshot.promotion, stage, post);
+            let differs = match self.profile(&name) {
+                None => true,
+                Some(have) => !same_profile(have, &want),
+            };
+            if differs {
+                d.apply.push(want);
+            }
+        }
+    }
+
+    /// §12 R7–R8 and §13–§14.
+    fn advance(&self, d: &mut Decision, status: &mut Status, current: &str) {
+        let stages = &self.promotion.spec.stages;
+        let Some(index) = stages.iter().position(|s| s.name == current) else {
+            return;
+        };
+        let stage = &stages[index];
+        let next = stages.get(index + 1);
+        let profile_name = stage_profile_name(self.name(), current);
+        if !status.provisioned(current) {
+            match self.deployment(stage, false) {
+                Deployment::NotDeployed(why) => {
+                    status.check(current, false, Some(why.clone()));
+                    d.explanation = format!("{current} is being deployed: {why}");
+                    return;
+                }
+                Deployment::Deployed(msg) => {
+                    d.event(format!("Stage {current} provisioned"));
+                    status.check(current, true, None);
+                    status.describe(current, &msg);
+                }
+            }
+        } else if next.is_none() && status.satisfied(current) {
+            d.explanation = format!(
+                "complete: the last stage, {current}, has its trigger satisfied for this rollout"
+            );
+            return;
+        }
+        match self.gate(d, status, stage, &profile_name) {
+            Gate::Pass => {}
+            Gate::Wait { description, wake } => {
+                status.describe(current, &description);
+                d.wake_at = wake;
+                d.explanation = format!("{current} waits: {description}; nothing else blocks");
+                return;
+            }
+            Gate::Error(why) => {
+                d.warning("TriggerError", format!("stage {current}: {why}"));
+                d.explanation = format!("{current} cannot advance: {why}");
+                return;
+            }
+        }
+        status.check(current, true, None);
+        status.describe(current, descriptions::PROMOTED);
+        let pre = preverification_profile_name(self.name(), current);
+        if self.profile(&pre).is_some() || d.apply.iter().any(|b| named(b) == pre) {
+            d.apply.retain(|b| named(b) != pre);
+            d.delete_profile(pre);
+        }
+        match next {
+            Some(next) => {
+                d.apply.push(stage_profile(
+                    self.promotion,
+                    &self.snapshot.promotion,
+                    next,
+                    &[],
+                ));
+                let next_pre = preverification_profile_name(self.name(), &next.name);
+                if self.profile(&next_pre).is_some() {
+                    d.delete_profile(next_pre);
+                }
+                status.add_stage(&next.name);
+                d.event(format!("Provisioning stage {}", next.name));
+                d.explanation = format!("{current} is done: promoting to {}", next.name);
+            }
+            None => {
+                d.explanation =
+                    format!("{current} is done: the promotion is complete for this rollout");
+            }
+        }
+    }
+
+    fn deployment(&self, stage: &Stage, checks: bool) -> Deployment {
+        let name = stage_profile_name(self.name(), &stage.name);
+        deployed::check(
+            &name,
+            stage,
+            self.profile(&name),
+            &self.snapshot.summaries,
+            self.snapshot.fleet.as_deref(),
+            checks,
+        )
+    }
+
+    /// `canAutoAdvance` / `canManualAdvance` (§12.1, §12.6), D5 fixed.
+    fn gate(
+        &self,
+        d: &mut Decision,
+        status: &mut Status,
+        stage: &Stage,
+        profile_name: &str,
+    ) -> Gate {
+        let Some(trigger) = &stage.trigger else {
+            return Gate::Pass;
+        };
+        let (delay, manual) = match (&trigger.auto, &trigger.manual) {
+            (Some(auto), _) => (auto.delay.as_deref(), None),
+            (None, Some(manual)) => (manual.delay.as_deref(), Some(manual)),
+            (None, None) => return Gate::Pass,
+        };
+        if let Some(delay) = delay {
+            let Some(applied) = status
+                .stage(&stage.name)
+                .and_then(|s| s.last_successful_applied_time.as_deref())
+                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+            else {
+                return Gate::Error(format!(
+                    "LastSuccessfulAppliedTime not set for stage {}",
+                    stage.name
+                ));
+            };
+            let ns = match go_text::duration::parse_go_duration(delay) {
+                Ok(ns) => ns,
+                Err(e) => return Gate::Error(e),
+            };
+            let ready = applied.with_timezone(&Utc)
+                + Duration::nanoseconds(i64::try_from(ns).unwrap_or(i64::MAX));
+            if self.now < ready {
+                return Gate::Wait {
+                    description: format!(
+                        "{}{}",
+                        descriptions::SOAKING,
+                        zoned(ready, self.options.window_zone)
+                    ),
+                    wake: Some(ready),
+                };
+            }
+        }
+        if let Some(body) = preverification_profile(self.promotion, &self.snapshot.promotion, stage)
+        {
+            d.apply.push(body);
+        }
+        let post = post_delay(stage);
+        if !post.is_empty() {
+            let want = stage_profile(self.promotion, &self.snapshot.promotion, stage, post);
+            let included = self.profile(profile_name).is_some_and(|have| {
+                let have = have
+                    .pointer("/spec/validateHealths")
+                    .and_then(Value::as_array);
+                let want = want
+                    .pointer("/spec/validateHealths")
+                    .and_then(Value::as_array);
+                want.is_none_or(|w| have.is_some_and(|h| w.iter().all(|c| h.contains(c))))
+            });
+            if !included {
+                if !d.apply.iter().any(|b| named(b) == profile_name) {
+                    d.apply.push(want);
+                }
+                return Gate::Wait {
+                    description: descriptions::RUNNING_CHECKS.to_string(),
+                    wake: None,
+                };
+            }
+        }
+        if let Deployment::NotDeployed(why) = self.deployment(stage, !post.is_empty()) {
+            status.check(&stage.name, false, Some(why));
+            return Gate::Wait {
+                description: descriptions::AWAITING_CHECKS.to_string(),
+                wake: None,
+            };
+        }
+        if let Some(manual) = manual {
+            if !manual.is_approved() {
+                return Gate::Wait {
+                    description: descriptions::AWAITING_APPROVAL.to_string(),
+                    wake: None,
+                };
+            }
+            d.consume_approvals.push(stage.name.clone());
+            return Gate::Pass;
+        }
+        if let Some(window) = trigger
+            .auto
+            .as_ref()
+            .and_then(|a| a.promotion_window.as_ref())
+        {
+            let now = self.now.with_timezone(&self.options.window_zone);
+            match window::state(&window.from, &window.to, &now) {
+                Err(e) => return Gate::Error(e),
+                Ok(WindowState::Open { .. }) => {}
+                Ok(WindowState::Closed { opens }) => {
+                    let opens = opens.map(|t| t.with_timezone(&Utc));
+                    return Gate::Wait {
+                        description: format!(
+                            "{}{}).",
+                            descriptions::WINDOW_CLOSED,
+                            opens
+                                .map(|t| zoned(t, self.options.window_zone))
+                                .unwrap_or_else(|| "0001-01-01T00:00:00Z".into())
+                        ),
+                        wake: opens,
+                    };
+                }
+            }
+        }
+        Gate::Pass
+    }
+
+    /// §16, with D8 (preserve really preserves) and D14 (only this UID's profiles) fixed.
+    fn delete(&self, d: &mut Decision) {
+        let has_finalizer = self
+            .promotion
+            .metadata
+            .finalizers
+            .as_ref()
+            .is_some_and(|f| f.iter().any(|x| x == FINALIZER));
+        if !has_finalizer {
+            d.explanation = "being deleted; our finalizer is gone: nothing to do".into();
+            return;
+        }
+        let owned = self.owned_profiles();
+        let preserve = self.promotion.spec.preserve_cluster_profiles_on_delete == Some(true);
+        if preserve {
+            // Drop our owner reference so that the garbage collector leaves them (D8).
+            for p in &owned {
+                let mut body = (*p).clone();
+                if let Some(meta) = body.get_mut("metadata").and_then(Value::as_object_mut) {
+                    meta.remove("ownerReferences");
+                }
+                d.apply.push(orphaned(&body));
+            }
+            if owned.is_empty() {
+                d.finalizer = Some(FinalizerChange::Remove);
+                d.explanation = "being deleted with preserveClusterProfilesOnDelete: its profiles \
+                                 no longer name it as owner, so the finalizer goes"
+                    .into();
+            } else {
+                d.explanation = format!(
+                    "being deleted with preserveClusterProfilesOnDelete: {} profile(s) are released \
+                     from its ownership first",
+                    owned.len()
+                );
+            }
+            return;
+        }
+        if owned.is_empty() {
+            d.finalizer = Some(FinalizerChange::Remove);
+            d.explanation =
+                "being deleted: its ClusterProfiles are gone, so the finalizer goes".into();
+            return;
+        }
+        for p in &owned {
+            if p.pointer("/metadata/deletionTimestamp").is_none() {
+                d.delete_profile(named(p).to_string());
+            }
+        }
+        d.explanation = format!(
+            "being deleted: waiting for {} ClusterProfile(s) to be removed",
+            owned.len()
+        );
+    }
+}
+
+/// The apply body that releases a profile: name and labels only, no owner references (applied
+/// with the same field manager, this removes the owner reference it set).
+fn orphaned(profile: &Value) -> Value {
+    let mut meta = serde_json::Map::new();
+    if let Some(m) = profile.get("metadata") {
+        for key in ["name", "labels", "annotations"] {
+            if let Some(v) = m.get(key) {
+                meta.insert(key.into(), v.clone());
+            }
+        }
+    }
+    serde_json::json!({
+        "apiVersion": PROFILE_API_VERSION,
+        "kind": PROFILE_KIND,
+        "metadata": meta,
+        "spec": profile.get("spec").cloned().unwrap_or_else(|| serde_json::json!({})),
+    })
+}
+
+fn named(body: &Value) -> &str {
+    body.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+fn post_delay(stage: &Stage) -> &[ValidateHealth] {
+    let Some(t) = &stage.trigger else {
+        return &[];
+    };
+    t.auto
+        .as_ref()
+        .and_then(|a| a.post_delay_health_checks.as_deref())
+        .or_else(|| {
+            t.manual
+                .as_ref()
+                .and_then(|m| m.post_delay_health_checks.as_deref())
+        })
+        .unwrap_or(&[])
+}
+
+/// Whether a stored profile already is what `want` applies: its labels, stage annotation, owner
+/// and spec (compared as Sveltos hashes a profile spec, with the CRD's top-level defaults on both
+/// sides, and the selector as the stage hash writes it).
+fn same_profile(have: &Value, want: &Value) -> bool {
+    let spec_json = |v: &Value| {
+        let mut spec = v.get("spec").cloned().unwrap_or(Value::Null);
+        let selector = spec
+            .as_object_mut()
+            .and_then(|m| m.remove("clusterSelector"))
+            .unwrap_or(Value::Null);
+        let spec = crate::freshness::with_defaults(spec);
+        let object = serde_json::json!({"spec": {"profileSpec": spec,
+            "stages": [{"name": "s", "clusterSelector": selector}]}});
+        let tree = tree_of(&object);
+        (
+            crate::rollout::profile_spec_json(&tree)
+                .map(|(j, _)| j)
+                .ok(),
+            crate::rollout::stages_json(&tree).map(|(j, _)| j).ok(),
+            // validateHealths order matters for the profile (appended checks), not for the hash.
+            v.pointer("/spec/validateHealths").cloned(),
+        )
+    };
+    let labels_ok = want
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .is_some_and(|w| {
+            w.iter()
+                .all(|(k, v)| have.pointer("/metadata/labels").and_then(|l| l.get(k)) == Some(v))
+        });
+    labels_ok && spec_json(have) == spec_json(want)
+}
+
+impl Status {
+    fn satisfied(&self, stage: &str) -> bool {
+        crate::status::trigger_satisfied(
+            self.stage(stage)
+                .and_then(|s| s.current_status_description.as_deref()),
+        )
+    }
+}
