@@ -55,6 +55,8 @@ fn object(gates: &[Gate], reached: usize, chart: u8, annotations: Option<Value>)
 }
 
 proptest! {
+    #![proptest_config(promotion_examples::proptest_config::config())]
+
     #[test]
     fn plans_apply_are_idempotent_and_pass_integrity(
         old_gates in prop::collection::vec(gate(), 1..5),

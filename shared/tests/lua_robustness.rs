@@ -144,7 +144,7 @@ fn mutation() -> impl Strategy<Value = Mutation> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2000))]
+    #![proptest_config(promotion_examples::proptest_config::with_cases(2000))]
 
     #[test]
     fn random_bytes_are_judged(bytes in prop::collection::vec(any::<u8>(), 0..400)) {

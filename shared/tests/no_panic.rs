@@ -99,7 +99,7 @@ fn graft(v: &mut Value, mut choice: usize, replacement: Value) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(400))]
+    #![proptest_config(promotion_examples::proptest_config::with_cases(400))]
 
     #[test]
     fn arbitrary_json_never_panics(v in arb_json()) {

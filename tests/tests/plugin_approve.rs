@@ -6,7 +6,6 @@ mod plugin_common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use plugin_common::*;
 use promotion_e2e::apiserver::{Attributes, Decision};
@@ -321,34 +320,23 @@ fn an_object_that_keeps_changing_is_given_up_on() {
 #[test]
 fn wait_follows_the_promotion_to_the_next_stage() {
     let env = Env::start(vec![four_stage_gate()]);
-    let store = env.server.store();
-    // Play the controller: once approved, start qa.
-    let controller = std::thread::spawn(move || {
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        while std::time::Instant::now() < deadline {
-            if let Some(mut p) = store.get("clusterpromotions", None, GATE) {
-                if p["spec"]["stages"][1]["trigger"]["manual"]["approved"] == json!(true) {
-                    std::thread::sleep(Duration::from_millis(300));
-                    p["spec"]["stages"][1]["trigger"]["manual"]
-                        .as_object_mut()
-                        .unwrap()
-                        .remove("approved");
-                    p["status"]["stages"].as_array_mut().unwrap().push(json!({
-                        "name": "qa", "lastUpdateReconciledTime": "2026-02-16T08:00:00Z"}));
-                    p["status"]["currentStageName"] = json!("qa");
-                    forget_version(&mut p);
-                    store.put(p).unwrap();
-                    return true;
-                }
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        false
-    });
-    let out = env
-        .run(&["approve", GATE, "--wait", "--timeout", "60s"])
-        .expect(0);
-    assert!(controller.join().unwrap());
+    let mut plugin = Running::start(&env, &["approve", GATE, "--wait", "--timeout", "60s"]);
+    // Play the controller once the plugin follows the promotion: its first "waiting for
+    // stage=qa: …" note comes after the approval and the initial list of its watches, which go
+    // on from that list's resourceVersion, so the change below reaches it as a watch event.
+    plugin.expect_line(Stream::Stderr, "waiting for stage=qa: ");
+    let mut p = env.promotion(GATE);
+    assert_eq!(approved(&p, "staging"), Some(json!(true)));
+    p["spec"]["stages"][1]["trigger"]["manual"]
+        .as_object_mut()
+        .unwrap()
+        .remove("approved");
+    p["status"]["stages"].as_array_mut().unwrap().push(json!({
+        "name": "qa", "lastUpdateReconciledTime": "2026-02-16T08:00:00Z"}));
+    p["status"]["currentStageName"] = json!("qa");
+    forget_version(&mut p);
+    env.put(p);
+    let out = plugin.finish().expect(0);
     assert!(
         out.stdout.contains("approved (stage staging → qa)"),
         "{}",

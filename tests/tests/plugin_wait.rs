@@ -9,10 +9,6 @@
 
 mod plugin_common;
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use plugin_common::*;
@@ -21,151 +17,9 @@ use serde_json::{json, Value};
 
 const GATE: &str = "kyverno-rollout-man";
 
-/// How long a running plugin may take to print an expected line or to exit: far more than it
-/// needs, only there so that a broken plugin fails the test instead of hanging it.
-const PATIENCE: Duration = Duration::from_secs(120);
-
 /// The plugin's own `--timeout` where a test is not about timing out: as long as [`PATIENCE`],
 /// so that a slow machine cannot turn an expected exit 0, 1 or 2 into a 3.
 const PATIENT: &str = "--timeout=120s";
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stream {
-    Stdout,
-    Stderr,
-}
-
-/// The plugin, running, with its stdout and stderr read line by line as they are written.
-struct Running {
-    child: Child,
-    lines: Receiver<(Stream, String)>,
-    readers: Vec<JoinHandle<()>>,
-    stdout: String,
-    stderr: String,
-}
-
-fn forward(
-    stream: Stream,
-    pipe: impl Read + Send + 'static,
-    tx: mpsc::Sender<(Stream, String)>,
-) -> JoinHandle<()> {
-    std::thread::spawn(move || {
-        let mut reader = BufReader::new(pipe);
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            match reader.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {
-                    let text = String::from_utf8_lossy(&line).into_owned();
-                    if tx.send((stream, text)).is_err() {
-                        return;
-                    }
-                }
-            }
-        }
-    })
-}
-
-impl Running {
-    fn start(env: &Env, args: &[&str]) -> Running {
-        let mut child = env
-            .cmd()
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn kubectl-promotion");
-        let (tx, lines) = mpsc::channel();
-        let stdout = child.stdout.take().expect("piped stdout");
-        let stderr = child.stderr.take().expect("piped stderr");
-        let readers = vec![
-            forward(Stream::Stdout, stdout, tx.clone()),
-            forward(Stream::Stderr, stderr, tx),
-        ];
-        Running {
-            child,
-            lines,
-            readers,
-            stdout: String::new(),
-            stderr: String::new(),
-        }
-    }
-
-    fn keep(&mut self, stream: Stream, line: &str) {
-        match stream {
-            Stream::Stdout => self.stdout.push_str(line),
-            Stream::Stderr => self.stderr.push_str(line),
-        }
-    }
-
-    /// Read until a line of `stream` contains `needle`; fails the test (showing everything read)
-    /// when the plugin closes its output first or [`PATIENCE`] runs out.
-    fn expect_line(&mut self, stream: Stream, needle: &str) -> String {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok((from, line)) => {
-                    self.keep(from, &line);
-                    if from == stream && line.contains(needle) {
-                        return line;
-                    }
-                }
-                Err(e) => {
-                    let why = match e {
-                        RecvTimeoutError::Timeout => format!("nothing after {PATIENCE:?}"),
-                        RecvTimeoutError::Disconnected => "the plugin closed its output".into(),
-                    };
-                    panic!(
-                        "waiting for {needle:?} on {stream:?}: {why}\n--- stdout\n{}--- stderr\n{}",
-                        self.stdout, self.stderr
-                    );
-                }
-            }
-        }
-    }
-
-    /// Everything the plugin printed, once it exited (killed after [`PATIENCE`]: a failure).
-    fn finish(mut self) -> Output {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok((from, line)) => self.keep(from, &line),
-                Err(RecvTimeoutError::Disconnected) => break,
-                Err(RecvTimeoutError::Timeout) => {
-                    let _ = self.child.kill();
-                    panic!(
-                        "the plugin did not exit within {PATIENCE:?}\n--- stdout\n{}--- stderr\n{}",
-                        self.stdout, self.stderr
-                    );
-                }
-            }
-        }
-        for reader in self.readers.drain(..) {
-            let _ = reader.join();
-        }
-        // Both pipes are closed: the process has exited or is about to.
-        let status = self.child.wait().expect("wait for kubectl-promotion");
-        Output {
-            code: status.code().unwrap_or(-1),
-            stdout: std::mem::take(&mut self.stdout),
-            stderr: std::mem::take(&mut self.stderr),
-        }
-    }
-}
-
-impl Drop for Running {
-    /// A test that failed midway leaves no plugin running.
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
 
 /// Wait until the plugin has opened its watches, for a test about what happens to open watches.
 fn watching(env: &Env) {

@@ -7,7 +7,7 @@
 //! removed keys, renamed stages, metadata.
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config as ProptestConfig, TestRunner};
+use proptest::test_runner::TestRunner;
 use serde_json::{json, Value};
 
 use crd_schema::{check, Crd};
@@ -235,11 +235,7 @@ fn lint_and_the_stand_in_accept_the_same_objects() {
         .into_iter()
         .filter(|p| !matches!(p.as_str(), "" | "/apiVersion" | "/kind"))
         .collect::<Vec<_>>();
-    let mut runner = TestRunner::new(ProptestConfig {
-        cases: 600,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    });
+    let mut runner = TestRunner::new(promotion_examples::proptest_config::with_cases(600));
     let (accepted, refused) = (std::cell::Cell::new(0), std::cell::Cell::new(0));
     runner
         .run(&edits(all.len()), |edits| {

@@ -305,6 +305,8 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(promotion_examples::proptest_config::config())]
+
         /// Exactly the approvals the stored object has and the admitted object (the request
         /// after the webhook's patch) does not are listed, each once; the resets among those
         /// still on in the request are the plan's; and a second call on the admitted object (a

@@ -7,9 +7,14 @@
 //! lists warnings; otherwise the paths of an `error` row are errors. A `valid` row that names
 //! paths without saying "warning" cannot be read and is an error of this crate, so a new kind
 //! of row fails loudly instead of being half understood.
+//!
+//! Every crate's tests depend on this crate, so it also holds [`proptest_config`]: the seeded
+//! configuration all property tests run with.
 
 use std::fmt;
 use std::path::PathBuf;
+
+pub mod proptest_config;
 
 /// The repository's `examples/` directory.
 pub fn examples_dir() -> PathBuf {

@@ -3,8 +3,11 @@
 //! Building the binary, the client environment and the objects all come from `promotion_e2e`.
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use promotion_e2e::apiserver::{RecordedRequest, StandIn, StandInHandle, StandInOptions};
@@ -184,4 +187,148 @@ pub fn closed_port() -> u16 {
     let port = l.local_addr().expect("addr").port();
     drop(l);
     port
+}
+
+/// How long a running plugin may take to print an expected line or to exit: far more than it
+/// needs, only there so that a broken plugin fails the test instead of hanging it.
+pub const PATIENCE: Duration = Duration::from_secs(120);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// The plugin, running, with its stdout and stderr read line by line as they are written.
+pub struct Running {
+    child: Child,
+    lines: Receiver<(Stream, String)>,
+    readers: Vec<JoinHandle<()>>,
+    /// What the plugin printed on stdout so far (everything, once [`Running::finish`] ran).
+    pub stdout: String,
+    /// What the plugin printed on stderr so far.
+    pub stderr: String,
+}
+
+fn forward(
+    stream: Stream,
+    pipe: impl Read + Send + 'static,
+    tx: mpsc::Sender<(Stream, String)>,
+) -> JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(pipe);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {
+                    let text = String::from_utf8_lossy(&line).into_owned();
+                    if tx.send((stream, text)).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    })
+}
+
+impl Running {
+    pub fn start(env: &Env, args: &[&str]) -> Running {
+        let mut child = env
+            .cmd()
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn kubectl-promotion");
+        let (tx, lines) = mpsc::channel();
+        let stdout = child.stdout.take().expect("piped stdout");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let readers = vec![
+            forward(Stream::Stdout, stdout, tx.clone()),
+            forward(Stream::Stderr, stderr, tx),
+        ];
+        Running {
+            child,
+            lines,
+            readers,
+            stdout: String::new(),
+            stderr: String::new(),
+        }
+    }
+
+    fn keep(&mut self, stream: Stream, line: &str) {
+        match stream {
+            Stream::Stdout => self.stdout.push_str(line),
+            Stream::Stderr => self.stderr.push_str(line),
+        }
+    }
+
+    /// Read until a line of `stream` contains `needle`; fails the test (showing everything read)
+    /// when the plugin closes its output first or [`PATIENCE`] runs out.
+    pub fn expect_line(&mut self, stream: Stream, needle: &str) -> String {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok((from, line)) => {
+                    self.keep(from, &line);
+                    if from == stream && line.contains(needle) {
+                        return line;
+                    }
+                }
+                Err(e) => {
+                    let why = match e {
+                        RecvTimeoutError::Timeout => format!("nothing after {PATIENCE:?}"),
+                        RecvTimeoutError::Disconnected => "the plugin closed its output".into(),
+                    };
+                    panic!(
+                        "waiting for {needle:?} on {stream:?}: {why}\n--- stdout\n{}--- stderr\n{}",
+                        self.stdout, self.stderr
+                    );
+                }
+            }
+        }
+    }
+
+    /// Everything the plugin printed, once it exited (killed after [`PATIENCE`]: a failure).
+    pub fn finish(mut self) -> Output {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok((from, line)) => self.keep(from, &line),
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {
+                    let _ = self.child.kill();
+                    panic!(
+                        "the plugin did not exit within {PATIENCE:?}\n--- stdout\n{}--- stderr\n{}",
+                        self.stdout, self.stderr
+                    );
+                }
+            }
+        }
+        for reader in self.readers.drain(..) {
+            let _ = reader.join();
+        }
+        // Both pipes are closed: the process has exited or is about to.
+        let status = self.child.wait().expect("wait for kubectl-promotion");
+        Output {
+            code: status.code().unwrap_or(-1),
+            stdout: std::mem::take(&mut self.stdout),
+            stderr: std::mem::take(&mut self.stderr),
+        }
+    }
+}
+
+impl Drop for Running {
+    /// A test that failed midway leaves no plugin running.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }

@@ -2,8 +2,15 @@
 //! completes the pipeline (there is nothing to promote to). `approve` approves it and says the
 //! pipeline completes; `approve --wait` on the stage already approved changes nothing and
 //! waits until Sveltos has acted on it, here until the pipeline is complete.
+//!
+//! Sveltos is played only once the waiter has said it follows the promotion (its first
+//! progress note), never after a pause: playing it earlier would let the waiter read the
+//! consumed approval and approve again.
 
-use std::process::Stdio;
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use promotion_e2e::backend::Cluster;
@@ -74,16 +81,19 @@ pub fn a_gate_on_the_last_stage_is_approved_and_approve_wait_sees_it_complete(cl
     );
 
     // Already approved: approve --wait writes nothing and follows the pipeline.
+    let resource_version = read_back(cluster, &name)["metadata"]["resourceVersion"].clone();
     let mut waiter = cluster.command(User::ReleaseManager, "kubectl");
     waiter
         .args(["promotion", "approve", &name, "--wait", "--timeout", "60s"])
+        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let waiter = waiter.spawn().or_fail(cluster, "starting approve --wait");
-    let resource_version = read_back(cluster, &name)["metadata"]["resourceVersion"].clone();
+    let mut waiter = Waiter::start(waiter.spawn().or_fail(cluster, "starting approve --wait"));
 
-    // Play Sveltos after a moment: consume the approval (automaticReset) and complete.
-    std::thread::sleep(Duration::from_millis(1500));
+    // Play Sveltos once the waiter follows the promotion: its first "waiting for complete: …"
+    // note comes after the initial list of its watches, which then go on from that list's
+    // resourceVersion, so every change made from here on reaches it.
+    waiter.expect_stderr_line(backend, "waiting for complete: ");
     let mut consumed = read_back(cluster, &name);
     assert_eq!(
         consumed["metadata"]["resourceVersion"], resource_version,
@@ -126,18 +136,12 @@ pub fn a_gate_on_the_last_stage_is_approved_and_approve_wait_sees_it_complete(cl
         .or_fail(cluster, "completing the pipeline as Sveltos does");
 
     let started = Instant::now();
-    let out = waiter
-        .wait_with_output()
-        .or_fail(cluster, "waiting for approve --wait");
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
+    let (code, stdout, stderr) = waiter.finish(backend);
     let context = format!(
         "[{backend}] approve --wait (ended {:?} after the status): {stdout}{stderr}",
         started.elapsed()
     );
-    assert_eq!(out.status.code(), Some(0), "{context}");
+    assert_eq!(code, Some(0), "{context}");
     assert!(
         stdout.starts_with(&format!(
             "clusterpromotion.config.projectsveltos.io/{name} unchanged: stage staging is \
@@ -150,4 +154,143 @@ pub fn a_gate_on_the_last_stage_is_approved_and_approve_wait_sees_it_complete(cl
         stderr.contains("waiting up to 60s for the pipeline to complete"),
         "{context}"
     );
+}
+
+/// How long the waiter may take to print an expected line or to exit: far more than it needs,
+/// only there so that a broken plugin fails the scenario instead of hanging it.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// `approve --wait`, running, its stdout and stderr read line by line as they are written.
+struct Waiter {
+    child: Child,
+    lines: Receiver<(bool, String)>,
+    readers: Vec<JoinHandle<()>>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Waiter {
+    fn start(mut child: Child) -> Waiter {
+        let (tx, lines) = mpsc::channel();
+        let mut readers = Vec::new();
+        if let Some(pipe) = child.stdout.take() {
+            readers.push(forward(false, pipe, tx.clone()));
+        }
+        if let Some(pipe) = child.stderr.take() {
+            readers.push(forward(true, pipe, tx));
+        }
+        Waiter {
+            child,
+            lines,
+            readers,
+            stdout: String::new(),
+            stderr: String::new(),
+        }
+    }
+
+    fn keep(&mut self, is_stderr: bool, line: &str) {
+        if is_stderr {
+            self.stderr.push_str(line);
+        } else {
+            self.stdout.push_str(line);
+        }
+    }
+
+    /// Read until a stderr line contains `needle`; fails the scenario, showing everything
+    /// read, when the waiter closes its output first or [`PATIENCE`] runs out.
+    #[track_caller]
+    fn expect_stderr_line(&mut self, backend: &str, needle: &str) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok((is_stderr, line)) => {
+                    self.keep(is_stderr, &line);
+                    if is_stderr && line.contains(needle) {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    let why = match e {
+                        RecvTimeoutError::Timeout => format!("nothing after {PATIENCE:?}"),
+                        RecvTimeoutError::Disconnected => "it closed its output".into(),
+                    };
+                    panic!(
+                        "[{backend}] approve --wait never printed {needle:?} on stderr: \
+                         {why}\n--- stdout\n{}--- stderr\n{}",
+                        self.stdout, self.stderr
+                    );
+                }
+            }
+        }
+    }
+
+    /// Exit code, stdout and stderr once the waiter exited (killed after [`PATIENCE`]: a
+    /// failure).
+    #[track_caller]
+    fn finish(mut self, backend: &str) -> (Option<i32>, String, String) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok((is_stderr, line)) => self.keep(is_stderr, &line),
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => panic!(
+                    "[{backend}] approve --wait did not exit within {PATIENCE:?}\n--- \
+                     stdout\n{}--- stderr\n{}",
+                    self.stdout, self.stderr
+                ),
+            }
+        }
+        for reader in self.readers.drain(..) {
+            let _ = reader.join();
+        }
+        // Both pipes are closed: the process has exited or is about to.
+        let code = self
+            .child
+            .wait()
+            .unwrap_or_else(|e| panic!("[{backend}] waiting for approve --wait: {e}"))
+            .code();
+        (
+            code,
+            std::mem::take(&mut self.stdout),
+            std::mem::take(&mut self.stderr),
+        )
+    }
+}
+
+impl Drop for Waiter {
+    /// A scenario that failed midway leaves no waiter running.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Send each line of `pipe` (tagged: from stderr or not) until it closes.
+fn forward(
+    is_stderr: bool,
+    pipe: impl Read + Send + 'static,
+    tx: mpsc::Sender<(bool, String)>,
+) -> JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(pipe);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {
+                    if tx
+                        .send((is_stderr, String::from_utf8_lossy(&line).into_owned()))
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            }
+        }
+    })
 }
