@@ -110,7 +110,7 @@ impl Spec {
                     added = true;
                     t = at(t.year(), t.month(), t.day(), t.hour(), 0)?;
                 }
-                t = t + Duration::hours(1);
+                t += Duration::hours(1);
                 if t.hour() == 0 {
                     continue 'wrap;
                 }
@@ -122,7 +122,7 @@ impl Spec {
                         - Duration::seconds(i64::from(t.second()))
                         - Duration::nanoseconds(i64::from(t.nanosecond()));
                 }
-                t = t + Duration::minutes(1);
+                t += Duration::minutes(1);
                 if t.minute() == 0 {
                     continue 'wrap;
                 }

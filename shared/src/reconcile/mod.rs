@@ -43,7 +43,7 @@ use crate::model::{
 };
 use crate::plan::Cluster;
 use crate::rollout::{identity, RolloutId};
-use crate::status::{descriptions, strip_timestamp};
+use crate::status::descriptions;
 use crate::tree::tree_of;
 use crate::window::{self, WindowState};
 
@@ -379,17 +379,9 @@ impl<'a> Reconcile<'a> {
         };
         for (i, stage) in stages.iter().enumerate().take(upto + 1) {
             let name = stage_profile_name(self.name(), &stage.name);
-            let checks_reached = i < upto
-                || status
-                    .stage(&stage.name)
-                    .and_then(|s| s.current_status_description.as_deref())
-                    .is_some_and(|d| {
-                        let text = strip_timestamp(d);
-                        !text.starts_with(descriptions::SOAKING)
-                            && !text.starts_with(descriptions::PROVISIONING)
-                            && !text.starts_with(descriptions::ALL_DEPLOYED)
-                            && !text.starts_with(descriptions::NO_MATCHING_CLUSTERS)
-                    });
+            // Post-delay checks are in a stage's profile once its soak is over (upstream appends
+            // them then), and stay for good once it is promoted.
+            let checks_reached = i < upto || self.soaked(status, stage);
             let post = if checks_reached {
                 post_delay(stage)
             } else {
@@ -451,8 +443,9 @@ impl<'a> Reconcile<'a> {
         status.check(current, true, None);
         status.describe(current, descriptions::PROMOTED);
         let pre = preverification_profile_name(self.name(), current);
-        if self.profile(&pre).is_some() || d.apply.iter().any(|b| named(b) == pre) {
-            d.apply.retain(|b| named(b) != pre);
+        // Applied and removed in one pass upstream; here a profile not yet created is not.
+        d.apply.retain(|b| named(b) != pre);
+        if self.profile(&pre).is_some() {
             d.delete_profile(pre);
         }
         match next {
@@ -476,6 +469,28 @@ impl<'a> Reconcile<'a> {
                     format!("{current} is done: the promotion is complete for this rollout");
             }
         }
+    }
+
+    /// The stage is provisioned and its delay (if any) is over.
+    fn soaked(&self, status: &Status, stage: &Stage) -> bool {
+        let Some(applied) = status
+            .stage(&stage.name)
+            .and_then(|s| s.last_successful_applied_time.as_deref())
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+        else {
+            return false;
+        };
+        let delay = stage.trigger.as_ref().and_then(|t| {
+            t.auto
+                .as_ref()
+                .and_then(|a| a.delay.as_deref())
+                .or_else(|| t.manual.as_ref().and_then(|m| m.delay.as_deref()))
+        });
+        let ns = delay
+            .map(|d| go_text::duration::parse_go_duration(d).unwrap_or(0))
+            .unwrap_or(0);
+        applied.with_timezone(&Utc) + Duration::nanoseconds(i64::try_from(ns).unwrap_or(i64::MAX))
+            <= self.now
     }
 
     fn deployment(&self, stage: &Stage, checks: bool) -> Deployment {

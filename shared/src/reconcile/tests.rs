@@ -1,1 +1,1013 @@
+//! Every branch of one reconcile (§12–§14 of `../shared/reference/promotion-controller.md`),
+//! every status string it writes, and each defect the decision fixes.
 
+use chrono::{DateTime, Duration, Utc};
+use serde_json::{json, Value};
+
+use super::*;
+use crate::plan::{Cluster, ClusterType};
+use crate::rollout::identity_of;
+
+fn at(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+}
+
+const NOW: &str = "2026-03-02T10:00:00Z";
+
+fn stages() -> Value {
+    json!([
+        {"name": "dev", "clusterSelector": {"matchLabels": {"env": "dev"}},
+         "trigger": {"auto": {"delay": "2m"}}},
+        {"name": "staging", "clusterSelector": {"matchLabels": {"env": "staging"}},
+         "trigger": {"manual": {"automaticReset": true}}},
+        {"name": "prod", "clusterSelector": {"matchLabels": {"env": "prod"}}},
+    ])
+}
+
+fn promotion_with(stages: Value) -> Value {
+    json!({
+        "apiVersion": "config.projectsveltos.io/v1beta1",
+        "kind": "ClusterPromotion",
+        "metadata": {"name": "p", "uid": "u1", "finalizers": [FINALIZER]},
+        "spec": {
+            "profileSpec": {"syncMode": "Continuous", "tier": 100,
+                "stopMatchingBehavior": "WithdrawPolicies",
+                "helmCharts": [{"repositoryURL": "https://charts", "releaseName": "k",
+                                "releaseNamespace": "k", "chartName": "k/k",
+                                "chartVersion": "1.0.0", "helmChartAction": "Install"}]},
+            "stages": stages,
+        }
+    })
+}
+
+/// A promotion whose status is at `current` in the current rollout, each listed stage with
+/// `applied` as its success time (or none).
+fn at_stage(stages_v: Value, entries: &[(&str, Option<&str>, &str)]) -> Value {
+    let mut p = promotion_with(stages_v);
+    let id = identity_of(&p).unwrap().id;
+    let list: Vec<Value> = entries
+        .iter()
+        .map(|(name, applied, description)| {
+            let mut e = json!({"name": name, "lastUpdateReconciledTime": "2026-03-02T09:00:00Z",
+                               "currentStatusDescription": format!("{description} (2026-03-02T09:00:00Z)")});
+            if let Some(t) = applied {
+                e["lastSuccessfulAppliedTime"] = json!(t);
+            }
+            e
+        })
+        .collect();
+    p["status"] = json!({
+        "stagesHash": id.stages_hash, "profileSpecHash": id.profile_spec_hash,
+        "currentStageName": entries.last().unwrap().0,
+        "lastPromotionTime": "2026-03-02T09:00:00Z",
+        "stages": list,
+    });
+    p
+}
+
+fn promotion_value(p: &Value) -> ClusterPromotion {
+    serde_json::from_value(p.clone()).unwrap()
+}
+
+/// The stage's profile as Sveltos stores it: our body, with `status.matchingClusters`.
+fn profile(p: &Value, stage: usize, matching: &[&str]) -> Value {
+    let typed = promotion_value(p);
+    let mut body = stage_profile(&typed, p, &typed.spec.stages[stage], &[]);
+    body["status"] = json!({"matchingClusters": matching.iter().map(|c| json!({
+        "apiVersion": "lib.projectsveltos.io/v1beta1", "kind": "SveltosCluster",
+        "namespace": "fleet", "name": c})).collect::<Vec<_>>()});
+    body
+}
+
+/// A ClusterSummary of `profile` for cluster `c`, copying the profile's spec as Sveltos does.
+fn summary(profile: &Value, c: &str, feature_status: &str) -> Value {
+    let name = profile["metadata"]["name"].as_str().unwrap();
+    let mut spec = profile["spec"].clone();
+    spec.as_object_mut().unwrap().remove("clusterSelector");
+    json!({
+        "metadata": {"name": format!("{name}-sveltos-{c}"), "namespace": "fleet",
+                     "labels": {"projectsveltos.io/cluster-profile-name": name}},
+        "spec": {"clusterName": c, "clusterNamespace": "fleet", "clusterType": "Sveltos",
+                 "clusterProfileSpec": spec},
+        "status": {"featureSummaries": [{"featureID": "Helm", "status": feature_status}]}
+    })
+}
+
+fn cluster(name: &str, env: &str) -> Cluster {
+    Cluster {
+        cluster_type: ClusterType::Sveltos,
+        namespace: "fleet".into(),
+        name: name.into(),
+        labels: [("env".to_string(), env.to_string())].into(),
+        paused: false,
+        ready: true,
+        shard: None,
+    }
+}
+
+fn decide_at(snapshot: &Snapshot, now: &str) -> Decision {
+    decide(snapshot, at(now), &Options::default())
+}
+
+fn stage_status<'a>(d: &'a Decision, name: &str) -> &'a Value {
+    d.status
+        .as_ref()
+        .and_then(|s| s["stages"].as_array())
+        .and_then(|l| l.iter().find(|s| s["name"] == name))
+        .unwrap_or(&Value::Null)
+}
+
+fn applied_names(d: &Decision) -> Vec<&str> {
+    d.apply
+        .iter()
+        .map(|b| b["metadata"]["name"].as_str().unwrap())
+        .collect()
+}
+
+fn deleted_names(d: &Decision) -> Vec<&str> {
+    d.delete.iter().map(|k| k.name.as_str()).collect()
+}
+
+#[test]
+fn a_first_reconcile_starts_the_first_stage() {
+    let mut p = promotion_with(stages());
+    p["metadata"].as_object_mut().unwrap().remove("finalizers");
+    let d = decide_at(
+        &Snapshot {
+            promotion: p.clone(),
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(d.finalizer, Some(FinalizerChange::Add));
+    assert_eq!(applied_names(&d), ["p-dev"]);
+    let body = &d.apply[0];
+    assert_eq!(body["kind"], "ClusterProfile");
+    assert_eq!(
+        body["metadata"]["labels"]["config.projectsveltos.io/promotionname"],
+        "p"
+    );
+    assert_eq!(
+        body["metadata"]["annotations"]["config.projectsveltos.io/stagename"],
+        "dev"
+    );
+    assert_eq!(body["metadata"]["ownerReferences"][0]["uid"], "u1");
+    assert_eq!(
+        body["spec"]["clusterSelector"],
+        json!({"matchLabels": {"env": "dev"}})
+    );
+    assert_eq!(body["spec"]["tier"], 100);
+    assert_eq!(d.events[0].message, "Provisioning stage dev (Restart)");
+    assert_eq!(
+        (d.events[0].event_type, d.events[0].reason),
+        ("Normal", "Sveltos")
+    );
+    let status = d.status.as_ref().unwrap();
+    let id = identity_of(&p).unwrap().id;
+    assert_eq!(status["stagesHash"], id.stages_hash);
+    assert_eq!(status["profileSpecHash"], id.profile_spec_hash);
+    assert_eq!(status["currentStageName"], "dev");
+    assert_eq!(status["lastPromotionTime"], NOW);
+    assert_eq!(
+        stage_status(&d, "dev")["currentStatusDescription"],
+        "Clusters are being provisioned (2026-03-02T10:00:00Z)"
+    );
+    assert_eq!(d.wake_at, None);
+    assert_eq!(d.rollout, Some(id));
+}
+
+#[test]
+fn a_new_rollout_restarts_and_removes_every_pre_verification_profile() {
+    // D7: upstream deletes only the first stage's.
+    let mut p = at_stage(
+        stages(),
+        &[
+            (
+                "dev",
+                Some("2026-03-02T09:01:00Z"),
+                "Successfully provisioned",
+            ),
+            ("staging", None, "Clusters are being provisioned"),
+        ],
+    );
+    p["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"] = json!("2.0.0");
+    let mut pre = profile(&p, 1, &[]);
+    pre["metadata"]["name"] = json!("preverification-p-staging");
+    let d = decide_at(
+        &Snapshot {
+            promotion: p,
+            profiles: vec![pre],
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(applied_names(&d), ["p-dev"]);
+    assert_eq!(deleted_names(&d), ["preverification-p-staging"]);
+    assert_eq!(d.events[0].message, "Provisioning stage dev (Restart)");
+    let status = d.status.unwrap();
+    assert_eq!(status["stages"].as_array().unwrap().len(), 1);
+    assert!(d.explanation.contains("new rollout"), "{}", d.explanation);
+}
+
+#[test]
+fn a_status_without_current_stage_restarts() {
+    // D1: upstream stores the hashes before the restart, so a failed first apply leaves a status
+    // with equal hashes and no current stage, and the promotion never moves again.
+    let mut p = at_stage(stages(), &[("dev", None, "Clusters are being provisioned")]);
+    p["status"]["currentStageName"] = json!("");
+    p["status"]["stages"] = json!([]);
+    let d = decide_at(
+        &Snapshot {
+            promotion: p,
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(applied_names(&d), ["p-dev"]);
+    assert_eq!(d.status.unwrap()["currentStageName"], "dev");
+}
+
+#[test]
+fn a_matched_cluster_without_cluster_summary_is_not_deployed() {
+    // D4: upstream counts the ClusterSummaries that exist: none yet means "deployed".
+    let p = at_stage(stages(), &[("dev", None, "Clusters are being provisioned")]);
+    let prof = profile(&p, 0, &["c1"]);
+    let d = decide_at(
+        &Snapshot {
+            promotion: p,
+            profiles: vec![prof],
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(
+        stage_status(&d, "dev")["failureMessage"],
+        "ClusterSummary for SveltosCluster fleet/c1 is not created yet."
+    );
+    assert_eq!(stage_status(&d, "dev")["lastStatusCheckTime"], NOW);
+    assert!(d.events.is_empty());
+    assert!(d.apply.is_empty());
+    assert!(
+        d.explanation.starts_with("dev is being deployed"),
+        "{}",
+        d.explanation
+    );
+}
+
+#[test]
+fn the_fleet_says_which_clusters_must_deploy() {
+    let p = at_stage(stages(), &[("dev", None, "Clusters are being provisioned")]);
+    let prof = profile(&p, 0, &[]);
+    let fleet = vec![cluster("c1", "dev"), cluster("c2", "prod")];
+    let d = decide_at(
+        &Snapshot {
+            promotion: p,
+            profiles: vec![prof],
+            fleet: Some(fleet),
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(
+        stage_status(&d, "dev")["failureMessage"],
+        "ClusterSummary for SveltosCluster fleet/c1 is not created yet."
+    );
+}
+
+#[test]
+fn no_clusters_is_believed_only_when_something_says_so() {
+    // D13: a profile Sveltos has not matched yet (no status) and no fleet: not deployed.
+    let p = at_stage(stages(), &[("dev", None, "Clusters are being provisioned")]);
+    let mut prof = profile(&p, 0, &[]);
+    prof.as_object_mut().unwrap().remove("status");
+    let d = decide_at(
+        &Snapshot {
+            promotion: p.clone(),
+            profiles: vec![prof.clone()],
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(
+        stage_status(&d, "dev")["failureMessage"],
+        "Sveltos has not matched clusters to ClusterProfile p-dev yet."
+    );
+    // The fleet read says no cluster matches: upstream's "no matching clusters" path.
+    let d = decide_at(
+        &Snapshot {
+            promotion: p,
+            profiles: vec![prof],
+            fleet: Some(vec![cluster("x", "prod")]),
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(d.events[0].message, "Stage dev provisioned");
+    assert_eq!(
+        stage_status(&d, "dev")["currentStatusDescription"],
+        "Delayed: Waiting for Time Window: 2026-03-02T10:02:00Z (2026-03-02T10:00:00Z)"
+    );
+}
+
+#[test]
+fn out_of_sync_and_unprovisioned_summaries_say_so_in_upstream_words() {
+    let p = at_stage(stages(), &[("dev", None, "Clusters are being provisioned")]);
+    let prof = profile(&p, 0, &["c1"]);
+    let check = |summary: Value| {
+        let d = decide_at(
+            &Snapshot {
+                promotion: p.clone(),
+                profiles: vec![prof.clone()],
+                summaries: vec![summary],
+                ..Snapshot::default()
+            },
+            NOW,
+        );
+        stage_status(&d, "dev")["failureMessage"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    let mut helm = summary(&prof, "c1", "Provisioned");
+    helm["spec"]["clusterProfileSpec"]["helmCharts"][0]["chartVersion"] = json!("0.9");
+    assert_eq!(
+        check(helm),
+        "ClusterSummary HelmCharts p-dev-sveltos-c1 is not in sync."
+    );
+    let mut policy = summary(&prof, "c1", "Provisioned");
+    policy["spec"]["clusterProfileSpec"]["policyRefs"] = json!([{"name": "x"}]);
+    assert_eq!(
+        check(policy),
+        "ClusterSummary PolicyRefs p-dev-sveltos-c1 is not in sync."
+    );
+    let mut kustomize = summary(&prof, "c1", "Provisioned");
+    kustomize["spec"]["clusterProfileSpec"]["kustomizationRefs"] = json!([{"name": "x"}]);
+    assert_eq!(
+        check(kustomize),
+        "ClusterSummaryKustomizationRefs p-dev-sveltos-c1 is not in sync."
+    );
+    assert_eq!(
+        check(summary(&prof, "c1", "Provisioning")),
+        "ClusterSummary p-dev-sveltos-c1 is not yet provisioned."
+    );
+    let mut no_helm_feature = summary(&prof, "c1", "Provisioned");
+    no_helm_feature["status"]["featureSummaries"] = json!([]);
+    assert_eq!(
+        check(no_helm_feature),
+        "ClusterSummary p-dev-sveltos-c1 is not yet provisioned."
+    );
+}
+
+#[test]
+fn a_deployed_stage_soaks_and_wakes_at_the_end_of_its_delay() {
+    let p = at_stage(stages(), &[("dev", None, "Clusters are being provisioned")]);
+    let prof = profile(&p, 0, &["c1"]);
+    let sum = summary(&prof, "c1", "Provisioned");
+    let d = decide_at(
+        &Snapshot {
+            promotion: p,
+            profiles: vec![prof],
+            summaries: vec![sum],
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(d.events[0].message, "Stage dev provisioned");
+    let dev = stage_status(&d, "dev");
+    assert_eq!(dev["lastSuccessfulAppliedTime"], NOW);
+    assert!(dev.get("failureMessage").is_none());
+    assert_eq!(
+        dev["currentStatusDescription"],
+        "Delayed: Waiting for Time Window: 2026-03-02T10:02:00Z (2026-03-02T10:00:00Z)"
+    );
+    assert_eq!(d.wake_at, Some(at("2026-03-02T10:02:00Z")));
+    assert!(d.explanation.contains("dev waits"), "{}", d.explanation);
+}
+
+#[test]
+fn the_soak_time_is_written_in_the_window_zone() {
+    let p = at_stage(
+        stages(),
+        &[(
+            "dev",
+            Some("2026-03-02T09:59:00Z"),
+            "All matching clusters are successfully deployed.",
+        )],
+    );
+    let prof = profile(&p, 0, &["c1"]);
+    let sum = summary(&prof, "c1", "Provisioned");
+    let options = Options {
+        window_zone: chrono_tz::Europe::Paris,
+    };
+    let d = decide(
+        &Snapshot {
+            promotion: p,
+            profiles: vec![prof],
+            summaries: vec![sum],
+            ..Snapshot::default()
+        },
+        at(NOW),
+        &options,
+    );
+    assert_eq!(
+        stage_status(&d, "dev")["currentStatusDescription"],
+        "Delayed: Waiting for Time Window: 2026-03-02T11:01:00+01:00 (2026-03-02T10:00:00Z)"
+    );
+}
+
+#[test]
+fn after_the_soak_the_next_stage_is_provisioned() {
+    let p = at_stage(
+        stages(),
+        &[(
+            "dev",
+            Some("2026-03-02T09:50:00Z"),
+            "Delayed: Waiting for Time Window: 2026-03-02T09:52:00Z",
+        )],
+    );
+    let prof = profile(&p, 0, &["c1"]);
+    let sum = summary(&prof, "c1", "Provisioned");
+    let d = decide_at(
+        &Snapshot {
+            promotion: p,
+            profiles: vec![prof],
+            summaries: vec![sum],
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(applied_names(&d), ["p-staging"]);
+    assert_eq!(
+        d.events
+            .iter()
+            .map(|e| e.message.as_str())
+            .collect::<Vec<_>>(),
+        ["Provisioning stage staging"]
+    );
+    let status = d.status.as_ref().unwrap();
+    assert_eq!(status["currentStageName"], "staging");
+    assert_eq!(status["lastPromotionTime"], NOW);
+    let dev = stage_status(&d, "dev");
+    assert_eq!(
+        dev["currentStatusDescription"],
+        "Successfully provisioned (2026-03-02T10:00:00Z)"
+    );
+    assert_eq!(dev["lastSuccessfulAppliedTime"], NOW);
+    assert_eq!(stage_status(&d, "staging")["lastUpdateReconciledTime"], NOW);
+    assert!(d.consume_approvals.is_empty());
+    assert_eq!(d.explanation, "dev is done: promoting to staging");
+}
+
+fn at_staging(approved: Option<bool>, stages_v: Value) -> (Value, Vec<Value>, Vec<Value>) {
+    let mut p = at_stage(
+        stages_v,
+        &[
+            (
+                "dev",
+                Some("2026-03-02T09:00:00Z"),
+                "Successfully provisioned",
+            ),
+            (
+                "staging",
+                Some("2026-03-02T09:10:00Z"),
+                "All matching clusters are successfully deployed.",
+            ),
+        ],
+    );
+    if let Some(a) = approved {
+        p["spec"]["stages"][1]["trigger"]["manual"]["approved"] = json!(a);
+    }
+    let profs = vec![profile(&p, 0, &["c1"]), profile(&p, 1, &["c2"])];
+    let sums = vec![
+        summary(&profs[0], "c1", "Provisioned"),
+        summary(&profs[1], "c2", "Provisioned"),
+    ];
+    (p, profs, sums)
+}
+
+#[test]
+fn a_manual_gate_waits_for_its_approval() {
+    let (p, profiles, summaries) = at_staging(Some(false), stages());
+    let d = decide_at(
+        &Snapshot {
+            promotion: p,
+            profiles,
+            summaries,
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(
+        stage_status(&d, "staging")["currentStatusDescription"],
+        "Paused: Awaiting Manual Approval (2026-03-02T10:00:00Z)"
+    );
+    assert_eq!(d.wake_at, None);
+    assert!(d.consume_approvals.is_empty());
+    assert_eq!(
+        d.explanation,
+        "staging waits: Paused: Awaiting Manual Approval; nothing else blocks"
+    );
+}
+
+#[test]
+fn an_approval_is_consumed_by_name_in_the_step_that_promotes() {
+    // D3: consumed by stage name, never by rewriting spec.stages.
+    let (p, profiles, summaries) = at_staging(Some(true), stages());
+    let d = decide_at(
+        &Snapshot {
+            promotion: p,
+            profiles,
+            summaries,
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(d.consume_approvals, ["staging"]);
+    assert_eq!(applied_names(&d), ["p-prod"]);
+    assert_eq!(d.events[0].message, "Provisioning stage prod");
+}
+
+#[test]
+fn a_manual_gate_honours_its_health_checks_first() {
+    // D5: upstream consumes the approval once the checks are appended, whether they pass or not.
+    let mut s = stages();
+    s[1]["trigger"]["manual"]["postDelayHealthChecks"] = json!([{"name": "ready", "featureID": "Helm", "group": "apps", "version": "v1",
+                "kind": "Deployment", "script": "function evaluate() return {healthy=true} end"}]);
+    let (p, mut profiles, summaries) = at_staging(Some(true), s);
+    // First pass: the checks are appended to the stage's profile.
+    let d = decide_at(
+        &Snapshot {
+            promotion: p.clone(),
+            profiles: profiles.clone(),
+            summaries: summaries.clone(),
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(applied_names(&d), ["p-staging"]);
+    assert_eq!(d.apply[0]["spec"]["validateHealths"][0]["name"], "ready");
+    assert_eq!(
+        stage_status(&d, "staging")["currentStatusDescription"],
+        "Running Post-Promotion Health Checks (2026-03-02T10:00:00Z)"
+    );
+    assert!(d.consume_approvals.is_empty());
+    // The profile has them (as stored, with its status), the cluster does not run them yet:
+    // still no consumption.
+    let status = profiles[1]["status"].clone();
+    profiles[1] = d.apply[0].clone();
+    profiles[1]["status"] = status;
+    let mut p = p;
+    p["status"] = d.status.clone().unwrap();
+    let d = decide_at(
+        &Snapshot {
+            promotion: p.clone(),
+            profiles: profiles.clone(),
+            summaries: summaries.clone(),
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(
+        stage_status(&d, "staging")["currentStatusDescription"],
+        "Awaiting Health Checks to Pass (2026-03-02T10:00:00Z)"
+    );
+    assert_eq!(
+        stage_status(&d, "staging")["failureMessage"],
+        "ClusterSummary p-staging-sveltos-c2 does not run the stage's health checks yet."
+    );
+    assert!(d.consume_approvals.is_empty());
+    // Sveltos has run them: the approval is used.
+    let mut summaries = summaries;
+    summaries[1] = summary(&profiles[1], "c2", "Provisioned");
+    let d = decide_at(
+        &Snapshot {
+            promotion: p,
+            profiles,
+            summaries,
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(d.consume_approvals, ["staging"]);
+}
+
+#[test]
+fn a_post_delay_check_named_like_a_profile_check_is_still_appended() {
+    // D11: upstream matches post-delay checks by name only.
+    let mut p_stages = stages();
+    p_stages[0]["trigger"]["auto"]["postDelayHealthChecks"] = json!([{"name": "ready", "featureID": "Helm", "script": "function evaluate() return {healthy=false} end"}]);
+    let mut p = at_stage(
+        p_stages,
+        &[(
+            "dev",
+            Some("2026-03-02T09:00:00Z"),
+            "Delayed: Waiting for Time Window: x",
+        )],
+    );
+    p["spec"]["profileSpec"]["validateHealths"] = json!([{"name": "ready", "featureID": "Helm", "script": "function evaluate() return {healthy=true} end"}]);
+    let id = identity_of(&p).unwrap().id;
+    p["status"]["profileSpecHash"] = json!(id.profile_spec_hash);
+    let prof = profile(&p, 0, &["c1"]);
+    let sum = summary(&prof, "c1", "Provisioned");
+    let d = decide_at(
+        &Snapshot {
+            promotion: p,
+            profiles: vec![prof],
+            summaries: vec![sum],
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    let checks = d.apply[0]["spec"]["validateHealths"].as_array().unwrap();
+    assert_eq!(checks.len(), 2, "{checks:?}");
+}
+
+#[test]
+fn a_pre_verification_profile_is_applied_then_removed_when_the_stage_advances() {
+    let mut s = stages();
+    s[0]["trigger"]["auto"]["preHealthCheckDeployment"] =
+        json!([{"kind": "ConfigMap", "name": "job", "namespace": "default"}]);
+    let p = at_stage(
+        s,
+        &[(
+            "dev",
+            Some("2026-03-02T09:50:00Z"),
+            "Delayed: Waiting for Time Window: x",
+        )],
+    );
+    let prof = profile(&p, 0, &["c1"]);
+    let sum = summary(&prof, "c1", "Provisioned");
+    let d = decide_at(
+        &Snapshot {
+            promotion: p.clone(),
+            profiles: vec![prof.clone()],
+            summaries: vec![sum.clone()],
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    // Nothing else holds dev: the stage advances in the same pass, so the profile is deleted,
+    // not applied.
+    assert_eq!(applied_names(&d), ["p-staging"]);
+    assert!(deleted_names(&d).is_empty());
+    // With the profile there (from an earlier pass), advancing deletes it.
+    let typed = promotion_value(&p);
+    let pre = bodies::preverification_profile(&typed, &p, &typed.spec.stages[0]).unwrap();
+    assert_eq!(
+        pre["metadata"]["labels"]["config.projectsveltos.io/promotion-verification"],
+        "true"
+    );
+    assert_eq!(pre["spec"]["syncMode"], "Continuous");
+    assert_eq!(pre["spec"]["policyRefs"][0]["name"], "job");
+    let d = decide_at(
+        &Snapshot {
+            promotion: p,
+            profiles: vec![prof, pre],
+            summaries: vec![sum],
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(deleted_names(&d), ["preverification-p-dev"]);
+}
+
+#[test]
+fn a_pre_verification_profile_is_applied_while_the_stage_waits() {
+    let mut s = stages();
+    s[0]["trigger"]["auto"]["preHealthCheckDeployment"] =
+        json!([{"kind": "ConfigMap", "name": "job", "namespace": "default"}]);
+    s[0]["trigger"]["auto"]["promotionWindow"] = json!({"from": "0 22 * * *", "to": "0 6 * * *"});
+    let p = at_stage(
+        s,
+        &[(
+            "dev",
+            Some("2026-03-02T09:50:00Z"),
+            "Delayed: Waiting for Time Window: x",
+        )],
+    );
+    let prof = profile(&p, 0, &["c1"]);
+    let sum = summary(&prof, "c1", "Provisioned");
+    let d = decide_at(
+        &Snapshot {
+            promotion: p,
+            profiles: vec![prof],
+            summaries: vec![sum],
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(applied_names(&d), ["preverification-p-dev"]);
+    assert_eq!(
+        stage_status(&d, "dev")["currentStatusDescription"],
+        "Window Closed: Waiting for Next Schedule (2026-03-02T22:00:00Z). (2026-03-02T10:00:00Z)"
+    );
+    assert_eq!(d.wake_at, Some(at("2026-03-02T22:00:00Z")));
+}
+
+#[test]
+fn an_open_window_lets_the_stage_advance() {
+    let mut s = stages();
+    s[0]["trigger"]["auto"]["promotionWindow"] = json!({"from": "0 8 * * *", "to": "0 18 * * *"});
+    let p = at_stage(
+        s,
+        &[(
+            "dev",
+            Some("2026-03-02T09:50:00Z"),
+            "Delayed: Waiting for Time Window: x",
+        )],
+    );
+    let prof = profile(&p, 0, &["c1"]);
+    let sum = summary(&prof, "c1", "Provisioned");
+    let d = decide_at(
+        &Snapshot {
+            promotion: p,
+            profiles: vec![prof],
+            summaries: vec![sum],
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(applied_names(&d), ["p-staging"]);
+}
+
+#[test]
+fn a_window_that_never_opens_is_reported_not_waited_on() {
+    // D12: upstream's worker spins forever on this window.
+    let mut s = stages();
+    s[0]["trigger"]["auto"]["promotionWindow"] = json!({"from": "0 8 * * *", "to": "0 0 30 2 *"});
+    let p = at_stage(
+        s,
+        &[(
+            "dev",
+            Some("2026-03-02T09:50:00Z"),
+            "Delayed: Waiting for Time Window: x",
+        )],
+    );
+    let prof = profile(&p, 0, &["c1"]);
+    let sum = summary(&prof, "c1", "Provisioned");
+    let d = decide_at(
+        &Snapshot {
+            promotion: p,
+            profiles: vec![prof],
+            summaries: vec![sum],
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(d.events[0].event_type, "Warning");
+    assert!(
+        d.events[0].message.contains("never fires"),
+        "{:?}",
+        d.events
+    );
+    assert_eq!(d.wake_at, None);
+    assert!(d.apply.is_empty());
+}
+
+#[test]
+fn a_completed_promotion_stays_complete() {
+    // D6 / §14.3: upstream re-evaluates the last stage's trigger on every later reconcile.
+    let mut s = stages();
+    s[2]["trigger"] = json!({"manual": {}});
+    let p = at_stage(
+        s,
+        &[
+            (
+                "dev",
+                Some("2026-03-02T09:00:00Z"),
+                "Successfully provisioned",
+            ),
+            (
+                "staging",
+                Some("2026-03-02T09:10:00Z"),
+                "Successfully provisioned",
+            ),
+            (
+                "prod",
+                Some("2026-03-02T09:20:00Z"),
+                "Successfully provisioned",
+            ),
+        ],
+    );
+    let profiles: Vec<Value> = (0..3).map(|i| profile(&p, i, &[])).collect();
+    let d = decide_at(
+        &Snapshot {
+            promotion: p,
+            profiles,
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(d.status, None);
+    assert!(d.apply.is_empty() && d.delete.is_empty() && d.events.is_empty());
+    assert!(d.explanation.starts_with("complete"), "{}", d.explanation);
+}
+
+#[test]
+fn the_last_stage_completes_the_promotion() {
+    let p = at_stage(
+        stages(),
+        &[
+            (
+                "dev",
+                Some("2026-03-02T09:00:00Z"),
+                "Successfully provisioned",
+            ),
+            (
+                "staging",
+                Some("2026-03-02T09:10:00Z"),
+                "Successfully provisioned",
+            ),
+            ("prod", None, "Clusters are being provisioned"),
+        ],
+    );
+    let profiles: Vec<Value> = (0..3).map(|i| profile(&p, i, &["c3"])).collect();
+    let sums = vec![summary(&profiles[2], "c3", "Provisioned")];
+    let d = decide_at(
+        &Snapshot {
+            promotion: p,
+            profiles,
+            summaries: sums,
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(d.events[0].message, "Stage prod provisioned");
+    assert_eq!(
+        stage_status(&d, "prod")["currentStatusDescription"],
+        "Successfully provisioned (2026-03-02T10:00:00Z)"
+    );
+    assert_eq!(
+        d.explanation,
+        "prod is done: the promotion is complete for this rollout"
+    );
+    assert!(d.apply.is_empty());
+}
+
+#[test]
+fn missing_or_edited_profiles_of_reached_stages_are_applied_again() {
+    // D10.
+    let (p, profiles, summaries) = at_staging(Some(false), stages());
+    let d = decide_at(
+        &Snapshot {
+            promotion: p.clone(),
+            profiles: vec![profiles[1].clone()],
+            summaries: summaries.clone(),
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(applied_names(&d), ["p-dev"]);
+    let mut edited = profiles.clone();
+    edited[1]["spec"]["helmCharts"][0]["chartVersion"] = json!("6.6.6");
+    let d = decide_at(
+        &Snapshot {
+            promotion: p.clone(),
+            profiles: edited,
+            summaries: summaries.clone(),
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(applied_names(&d), ["p-staging"]);
+    assert_eq!(d.apply[0]["spec"]["helmCharts"][0]["chartVersion"], "1.0.0");
+    let d = decide_at(
+        &Snapshot {
+            promotion: p,
+            profiles,
+            summaries,
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert!(d.apply.is_empty(), "{:?}", applied_names(&d));
+}
+
+#[test]
+fn only_profiles_owned_by_this_promotion_are_cleaned_up() {
+    // D14: a profile of an earlier promotion of the same name (another UID) is not deleted.
+    let p = at_stage(stages(), &[("dev", None, "Clusters are being provisioned")]);
+    let mut gone = profile(&p, 0, &[]);
+    gone["metadata"]["name"] = json!("p-removed-stage");
+    let mut foreign = gone.clone();
+    foreign["metadata"]["name"] = json!("p-other");
+    foreign["metadata"]["ownerReferences"][0]["uid"] = json!("u0");
+    let d = decide_at(
+        &Snapshot {
+            promotion: p,
+            profiles: vec![gone, foreign],
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(deleted_names(&d), ["p-removed-stage"]);
+}
+
+#[test]
+fn a_profile_name_that_cannot_be_a_label_value_never_deploys() {
+    // D15.
+    let long = "s".repeat(70);
+    let p = at_stage(
+        json!([{"name": long, "clusterSelector": {"matchLabels": {"env": "dev"}}}]),
+        &[(long.as_str(), None, "Clusters are being provisioned")],
+    );
+    let d = decide_at(
+        &Snapshot {
+            promotion: p,
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    let msg = stage_status(&d, &long)["failureMessage"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(msg.contains("limited to 63 characters"), "{msg}");
+}
+
+#[test]
+fn deletion_removes_owned_profiles_then_the_finalizer() {
+    let mut p = at_stage(stages(), &[("dev", None, "x")]);
+    p["metadata"]["deletionTimestamp"] = json!(NOW);
+    let prof = profile(&p, 0, &[]);
+    let d = decide_at(
+        &Snapshot {
+            promotion: p.clone(),
+            profiles: vec![prof.clone()],
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(deleted_names(&d), ["p-dev"]);
+    assert_eq!(d.finalizer, None);
+    let mut going = prof;
+    going["metadata"]["deletionTimestamp"] = json!(NOW);
+    let d = decide_at(
+        &Snapshot {
+            promotion: p.clone(),
+            profiles: vec![going],
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert!(d.delete.is_empty());
+    assert!(d.explanation.contains("waiting for 1"), "{}", d.explanation);
+    let d = decide_at(
+        &Snapshot {
+            promotion: p,
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(d.finalizer, Some(FinalizerChange::Remove));
+}
+
+#[test]
+fn preserving_profiles_releases_them_before_the_finalizer_goes() {
+    // D8: the garbage collector would delete profiles that still name the promotion as owner.
+    let mut p = at_stage(stages(), &[("dev", None, "x")]);
+    p["metadata"]["deletionTimestamp"] = json!(NOW);
+    p["spec"]["preserveClusterProfilesOnDelete"] = json!(true);
+    let prof = profile(&p, 0, &[]);
+    let d = decide_at(
+        &Snapshot {
+            promotion: p.clone(),
+            profiles: vec![prof],
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert!(d.delete.is_empty());
+    assert_eq!(applied_names(&d), ["p-dev"]);
+    assert!(d.apply[0]["metadata"].get("ownerReferences").is_none());
+    assert_eq!(d.finalizer, None);
+    let d = decide_at(
+        &Snapshot {
+            promotion: p,
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(d.finalizer, Some(FinalizerChange::Remove));
+}
+
+#[test]
+fn nothing_new_writes_no_status() {
+    // Upstream rewrites check times every two minutes; a reconcile that learns nothing writes
+    // nothing.
+    let (p, profiles, summaries) = at_staging(Some(false), stages());
+    let mut p2 = p.clone();
+    p2["status"]["stages"][1]["currentStatusDescription"] =
+        json!("Paused: Awaiting Manual Approval (2026-03-02T09:30:00Z)");
+    let d = decide_at(
+        &Snapshot {
+            promotion: p2,
+            profiles,
+            summaries,
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(d.status, None);
+    let _ = Duration::zero();
+}
