@@ -18,6 +18,7 @@
 //! describes the previous rollout).
 
 use base64::Engine;
+use go_text::json::GoJson;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -260,31 +261,28 @@ fn same_elements(a: &Tree, b: &Tree) -> bool {
 /// like the Go types (the API server would have rejected such an object).
 fn stages_json(object: &Tree) -> Option<String> {
     let stages = pointer(object, "/spec/stages")?.as_array()?;
-    let mut out = String::from("[");
-    for (i, stage) in stages.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str("{\"name\":");
-        go_string(&mut out, field(stage, "name")?.as_str()?);
-        out.push_str(",\"clusterSelector\":");
-        selector_json(&mut out, field(stage, "clusterSelector"))?;
-        out.push('}');
+    let mut w = GoJson::new();
+    w.begin_array();
+    for stage in stages {
+        w.begin_object();
+        w.field("name").string(field(stage, "name")?.as_str()?);
+        w.field("clusterSelector");
+        selector_json(&mut w, field(stage, "clusterSelector"))?;
+        w.end_object();
     }
-    out.push(']');
-    Some(out)
+    w.end_array();
+    Some(w.finish())
 }
 
-/// `metav1.LabelSelector` (inlined in libsveltos' `Selector`): `matchLabels` with sorted keys,
-/// then `matchExpressions`, each omitted when empty.
-fn selector_json(out: &mut String, selector: Option<&Tree>) -> Option<()> {
-    out.push('{');
+/// `metav1.LabelSelector` (inlined in libsveltos' `Selector`): `matchLabels` (a Go map: sorted
+/// keys), then `matchExpressions`, each omitted when empty.
+fn selector_json(w: &mut GoJson, selector: Option<&Tree>) -> Option<()> {
     let selector = match selector {
         None | Some(Tree::Null) => None,
         Some(s @ Tree::Object(_)) => Some(s),
         Some(_) => return None,
     };
-    let mut first = true;
+    w.begin_object();
     if let Some(labels) = selector.and_then(|s| field(s, "matchLabels")) {
         let mut pairs: Vec<(&str, &str)> = match labels {
             Tree::Object(map) => map
@@ -296,17 +294,11 @@ fn selector_json(out: &mut String, selector: Option<&Tree>) -> Option<()> {
         };
         if !pairs.is_empty() {
             pairs.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            out.push_str("\"matchLabels\":{");
-            for (i, (k, v)) in pairs.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                go_string(out, k);
-                out.push(':');
-                go_string(out, v);
+            w.field("matchLabels").begin_object();
+            for (k, v) in pairs {
+                w.field(k).string(v);
             }
-            out.push('}');
-            first = false;
+            w.end_object();
         }
     }
     if let Some(exprs) = selector.and_then(|s| field(s, "matchExpressions")) {
@@ -316,68 +308,32 @@ fn selector_json(out: &mut String, selector: Option<&Tree>) -> Option<()> {
             _ => return None,
         };
         if !exprs.is_empty() {
-            if !first {
-                out.push(',');
-            }
-            out.push_str("\"matchExpressions\":[");
-            for (i, e) in exprs.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str("{\"key\":");
-                go_string(out, field(e, "key").and_then(Tree::as_str).unwrap_or(""));
-                out.push_str(",\"operator\":");
-                go_string(
-                    out,
-                    field(e, "operator").and_then(Tree::as_str).unwrap_or(""),
-                );
+            w.field("matchExpressions").begin_array();
+            for e in exprs {
+                w.begin_object();
+                w.field("key")
+                    .string(field(e, "key").and_then(Tree::as_str).unwrap_or(""));
+                w.field("operator")
+                    .string(field(e, "operator").and_then(Tree::as_str).unwrap_or(""));
                 let values: Vec<&str> = match field(e, "values") {
                     Some(Tree::Array(v)) => v.iter().map(Tree::as_str).collect::<Option<_>>()?,
                     None | Some(Tree::Null) => Vec::new(),
                     Some(_) => return None,
                 };
                 if !values.is_empty() {
-                    out.push_str(",\"values\":[");
-                    for (j, v) in values.iter().enumerate() {
-                        if j > 0 {
-                            out.push(',');
-                        }
-                        go_string(out, v);
+                    w.field("values").begin_array();
+                    for v in values {
+                        w.string(v);
                     }
-                    out.push(']');
+                    w.end_array();
                 }
-                out.push('}');
+                w.end_object();
             }
-            out.push(']');
+            w.end_array();
         }
     }
-    out.push('}');
+    w.end_object();
     Some(())
-}
-
-/// A string as Go's `encoding/json` writes it: HTML-safe escapes for `<`, `>`, `&`, `\u2028` and
-/// `\u2029`, short escapes for `\n`, `\r`, `\t`, `"` and `\\`, `\u00XX` for other control
-/// characters, and U+FFFD for nothing (Rust strings are valid UTF-8).
-fn go_string(out: &mut String, s: &str) {
-    use std::fmt::Write;
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 /// `status.stagesHash` as Sveltos computes it for this object's spec (base64 of the sha256), or
