@@ -197,10 +197,10 @@ pub fn kubectl_list(mut items: Vec<Value>) -> Value {
 fn json_round_trip(value: &mut Value) {
     match value {
         Value::Number(n) if n.as_i64().is_none() => {
-            if let Some(f) = n.as_f64().filter(|f| {
-                f.fract() == 0.0 && f.abs() < 1e21 && *f >= i64::MIN as f64 && *f < i64::MAX as f64
-            }) {
-                *value = Value::Number(Number::from(f as i64));
+            // Go's text for the float64, read back as kubectl's decoder does (int64 when it can).
+            let text = n.as_f64().and_then(go_text::json::format_float);
+            if let Some(i) = text.and_then(|t| t.parse::<i64>().ok()) {
+                *value = Value::Number(Number::from(i));
             }
         }
         Value::Array(items) => items.iter_mut().for_each(json_round_trip),

@@ -91,42 +91,18 @@ impl std::fmt::Display for FieldError {
     }
 }
 
-/// Go `%q` for the strings the API server quotes (names, fields, values): backslash, quote and
-/// the common control characters escaped.
-pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+/// Go `%q` for the strings the API server quotes (names, fields, values): `strconv.Quote`.
+pub use go_text::strconv::quote as go_quote;
 
-/// Render a JSON value the way `field.Error` prints Go values: strings quoted, numbers and
-/// booleans bare, objects as `map[string]interface {}{...}` with their keys sorted, as Go's
-/// `fmt` prints maps.
+/// Render a JSON value the way `field.Error` prints its bad value: strings with `%q`, numbers
+/// and booleans with `%v` (int64 or float64, as the API server decodes them), lists and objects
+/// with `%#v` (`[]interface {}{"a", 1}`, `map[string]interface {}{"k":"v"}`, keys sorted).
 pub fn go_value(v: &Value) -> String {
     match v {
         Value::String(s) => go_quote(s),
         Value::Null => "null".into(),
         Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::Array(_) => format!("[]interface {{}}{v}"),
-        Value::Object(m) => {
-            let mut entries: Vec<(&String, &Value)> = m.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            let inner: Vec<String> = entries
-                .iter()
-                .map(|(k, v)| format!("{}:{}", go_quote(k), go_value(v)))
-                .collect();
-            format!("map[string]interface {{}}{{{}}}", inner.join(", "))
-        }
+        Value::Number(n) => go_text::fmt::number_v(n),
+        Value::Array(_) | Value::Object(_) => go_text::fmt::go_syntax(v),
     }
 }

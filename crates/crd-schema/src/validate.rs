@@ -8,6 +8,7 @@
 //! map key as `.key` (kube-openapi's string paths); the CEL phase writes it as `[key]`
 //! (`field.Path.Key`), as the real server does.
 
+use go_text::fmt::float_v;
 use serde_json::{Map, Value};
 
 use super::cel_rules;
@@ -336,15 +337,6 @@ fn string_keywords(s: &str, schema: &Node, path: &str, out: &mut Vec<Violation>)
     }
 }
 
-/// Go's `%v` of a float64 bound: integral values without a fraction.
-fn go_float(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e21 {
-        format!("{}", x as i128)
-    } else {
-        format!("{x}")
-    }
-}
-
 fn number_keywords(v: &Value, x: f64, schema: &Node, path: &str, out: &mut Vec<Violation>) {
     let bad = |keyword, detail: String| {
         Violation::new(keyword, FieldError::invalid(path, go_value(v), detail))
@@ -353,7 +345,7 @@ fn number_keywords(v: &Value, x: f64, schema: &Node, path: &str, out: &mut Vec<V
         if m > 0.0 && (x / m).fract() != 0.0 {
             out.push(bad(
                 Keyword::MultipleOf,
-                format!("{path} in body should be a multiple of {}", go_float(m)),
+                format!("{path} in body should be a multiple of {}", float_v(m)),
             ));
         }
     }
@@ -367,7 +359,7 @@ fn number_keywords(v: &Value, x: f64, schema: &Node, path: &str, out: &mut Vec<V
             };
             out.push(bad(
                 Keyword::Maximum,
-                format!("{path} in body should be {relation} {}", go_float(max)),
+                format!("{path} in body should be {relation} {}", float_v(max)),
             ));
         }
     }
@@ -381,7 +373,7 @@ fn number_keywords(v: &Value, x: f64, schema: &Node, path: &str, out: &mut Vec<V
             };
             out.push(bad(
                 Keyword::Minimum,
-                format!("{path} in body should be {relation} {}", go_float(min)),
+                format!("{path} in body should be {relation} {}", float_v(min)),
             ));
         }
     }

@@ -3,7 +3,7 @@
 /// Go `time.ParseDuration`: `[-+]?([0-9]*(\.[0-9]*)?[a-z]+)+`, or `0`. Returns nanoseconds, in
 /// `time.Duration`'s range (negative durations are valid Go durations).
 pub fn parse_go_duration(s: &str) -> Result<i128, String> {
-    let invalid = || format!("time: invalid duration \"{s}\"");
+    let invalid = || format!("time: invalid duration {}", quote(s));
     let mut rest = s;
     let mut negative = false;
     if let Some(c) = rest.chars().next() {
@@ -49,7 +49,7 @@ pub fn parse_go_duration(s: &str) -> Result<i128, String> {
             .position(|c| c == b'.' || c.is_ascii_digit())
             .unwrap_or(rest.len());
         if unit_end == 0 {
-            return Err(format!("time: missing unit in duration \"{s}\""));
+            return Err(format!("time: missing unit in duration {}", quote(s)));
         }
         let unit_name = &rest[..unit_end];
         rest = &rest[unit_end..];
@@ -70,7 +70,9 @@ pub fn parse_go_duration(s: &str) -> Result<i128, String> {
                     _ => "",
                 };
                 return Err(format!(
-                    "time: unknown unit \"{other}\" in duration \"{s}\"{hint}"
+                    "time: unknown unit {} in duration {}{hint}",
+                    quote(other),
+                    quote(s)
                 ));
             }
         };
@@ -98,6 +100,28 @@ pub fn parse_go_duration(s: &str) -> Result<i128, String> {
         return Err(invalid());
     }
     Ok(i128::from(total))
+}
+
+/// Go `time.quote`: double quotes, `"` and `\\` escaped, and every non-ASCII or control
+/// character as its UTF-8 bytes in `\xNN` form (not `strconv.Quote`).
+fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        if !c.is_ascii() || c < ' ' {
+            let mut tmp = [0u8; 4];
+            for b in c.encode_utf8(&mut tmp).bytes() {
+                out.push_str(&format!("\\x{b:02x}"));
+            }
+        } else {
+            if c == '"' || c == '\\' {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// Go `leadingInt`: the leading digits, or `None` past 2^63.
@@ -148,18 +172,18 @@ fn leading_fraction(s: &str) -> (u64, f64, &str) {
     (x, scale, &s[end..])
 }
 
-/// Go `time.Duration.String()` for nanoseconds: `1h2m3s`, `1.5s`, `2ms`, `0s`.
+/// Go `time.Duration.String()` of a duration in nanoseconds: `1h2m3s`, `1.5s`, `2ms`, `1.1µs`
+/// (U+00B5), `0s`.
 pub fn format(nanos: i64) -> String {
     if nanos == 0 {
         return "0s".into();
     }
-    let neg = nanos < 0;
     let u = nanos.unsigned_abs();
     let body = if u < 1_000_000_000 {
         let (unit, scale) = if u < 1_000 {
             ("ns", 1u64)
         } else if u < 1_000_000 {
-            ("µs", 1_000)
+            ("\u{b5}s", 1_000)
         } else {
             ("ms", 1_000_000)
         };
@@ -167,9 +191,7 @@ pub fn format(nanos: i64) -> String {
     } else {
         let secs_total = u / 1_000_000_000;
         let frac_ns = u % 1_000_000_000;
-        let h = secs_total / 3600;
-        let m = (secs_total % 3600) / 60;
-        let s = secs_total % 60;
+        let (h, m, s) = (secs_total / 3600, (secs_total % 3600) / 60, secs_total % 60);
         let seconds = fraction(s * 1_000_000_000 + frac_ns, 1_000_000_000);
         if h > 0 {
             format!("{h}h{m}m{seconds}s")
@@ -179,14 +201,14 @@ pub fn format(nanos: i64) -> String {
             format!("{seconds}s")
         }
     };
-    if neg {
+    if nanos < 0 {
         format!("-{body}")
     } else {
         body
     }
 }
 
-/// `v/scale` with the remainder as decimals, trailing zeros dropped.
+/// `v/scale` with the remainder as decimals, trailing zeros dropped (Go's `fmtFrac` + `fmtInt`).
 fn fraction(v: u64, scale: u64) -> String {
     let whole = v / scale;
     let rem = v % scale;

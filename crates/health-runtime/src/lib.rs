@@ -7,7 +7,6 @@
 //! Behind the `health-runtime` feature so that the webhook never links a Lua VM.
 
 pub mod cel_eval;
-pub mod gofmt;
 pub mod lua_runtime;
 pub mod metrics;
 pub mod preload;
@@ -260,7 +259,7 @@ fn evaluate_object(
             );
             e.sveltos_error = Some(format!(
                 "{not_healthy} {}",
-                gofmt::quote(message.as_bytes())
+                go_text::strconv::quote(message)
             ));
             e
         }

@@ -18,7 +18,6 @@ use std::time::{Duration, Instant};
 use mlua::{HookTriggers, Lua, LuaOptions, StdLib, Table, Value as LuaValue, VmState};
 use serde_json::{Map, Value};
 
-use super::gofmt;
 use super::preload;
 
 /// Limits of one evaluation. Sveltos has none; these only turn a runaway script into a result.
@@ -395,7 +394,7 @@ fn key_string(v: &GoValue) -> String {
     match v {
         GoValue::Nil => "<nil>".into(),
         GoValue::Bool(b) => b.to_string(),
-        GoValue::Number(n) => gofmt::go_float_g(*n),
+        GoValue::Number(n) => go_text::fmt::float_v(*n),
         GoValue::Str(s) => String::from_utf8_lossy(s).into_owned(),
         GoValue::Map(_) => "map[]".into(),
         GoValue::List(_) => "[]".into(),

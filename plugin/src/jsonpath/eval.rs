@@ -12,9 +12,9 @@
 //! it, because an existence filter (`[?(@.x)]`) keeps an element whenever that partial result is
 //! non-empty. Map members are visited in key order; Go visits them in random order.
 
+use go_text::json::{go_number, sorted_members, GoNumber};
 use serde_json::Value;
 
-use super::go_json::{go_number, sorted_members, GoNumber};
 use super::parser::{Node, Param};
 use super::value::Val;
 

@@ -17,14 +17,11 @@
 //! Kept differences from kubectl: members of a map are visited in key order by `*` and `..` (Go:
 //! random order); where kubectl panics (indexing into a `range` over nothing, marshalling its
 //! result) this port returns an error or `null`; `range` nesting is limited to 1000 levels; a
-//! quoted `"\xff"` that is not UTF-8 becomes U+FFFD; outside ASCII, "letter", "digit" and
-//! "printable" follow Rust's Unicode properties rather than Go's tables (this only changes which
-//! exotic characters an error message escapes).
+//! quoted `"\xff"` that is not UTF-8 becomes U+FFFD; outside ASCII, "letter" and "digit" follow
+//! Rust's Unicode properties and "printable" Unicode 16.0's categories rather than Go's Unicode
+//! 15.0 tables (this only changes which exotic characters an error message escapes).
 
 mod eval;
-mod go_fmt;
-mod go_json;
-mod go_strconv;
 mod parser;
 mod print;
 mod value;
@@ -85,7 +82,7 @@ impl JsonPath {
 
 /// Go's `%q`: how kubectl quotes a format or a template in its messages.
 pub(crate) fn go_quote(text: &str) -> String {
-    go_strconv::quote(text)
+    go_text::strconv::quote(text)
 }
 
 /// `fmt.Sprint` of one result, as custom-columns prints it (`map[a:b]`, `[x y]`, `<nil>`).
@@ -111,7 +108,7 @@ pub enum Error {
     /// final newline kubectl prints after it is left to whoever prints the message.
     #[error(
         "error executing jsonpath {}: Error executing template: {reason}. Printing more information for debugging the template:\n\ttemplate was:\n\t\t{template}\n\tobject given to jsonpath engine was:\n\t\t{object}\n\n",
-        go_strconv::quote(.template)
+        go_text::strconv::quote(.template)
     )]
     Execute {
         template: String,
@@ -164,7 +161,7 @@ impl Template {
             .map_err(|reason| Error::Execute {
                 template: self.text.clone(),
                 reason,
-                object: go_fmt::go_syntax(data),
+                object: go_text::fmt::go_syntax(data),
             })
     }
 }

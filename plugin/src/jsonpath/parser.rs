@@ -201,7 +201,7 @@ impl<'t> Parser<'t> {
                 Some(c) => {
                     return Err(format!(
                         "unrecognized character in action: {}",
-                        super::go_strconv::format_sharp_u(c)
+                        go_text::fmt::format_sharp_u(c)
                     ))
                 }
             }
@@ -252,11 +252,11 @@ impl<'t> Parser<'t> {
             }
         }
         let value = self.consume_text();
-        if let Some(i) = super::go_strconv::atoi(value) {
+        if let Some(i) = go_text::strconv::atoi(value) {
             cur.push(Node::Int(i));
             return Ok(());
         }
-        if let Some(f) = super::go_strconv::parse_float(value) {
+        if let Some(f) = go_text::strconv::parse_float(value) {
             cur.push(Node::Float(f));
             return Ok(());
         }
@@ -304,7 +304,7 @@ impl<'t> Parser<'t> {
                     params[i].known = false;
                 } else {
                     params[i].known = true;
-                    params[i].value = super::go_strconv::atoi(number)
+                    params[i].value = go_text::strconv::atoi(number)
                         .ok_or_else(|| format!("array index {number} is not a number"))?;
                 }
             } else if i == 1 {
@@ -382,7 +382,7 @@ impl<'t> Parser<'t> {
             }
         }
         let value = self.consume_text();
-        let text = super::go_strconv::unquote_extend(value)
+        let text = go_text::strconv::unquote_extend(value)
             .map_err(|e| format!("unquote string {value} error {e}"))?;
         cur.push(Node::Text(text));
         Ok(())

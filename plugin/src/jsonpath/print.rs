@@ -2,10 +2,10 @@
 //! compact JSON, scalars as Go's `fmt` prints them, values of one group separated by a space; with
 //! `jsonpath-as-json`, each group as an indented JSON array on its own line.
 
+use go_text::fmt::{float_v, number_v};
+use go_text::json::marshal;
 use serde_json::{Number, Value};
 
-use super::go_json::{go_number, marshal, marshal_indent, GoNumber};
-use super::go_strconv::format_float_v;
 use super::value::Val;
 
 /// One group in the plain jsonpath output.
@@ -23,7 +23,7 @@ pub(crate) fn group_text(group: &[Val<'_>]) -> String {
 /// One group in the `jsonpath-as-json` output.
 pub(crate) fn group_json(group: &[Val<'_>]) -> String {
     let array = Value::Array(group.iter().map(to_value).collect());
-    let mut out = marshal_indent(&array);
+    let mut out = go_text::json::marshal_indent(&array, "", "    ");
     out.push('\n');
     out
 }
@@ -35,13 +35,10 @@ fn text(value: &Val<'_>) -> String {
         Val::Json(v @ (Value::Object(_) | Value::Array(_))) => marshal(v),
         Val::Json(Value::String(s)) => s.clone(),
         Val::Json(Value::Bool(b)) | Val::Bool(b) => b.to_string(),
-        Val::Json(Value::Number(n)) => match go_number(n) {
-            GoNumber::Int(i) => i.to_string(),
-            GoNumber::Float(f) => format_float_v(f),
-        },
+        Val::Json(Value::Number(n)) => number_v(n),
         Val::Text(t) => (*t).to_string(),
         Val::Int(i) => i.to_string(),
-        Val::Float(f) => format_float_v(*f),
+        Val::Float(f) => float_v(*f),
         Val::Byte(b) => b.to_string(),
     }
 }

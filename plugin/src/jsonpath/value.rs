@@ -1,10 +1,8 @@
 //! One value met while executing a template, and how Go shows it in messages and columns.
 
+use go_text::fmt::{float_v, sprint};
+use go_text::json::{go_number, GoNumber};
 use serde_json::Value;
-
-use super::go_fmt::sprint;
-use super::go_json::{go_number, GoNumber};
-use super::go_strconv::format_float_v;
 
 /// One value produced while evaluating a template.
 #[derive(Clone, Copy, Debug)]
@@ -32,7 +30,7 @@ impl Val<'_> {
             Val::Json(j) => sprint(j),
             Val::Text(t) => (*t).to_string(),
             Val::Int(i) => i.to_string(),
-            Val::Float(f) => format_float_v(*f),
+            Val::Float(f) => float_v(*f),
             Val::Bool(b) => b.to_string(),
             Val::Byte(b) => b.to_string(),
         }

@@ -71,7 +71,7 @@ fn round_trip(text: &str, ns: i128) {
     let Ok(ns) = i64::try_from(ns) else {
         return;
     };
-    let shown = health_runtime::gofmt::duration(ns);
+    let shown = go_text::duration::format(ns);
     assert_eq!(
         parse_go_duration(&shown),
         Ok(i128::from(ns)),

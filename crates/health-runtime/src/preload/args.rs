@@ -2,7 +2,18 @@
 
 use mlua::{Function, IntoLua, Lua, MultiValue, Table, Value};
 
-use crate::gofmt;
+/// gopher-lua `LNumber.String()`: a whole number that fits an int64 prints as that integer,
+/// anything else as Go's `%v` of a float64 (`strconv.FormatFloat(f, 'g', -1, 64)`).
+pub fn lua_number(f: f64) -> String {
+    // `float64(int64(f)) == f` in Go; the bounds keep the conversion exact here.
+    if f.is_finite()
+        && f.fract() == 0.0
+        && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f)
+    {
+        return format!("{}", f as i64);
+    }
+    go_text::fmt::float_v(f)
+}
 
 pub struct Args {
     name: &'static str,
@@ -44,7 +55,7 @@ impl Args {
     pub fn string(&self, i: usize) -> mlua::Result<Vec<u8>> {
         match self.get(i) {
             Value::String(s) => Ok(s.as_bytes().to_vec()),
-            Value::Number(n) => Ok(gofmt::lua_number(n).into_bytes()),
+            Value::Number(n) => Ok(lua_number(n).into_bytes()),
             Value::Integer(n) => Ok(n.to_string().into_bytes()),
             _ => Err(self.bad(i, "string")),
         }

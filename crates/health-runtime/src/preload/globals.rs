@@ -7,7 +7,6 @@ use base64::Engine;
 use mlua::{Lua, MultiValue, Table, Value};
 
 use super::args::{bytes, Args};
-use crate::gofmt;
 
 /// Go's `base64.StdEncoding`: padding required, trailing bits tolerated (it is not `Strict()`).
 pub const GO_STD: GeneralPurpose = GeneralPurpose::new(
@@ -85,7 +84,7 @@ pub fn install(lua: &Lua) -> mlua::Result<()> {
     g.raw_set(
         "tostring",
         lua.create_function(move |lua, v: Value| match v {
-            Value::Number(n) => bytes(lua, gofmt::lua_number(n)),
+            Value::Number(n) => bytes(lua, super::args::lua_number(n)),
             Value::Integer(n) => bytes(lua, n.to_string()),
             other => original.call::<Value>(other),
         })?,

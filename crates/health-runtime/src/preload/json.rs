@@ -10,7 +10,6 @@ use mlua::{Lua, MultiValue, Table, Value};
 
 use super::args::{bytes, ret, Args};
 use super::module_table;
-use crate::gofmt;
 
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
     module_table(
@@ -110,10 +109,10 @@ pub fn encode_value(v: &Value, visited: &mut HashSet<usize>) -> Result<String, S
     match v {
         Value::Nil => Ok("null".into()),
         Value::Boolean(b) => Ok(b.to_string()),
-        Value::Number(n) => gofmt::json_float(*n)
-            .ok_or_else(|| format!("json: unsupported value: {}", gofmt::go_float_g(*n))),
+        Value::Number(n) => go_text::json::format_float(*n)
+            .ok_or_else(|| format!("json: unsupported value: {}", go_text::fmt::float_v(*n))),
         Value::Integer(n) => Ok(n.to_string()),
-        Value::String(s) => Ok(go_json_string(&s.as_bytes())),
+        Value::String(s) => Ok(go_text::json::quote_bytes(&s.as_bytes())),
         Value::Table(t) => {
             let ptr = t.to_pointer() as usize;
             if !visited.insert(ptr) {
@@ -160,7 +159,7 @@ pub fn encode_value(v: &Value, visited: &mut HashSet<usize>) -> Result<String, S
                 for (k, val) in map {
                     parts.push(format!(
                         "{}:{}",
-                        go_json_string(k.as_bytes()),
+                        go_text::json::quote(&k),
                         encode_value(&val, visited)?
                     ));
                 }
@@ -173,28 +172,4 @@ pub fn encode_value(v: &Value, visited: &mut HashSet<usize>) -> Result<String, S
         Value::Thread(_) => Err(marshal_err("cannot encode thread to JSON")),
         _ => Err(marshal_err("cannot encode userdata to JSON")),
     }
-}
-
-/// `encoding/json` string encoding: `<`, `>`, `&`, U+2028 and U+2029 escaped, invalid UTF-8 as
-/// U+FFFD.
-pub fn go_json_string(b: &[u8]) -> String {
-    let s = String::from_utf8_lossy(b);
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                out.push_str(&format!("\\u{:04x}", c as u32))
-            }
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }

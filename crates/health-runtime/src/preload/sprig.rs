@@ -6,11 +6,10 @@
 use mlua::{Lua, MultiValue, Table, Value};
 use sha1::Digest;
 
-use super::args::{bytes, one, ret, type_name, values_in_order, Args};
+use super::args::{bytes, lua_number, one, ret, type_name, values_in_order, Args};
 use super::globals::GO_STD;
 use super::module_table;
 use super::strings::go_runes;
-use crate::gofmt;
 
 use super::Func;
 
@@ -148,7 +147,7 @@ fn lvalue_string(v: &Value) -> String {
     match v {
         Value::Nil => "nil".into(),
         Value::Boolean(b) => b.to_string(),
-        Value::Number(n) => gofmt::lua_number(*n),
+        Value::Number(n) => lua_number(*n),
         Value::Integer(n) => n.to_string(),
         Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
         other => format!("{}: {:p}", type_name(other), other.to_pointer()),
@@ -237,7 +236,7 @@ fn ago(lua: &Lua, a: Args) -> mlua::Result<MultiValue> {
     let rounded = ((since + since.signum() * 500_000_000) / 1_000_000_000) * 1_000_000_000;
     one(
         lua,
-        gofmt::duration(rounded.clamp(i64::MIN as i128, i64::MAX as i128) as i64),
+        go_text::duration::format(rounded.clamp(i64::MIN as i128, i64::MAX as i128) as i64),
     )
 }
 
@@ -420,7 +419,10 @@ fn duration(lua: &Lua, a: Args) -> mlua::Result<MultiValue> {
         Value::Nil => 0,
         other => lvalue_string(&other).parse().unwrap_or(0),
     };
-    one(lua, gofmt::duration(n.wrapping_mul(1_000_000_000)))
+    one(
+        lua,
+        go_text::duration::format(n.wrapping_mul(1_000_000_000)),
+    )
 }
 
 fn duration_round(lua: &Lua, a: Args) -> mlua::Result<MultiValue> {
@@ -501,7 +503,7 @@ fn plural(lua: &Lua, a: Args) -> mlua::Result<MultiValue> {
 fn sprig_text(v: &Value) -> String {
     match v {
         Value::Number(n) if n.fract() == 0.0 && n.abs() < 9.2e18 => (*n as i64).to_string(),
-        Value::Number(n) => gofmt::go_float_g(*n),
+        Value::Number(n) => go_text::fmt::float_v(*n),
         other => lvalue_string(other),
     }
 }
@@ -510,7 +512,7 @@ fn quote(lua: &Lua, a: Args) -> mlua::Result<MultiValue> {
     need(&a, 1, "quote")?;
     let parts: Vec<String> = values_in_order(&a.table(1)?)?
         .into_iter()
-        .map(|(_, v)| gofmt::quote(sprig_text(&v).as_bytes()))
+        .map(|(_, v)| go_text::strconv::quote(&sprig_text(&v)))
         .collect();
     one(lua, parts.join(" "))
 }
@@ -713,7 +715,7 @@ fn to_decimal(lua: &Lua, a: Args) -> mlua::Result<MultiValue> {
     }
     let text = match a.get(1) {
         Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
-        Value::Number(n) => gofmt::lua_number(n),
+        Value::Number(n) => lua_number(n),
         Value::Integer(n) => n.to_string(),
         Value::Boolean(true) => "1".into(),
         Value::Boolean(false) | Value::Nil => "0".into(),

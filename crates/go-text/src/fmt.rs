@@ -1,21 +1,27 @@
-//! Go's `fmt` verbs applied to the values kubectl decodes from JSON (`map[string]interface{}`,
-//! `[]interface{}`, int64, float64, string, bool, nil): `%v` is what custom-columns prints
-//! (`map[a:b]`, `[x y]`, `<nil>`), `%#v` is the object dump in jsonpath error messages.
+//! Go's `fmt` verbs applied to decoded JSON values (`map[string]interface{}`, `[]interface{}`,
+//! int64, float64, string, bool, nil, as Kubernetes decodes them): `%v` (`map[a:b]`, `[x y]`,
+//! `<nil>`), `%#v` (`map[string]interface {}{"a":1}`), and `%#U` of a rune.
 
 use serde_json::Value;
 
-use super::go_json::{go_number, sorted_members, GoNumber};
-use super::go_strconv::{format_float_v, quote};
+use crate::json::{go_number, sorted_members, GoNumber};
+use crate::strconv::{format_float, is_print, quote, FloatFormat};
 
-fn number_v(n: &serde_json::Number) -> String {
+/// `%v` of a float64: `strconv.FormatFloat(f, 'g', -1, 64)`.
+pub fn float_v(f: f64) -> String {
+    format_float(f, FloatFormat::G)
+}
+
+/// `%v` of a decoded JSON number (int64 or float64).
+pub fn number_v(n: &serde_json::Number) -> String {
     match go_number(n) {
         GoNumber::Int(i) => i.to_string(),
-        GoNumber::Float(f) => format_float_v(f),
+        GoNumber::Float(f) => float_v(f),
     }
 }
 
 /// `fmt.Sprint(v)` of a decoded JSON value.
-pub(crate) fn sprint(v: &Value) -> String {
+pub fn sprint(v: &Value) -> String {
     let mut out = String::new();
     write_v(&mut out, v);
     out
@@ -52,8 +58,9 @@ fn write_v(out: &mut String, v: &Value) {
     }
 }
 
-/// `fmt.Sprintf("%#v", v)` where `v` is the `interface{}` kubectl handed the jsonpath engine.
-pub(crate) fn go_syntax(v: &Value) -> String {
+/// `fmt.Sprintf("%#v", v)` where `v` is an `interface{}` holding a decoded JSON value (a nil
+/// interface prints `<nil>`).
+pub fn go_syntax(v: &Value) -> String {
     let mut out = String::new();
     match v {
         Value::Null => out.push_str("<nil>"),
@@ -93,6 +100,15 @@ fn write_sharp_v(out: &mut String, v: &Value) {
     }
 }
 
+/// `%#U`: `U+002A '*'` (the character only when it is printable).
+pub fn format_sharp_u(c: char) -> String {
+    if is_print(c) {
+        format!("U+{:04X} '{c}'", c as u32)
+    } else {
+        format!("U+{:04X}", c as u32)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,5 +135,12 @@ mod tests {
             go_syntax(&v),
             r#"map[string]interface {}{"items":[]interface {}{map[string]interface {}{"b":true, "e":[]interface {}{}, "f":1e+23, "m":map[string]interface {}{}, "n":3, "nul":interface {}(nil), "s":"x<y>&\x01"}}, "kind":"List"}"#
         );
+    }
+
+    #[test]
+    fn sharp_u_shows_printable_characters_only() {
+        assert_eq!(format_sharp_u('*'), "U+002A '*'");
+        assert_eq!(format_sharp_u('~'), "U+007E '~'");
+        assert_eq!(format_sharp_u('\t'), "U+0009");
     }
 }
