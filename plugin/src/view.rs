@@ -12,6 +12,7 @@ use serde_json::Value;
 use promotion_shared::admission::{approval_records, spec_change_record, ApprovalRecord};
 use promotion_shared::cluster_summary::ClusterState;
 use promotion_shared::freshness::freshness;
+use promotion_shared::gate::{self, approval_target};
 use promotion_shared::model::{
     profile_belongs_to, ClusterPromotion, ProfileRole, CLUSTER_PROFILE_NAME_LABEL,
     PROMOTION_NAME_LABEL, STAGE_NAME_ANNOTATION,
@@ -371,7 +372,7 @@ impl Description {
 
     pub fn build_shared(snap: SnapshotRef<'_>) -> Result<Description> {
         let promotion = typed(snap.object)?;
-        let online = snap.profiles.is_ok() || snap.summaries.is_ok();
+        let online = reads_clusters(snap);
         let mut warnings = Vec::new();
         for (what, r) in [
             ("ClusterProfiles", snap.profiles.err()),
@@ -382,17 +383,7 @@ impl Description {
                 warnings.push(format!("{what} {e}"));
             }
         }
-        let profiles = StageProfiles::of(&promotion, snap.profiles.unwrap_or_default());
-        let summaries = snap.summaries.unwrap_or_default();
-        let obs = observations(&promotion, &profiles, summaries);
-        let first_profile = promotion
-            .spec
-            .stages
-            .first()
-            .and_then(|s| profiles.owned.get(&s.name))
-            .copied();
-        let fresh = freshness(snap.object, &promotion, first_profile);
-        let pipeline = pipeline::derive(&promotion, online.then_some(&obs), &fresh);
+        let (pipeline, profiles) = derive(snap, &promotion);
 
         let approvals = match approval_records(snap.object) {
             Ok(m) => m,
@@ -412,7 +403,7 @@ impl Description {
             .ok()
             .map(|evs| evs.iter().map(event_view).collect());
         let awaiting_approval = pipeline.awaiting_approval().map(|s| s.name.clone());
-        let next_step = next_step(&pipeline, &stages);
+        let next_step = next_step(&pipeline);
         let rollout = RolloutView::of(snap.object);
         let Pipeline {
             name,
@@ -458,6 +449,37 @@ impl Description {
             warnings,
         })
     }
+}
+
+/// The derived pipeline of `snap` alone, without the rest of a [`Description`], from the object
+/// the caller has already decoded into `promotion`: `approve` and completion decide on it
+/// ([`approval_target`]) without decoding the object again.
+pub fn pipeline_of(snap: SnapshotRef<'_>, promotion: &ClusterPromotion) -> Pipeline {
+    derive(snap, promotion).0
+}
+
+/// Whether cluster data was read (false for `describe -f`).
+fn reads_clusters(snap: SnapshotRef<'_>) -> bool {
+    snap.profiles.is_ok() || snap.summaries.is_ok()
+}
+
+/// The pipeline from the promotion and the clusters of its stage profiles, and those profiles.
+fn derive<'a>(
+    snap: SnapshotRef<'a>,
+    promotion: &ClusterPromotion,
+) -> (Pipeline, StageProfiles<'a>) {
+    let profiles = StageProfiles::of(promotion, snap.profiles.unwrap_or_default());
+    let summaries = snap.summaries.unwrap_or_default();
+    let obs = observations(promotion, &profiles, summaries);
+    let first_profile = promotion
+        .spec
+        .stages
+        .first()
+        .and_then(|s| profiles.owned.get(&s.name))
+        .copied();
+    let fresh = freshness(snap.object, promotion, first_profile);
+    let pipeline = pipeline::derive(promotion, reads_clusters(snap).then_some(&obs), &fresh);
+    (pipeline, profiles)
 }
 
 fn stage_details(
@@ -557,9 +579,10 @@ impl RolloutView {
 }
 
 /// What the operator should do next, from the derived pipeline: approve the gate that waits
-/// (never one of a stale status), run the health checks a stage waits on, fix what failed, or
-/// know that Sveltos will not act.
-fn next_step(pipeline: &Pipeline, stages: &[StageDetail]) -> Option<String> {
+/// (the one `approve` without `--stage` opens, [`approval_target`]; never one of a stale
+/// status), run the health checks a stage waits on, fix what failed, or know that Sveltos will
+/// not act.
+fn next_step(pipeline: &Pipeline) -> Option<String> {
     use pipeline::StageState;
     let name = &pipeline.name;
     // Nothing is proposed on a status that may be the previous rollout's: any action could be
@@ -579,12 +602,15 @@ fn next_step(pipeline: &Pipeline, stages: &[StageDetail]) -> Option<String> {
                 .unwrap_or_default()
         ));
     }
-    if let Some(stage) = stages.iter().find(|s| s.approve_unblocks.is_some()) {
-        return Some(format!(
-            "kubectl promotion approve {name} --stage {}   ({})",
-            stage.view.name,
-            stage.approve_unblocks.as_deref().unwrap_or_default()
-        ));
+    // A gate approved and not yet used is chosen too, but approving it again changes nothing.
+    if let Ok(gate) = approval_target(pipeline, None, false) {
+        if !gate.already_approved {
+            return Some(format!(
+                "kubectl promotion approve {name} --stage {}   ({})",
+                gate.stage,
+                gate.transition()
+            ));
+        }
     }
     for stage in &pipeline.stages {
         match &stage.state {
@@ -622,10 +648,7 @@ fn next_step(pipeline: &Pipeline, stages: &[StageDetail]) -> Option<String> {
 /// What approving a stage's gate unblocks: `staging → production`, or for a gate on the last
 /// stage `production → complete` (Sveltos evaluates the last stage's trigger too).
 pub fn transition(view: &StageView) -> String {
-    match &view.next_stage {
-        Some(next) => format!("{} → {next}", view.name),
-        None => format!("{} → complete", view.name),
-    }
+    gate::transition(&view.name, view.next_stage.as_deref())
 }
 
 fn deploys(object: &Value) -> Deploys {
@@ -807,6 +830,23 @@ mod tests {
         assert_eq!(json["stages"][1]["state"], "awaitingApproval");
         assert_eq!(json["stages"][1]["approveUnblocks"], "staging → production");
         assert_eq!(json["kind"], "PromotionDescription");
+    }
+
+    #[test]
+    fn the_next_step_approves_the_gate_approve_would_open_unless_it_is_approved() {
+        let d = Description::build(&Snapshot::offline(manual_gate())).unwrap();
+        assert_eq!(
+            d.next_step.as_deref(),
+            Some("kubectl promotion approve p --stage staging   (staging → production)")
+        );
+        let mut approved = manual_gate();
+        approved["spec"]["stages"][1]["trigger"]["manual"]["approved"] = json!(true);
+        let d = Description::build(&Snapshot::offline(approved)).unwrap();
+        assert_eq!(
+            d.stages[1].view.state,
+            pipeline::StageState::ApprovedPending
+        );
+        assert_eq!(d.next_step, None);
     }
 
     #[test]

@@ -10,8 +10,9 @@
 //! `lint` and the end-to-end tests' stand-in API server alike.
 //!
 //! Each Sveltos rule is defined once: [`rollout`] (what starts a new rollout), [`approval`]
-//! (when an approval resets and when it has been used), [`model`] (generated profile names,
-//! ownership, what a ClusterPromotion document is), [`status`] (Sveltos' status texts).
+//! (when an approval resets and when it has been used), [`gate`] (which gate `approve` opens,
+//! and why it refuses), [`model`] (generated profile names, ownership, what a ClusterPromotion
+//! document is), [`status`] (Sveltos' status texts).
 
 pub mod admission;
 pub mod approval;
@@ -21,6 +22,7 @@ pub mod diff;
 pub mod freshness;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+pub mod gate;
 pub mod model;
 pub mod patch;
 pub mod pipeline;

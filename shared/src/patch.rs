@@ -4,6 +4,9 @@
 //! edit, or an `automaticReset: false` the writer did not know about). An approval is therefore
 //! one JSON Patch whose `test` operations pin what the caller read:
 //!
+//! The stage is the [`Gate`] that [`crate::gate::approval_target`] resolved from the same
+//! object: its index is used as is, never looked up again by name.
+//!
 //! 1. `test /spec/stages/N/name` — index N still holds the stage the operator named; a reordered
 //!    or renamed stage list makes the server reject the patch (422) instead of approving another
 //!    stage.
@@ -19,6 +22,8 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::gate::Gate;
+
 /// Field manager the plugin sends with its writes.
 pub const FIELD_MANAGER: &str = "kubectl-promotion";
 
@@ -26,8 +31,8 @@ pub const FIELD_MANAGER: &str = "kubectl-promotion";
 pub enum PatchError {
     #[error("the object has no spec.stages list")]
     NoStages,
-    #[error("spec.stages has no stage named {0:?}")]
-    UnknownStage(String),
+    #[error("spec.stages[{index}] is not stage {stage:?}")]
+    NotAtIndex { stage: String, index: usize },
     #[error("stage {stage:?} (spec.stages[{index}]) has no trigger.manual to approve")]
     NotManual { stage: String, index: usize },
 }
@@ -47,23 +52,28 @@ pub fn escape_token(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }
 
-/// Build the guarded approval patch for `stage` from `object`, the ClusterPromotion exactly as
-/// the server returned it. `annotations` are written in the same patch (existing keys are
-/// overwritten, others kept).
+/// Build the guarded approval patch for `gate`, resolved from `object`, the ClusterPromotion
+/// exactly as the server returned it. `annotations` are written in the same patch (existing keys
+/// are overwritten, others kept).
 pub fn approve(
     object: &Value,
-    stage: &str,
+    gate: &Gate,
     annotations: &[(&str, &str)],
 ) -> Result<ApprovalPatch, PatchError> {
     let stages = object
         .pointer("/spec/stages")
         .and_then(Value::as_array)
         .ok_or(PatchError::NoStages)?;
-    let index = stages
-        .iter()
-        .position(|s| s.get("name").and_then(Value::as_str) == Some(stage))
-        .ok_or_else(|| PatchError::UnknownStage(stage.to_string()))?;
-    let manual = stages[index]
+    let (index, stage) = (gate.index, gate.stage.as_str());
+    // The gate was resolved from this object, so this only fails for a gate of another object.
+    let at_index = stages
+        .get(index)
+        .filter(|s| s.get("name").and_then(Value::as_str) == Some(stage))
+        .ok_or_else(|| PatchError::NotAtIndex {
+            stage: stage.to_string(),
+            index,
+        })?;
+    let manual = at_index
         .pointer("/trigger/manual")
         .filter(|m| m.is_object())
         .ok_or_else(|| PatchError::NotManual {
@@ -151,6 +161,26 @@ mod tests {
         })
     }
 
+    /// The gate of `stage` as `approve` resolves it from the object read.
+    fn gate(object: &Value, stage: &str) -> Gate {
+        let promotion = crate::plan::promotion_from_json(object).unwrap();
+        let pipeline =
+            crate::pipeline::derive(&promotion, None, &crate::freshness::Freshness::Current);
+        crate::gate::approval_target(&pipeline, Some(stage), true).unwrap()
+    }
+
+    /// A gate that was not resolved from the object it is applied to.
+    fn foreign(index: usize, stage: &str) -> Gate {
+        Gate {
+            index,
+            stage: stage.into(),
+            next: None,
+            already_approved: false,
+            ahead_of_time: false,
+            approval: crate::pipeline::Approval::NotApproved,
+        }
+    }
+
     fn apply(doc: &Value, p: &ApprovalPatch) -> Result<Value, json_patch::PatchError> {
         let mut doc = doc.clone();
         json_patch::patch(&mut doc, &p.patch)?;
@@ -160,7 +190,7 @@ mod tests {
     #[test]
     fn approves_only_the_named_stage_and_keeps_everything_else() {
         let before = promotion();
-        let p = approve(&before, "staging", &[]).unwrap();
+        let p = approve(&before, &gate(&before, "staging"), &[]).unwrap();
         assert_eq!(p.stage_index, 1);
         assert!(!p.already_approved);
         let after = apply(&before, &p).unwrap();
@@ -175,7 +205,7 @@ mod tests {
 
     #[test]
     fn patch_is_test_test_add_in_that_order() {
-        let p = approve(&promotion(), "staging", &[]).unwrap();
+        let p = approve(&promotion(), &gate(&promotion(), "staging"), &[]).unwrap();
         let ops = serde_json::to_value(&p.patch).unwrap();
         let summary: Vec<(String, String)> = ops
             .as_array()
@@ -204,7 +234,7 @@ mod tests {
     #[test]
     fn reordered_stages_fail_the_test_instead_of_approving_another_stage() {
         let read = promotion();
-        let p = approve(&read, "staging", &[]).unwrap();
+        let p = approve(&read, &gate(&read, "staging"), &[]).unwrap();
         let mut live = read.clone();
         let stages = live["spec"]["stages"].as_array_mut().unwrap();
         stages.swap(0, 1);
@@ -216,7 +246,7 @@ mod tests {
     #[test]
     fn concurrent_change_of_the_manual_trigger_fails_the_test() {
         let read = promotion();
-        let p = approve(&read, "staging", &[]).unwrap();
+        let p = approve(&read, &gate(&read, "staging"), &[]).unwrap();
         let mut approved_meanwhile = read.clone();
         approved_meanwhile["spec"]["stages"][1]["trigger"]["manual"]["approved"] = json!(true);
         assert!(apply(&approved_meanwhile, &p).is_err());
@@ -234,7 +264,7 @@ mod tests {
     fn absent_approved_is_added() {
         let mut read = promotion();
         read["spec"]["stages"][1]["trigger"]["manual"] = json!({});
-        let p = approve(&read, "staging", &[]).unwrap();
+        let p = approve(&read, &gate(&read, "staging"), &[]).unwrap();
         let after = apply(&read, &p).unwrap();
         assert_eq!(
             after.pointer("/spec/stages/1/trigger/manual"),
@@ -246,33 +276,78 @@ mod tests {
     fn already_approved_is_reported() {
         let mut read = promotion();
         read["spec"]["stages"][1]["trigger"]["manual"]["approved"] = json!(true);
-        assert!(approve(&read, "staging", &[]).unwrap().already_approved);
+        assert!(
+            approve(&read, &gate(&read, "staging"), &[])
+                .unwrap()
+                .already_approved
+        );
     }
 
     #[test]
-    fn refuses_unknown_and_non_manual_stages() {
+    fn a_gate_of_another_object_is_refused() {
         let read = promotion();
         assert_eq!(
-            approve(&read, "qa", &[]).unwrap_err(),
-            PatchError::UnknownStage("qa".into())
+            approve(&read, &foreign(1, "qa"), &[]).unwrap_err(),
+            PatchError::NotAtIndex {
+                stage: "qa".into(),
+                index: 1
+            }
         );
         assert_eq!(
-            approve(&read, "dev", &[]).unwrap_err(),
+            approve(&read, &foreign(3, "staging"), &[]).unwrap_err(),
+            PatchError::NotAtIndex {
+                stage: "staging".into(),
+                index: 3
+            }
+        );
+        assert_eq!(
+            approve(&read, &foreign(0, "dev"), &[]).unwrap_err(),
             PatchError::NotManual {
                 stage: "dev".into(),
                 index: 0
             }
         );
         assert_eq!(
-            approve(&json!({"spec": {}}), "dev", &[]).unwrap_err(),
+            approve(&json!({"spec": {}}), &foreign(0, "dev"), &[]).unwrap_err(),
             PatchError::NoStages
         );
     }
 
     #[test]
+    fn the_resolved_index_is_patched_when_a_name_repeats() {
+        // A later stage of the same name (which the API server refuses, a manifest can hold) is
+        // never the one approved: the gate is the first of the name, and its index is pinned.
+        let mut read = promotion();
+        read["spec"]["stages"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "staging", "trigger": {"manual": {}}}));
+        let g = gate(&read, "staging");
+        assert_eq!(g.index, 1);
+        let p = approve(&read, &g, &[]).unwrap();
+        let after = apply(&read, &p).unwrap();
+        assert_eq!(
+            after.pointer("/spec/stages/1/trigger/manual/approved"),
+            Some(&json!(true))
+        );
+        assert_eq!(
+            after.pointer("/spec/stages/3/trigger/manual"),
+            Some(&json!({}))
+        );
+        // A gate at the later index is pinned there too, not moved to the first of the name.
+        let later = approve(&read, &foreign(3, "staging"), &[]).unwrap();
+        assert_eq!(later.stage_index, 3);
+    }
+
+    #[test]
     fn reason_creates_the_annotation_map_guarded_by_resource_version() {
         let read = promotion();
-        let p = approve(&read, "staging", &[(REASON, "CAB-1234 signed off")]).unwrap();
+        let p = approve(
+            &read,
+            &gate(&read, "staging"),
+            &[(REASON, "CAB-1234 signed off")],
+        )
+        .unwrap();
         let after = apply(&read, &p).unwrap();
         assert_eq!(
             after.pointer("/metadata/annotations"),
@@ -287,7 +362,7 @@ mod tests {
     fn reason_joins_an_existing_annotation_map() {
         let mut read = promotion();
         read["metadata"]["annotations"] = json!({"team": "platform", REASON: "old"});
-        let p = approve(&read, "staging", &[(REASON, "new")]).unwrap();
+        let p = approve(&read, &gate(&read, "staging"), &[(REASON, "new")]).unwrap();
         let ops = serde_json::to_value(&p.patch).unwrap();
         assert_eq!(
             ops[3]["path"],

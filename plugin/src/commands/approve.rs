@@ -1,8 +1,10 @@
 //! `approve NAME [--stage S] [--reason TEXT] [--dry-run=…] [--pre-approve] [--wait]`.
 //!
-//! Which stage may be approved is decided here from the derived pipeline; the write itself is
-//! the guarded JSON Patch of `promotion_shared::patch`, re-read and retried on conflict.
+//! Which stage may be approved, and every refusal, is decided by `promotion_shared::gate` from
+//! the derived pipeline (this module words the refusals); the write itself is the guarded JSON
+//! Patch of `promotion_shared::patch` at the gate's index, re-read and retried on conflict.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
@@ -10,20 +12,20 @@ use clap::{Args, ValueEnum};
 use serde_json::Value;
 
 use promotion_shared::admission::{approval_records, APPROVAL_REASON_ANNOTATION};
+use promotion_shared::gate::{self, approval_target, Activity, Gate, Refusal};
 use promotion_shared::model::ClusterPromotion;
 use promotion_shared::patch;
-use promotion_shared::pipeline::{Approval, StageState, TriggerKind};
+use promotion_shared::pipeline::{Approval, Pipeline};
 
 use super::wait::WaitFor;
 use super::{note, wait, warn, Ctx};
 use crate::admission_webhooks;
 use crate::duration;
 use crate::error::{exit, Error, Request, Result};
-use crate::fetch;
-use crate::kube_client::PROMOTIONS;
+use crate::kube_client::{Kube, PROMOTIONS};
 use crate::output;
 use crate::printers::{self, FormatArg, OutputFormat, PrintOptions, OBJECT_FORMATS};
-use crate::view::{self, Description};
+use crate::view::{self, Snapshot};
 
 /// `--dry-run`, as kubectl spells it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -102,165 +104,141 @@ pub struct ApproveArgs {
 /// Attempts before giving up when the object keeps changing under us.
 pub const MAX_ATTEMPTS: u32 = 5;
 
-/// The stage to approve, once every refusal rule has passed.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Target {
-    pub stage: String,
-    /// The stage approving promotes to; `None` for a gate on the last stage, which completes the
-    /// pipeline (Sveltos evaluates the last stage's trigger too).
-    pub next: Option<String>,
-    /// `staging → production`, or `production → complete`.
-    pub transition: String,
-    pub already_approved: bool,
-    /// The pipeline has not reached the stage (or already went past it) in this rollout.
-    pub ahead_of_time: bool,
-    /// Plain words for an already-approved stage: pending or used.
-    pub approval: Approval,
+/// Apply the refusal rules of `approve` ([`approval_target`]) to the derived pipeline; a refusal
+/// becomes its message.
+pub fn resolve(pipeline: &Pipeline, stage: Option<&str>, pre_approve: bool) -> Result<Gate> {
+    approval_target(pipeline, stage, pre_approve)
+        .map_err(|r| Error::Refused(refusal(&pipeline.name, &r)))
 }
 
-/// Stages whose gate can be approved ([`ClusterPromotion::approvable_stages`]).
-pub fn approvable(p: &ClusterPromotion) -> Vec<String> {
-    p.approvable_stages()
-        .into_iter()
-        .map(String::from)
-        .collect()
-}
-
-fn approvable_hint(p: &ClusterPromotion) -> String {
-    match approvable(p).as_slice() {
-        [] => {
-            "this promotion has no stage with a manual trigger, so nothing can be approved".into()
+/// The message of a refusal to approve a gate of the promotion `name`.
+pub fn refusal(name: &str, refusal: &Refusal) -> String {
+    match refusal {
+        Refusal::Stale { reason, requested } => {
+            let stage_hint = requested.as_deref().unwrap_or("S");
+            format!(
+                "Sveltos has not picked up the latest change to {name:?} yet ({reason}): the \
+                 stage states are the previous rollout's, and approving now would approve the \
+                 new rollout's gate ahead of time. Wait until the new rollout reaches the gate \
+                 (kubectl promotion wait {name} --for=approval), or pass --stage {stage_hint} \
+                 --pre-approve to approve it ahead of time on purpose"
+            )
         }
-        list => format!("stages that can be approved: {}", list.join(", ")),
+        Refusal::Unknown { reason, requested } => {
+            let stage_hint = requested.as_deref().unwrap_or("S");
+            format!(
+                "cannot tell whether the status of {name:?} belongs to its current spec \
+                 ({reason}): its stage states may be the previous rollout's, so no gate is \
+                 approved from them. Pass --stage {stage_hint} --pre-approve to approve a gate on \
+                 purpose"
+            )
+        }
+        Refusal::NothingAwaiting {
+            activity,
+            approvable,
+        } => format!(
+            "no stage of {name:?} is awaiting approval: {}. Pass --stage to choose one ({})",
+            doing(activity),
+            approvable_hint(approvable)
+        ),
+        Refusal::UnknownStage {
+            requested,
+            stages,
+            approvable,
+        } => format!(
+            "{name:?} has no stage {requested:?} (stages: {}); {}",
+            stages.join(", "),
+            approvable_hint(approvable)
+        ),
+        Refusal::AutoTrigger {
+            stage,
+            next,
+            trigger,
+            approvable,
+        } => format!(
+            "stage {stage:?} has an auto trigger: {} by itself ({}); {}",
+            onward(next.as_deref()),
+            trigger.summary(),
+            approvable_hint(approvable)
+        ),
+        Refusal::NoTrigger {
+            stage,
+            next,
+            approvable,
+        } => format!(
+            "stage {stage:?} has no trigger: {} as soon as its clusters are provisioned; {}",
+            onward(next.as_deref()),
+            approvable_hint(approvable)
+        ),
+        Refusal::BothTriggers { stage } => format!(
+            "stage {stage:?} has both an auto and a manual trigger, which Sveltos rejects; fix \
+             the manifest first (kubectl promotion lint -f FILE)"
+        ),
+        Refusal::NotReached { stage, activity } => format!(
+            "the pipeline has not reached stage {stage:?} yet ({}); pass --pre-approve to \
+             approve it ahead of time",
+            doing(activity)
+        ),
+        Refusal::AlreadyPromoted { stage, next } => format!(
+            "stage {stage:?} was already promoted ({}) in this rollout, so an approval now only \
+             applies to a later rollout; pass --pre-approve to approve it ahead of time",
+            gate::transition(stage, next.as_deref())
+        ),
+    }
+}
+
+/// What the stages that can be approved are, for refusals.
+fn approvable_hint(approvable: &[String]) -> String {
+    if approvable.is_empty() {
+        "this promotion has no stage with a manual trigger, so nothing can be approved".into()
+    } else {
+        format!("stages that can be approved: {}", approvable.join(", "))
+    }
+}
+
+/// What approving a stage's gate leads to, for refusals.
+fn onward(next: Option<&str>) -> String {
+    match next {
+        Some(next) => format!("it promotes to {next:?}"),
+        None => "it completes the pipeline".to_string(),
     }
 }
 
 /// What the pipeline is doing, for refusals.
-fn doing(d: &Description) -> String {
-    if let Some(n) = &d.note {
-        return format!("its status is empty ({n})");
-    }
-    match d
-        .stages
-        .iter()
-        .rev()
-        .find(|s| s.view.state != StageState::NotStarted)
-    {
-        Some(f) => format!(
-            "it is {} at stage {} ({})",
-            d.phase.label(),
-            f.view.name,
-            f.view.state.label()
+fn doing(activity: &Activity) -> String {
+    match activity {
+        Activity::EmptyStatus(note) => format!("its status is empty ({note})"),
+        Activity::AtStage {
+            phase,
+            stage,
+            state,
+        } => format!(
+            "it is {} at stage {stage} ({})",
+            phase.label(),
+            state.label()
         ),
-        None => format!("it is {}", d.phase.label()),
+        Activity::Phase(phase) => format!("it is {}", phase.label()),
     }
 }
 
-/// Apply the refusal rules of `approve` to the computed view of the promotion.
-pub fn resolve(
-    p: &ClusterPromotion,
-    d: &Description,
-    stage: Option<&str>,
-    pre_approve: bool,
-) -> Result<Target> {
-    let name = p.name();
-    if let (Some(why), false) = (&d.stale, pre_approve) {
-        let stage_hint = stage.unwrap_or("S");
-        return Err(Error::Refused(format!(
-            "Sveltos has not picked up the latest change to {name:?} yet ({why}): the stage \
-             states are the previous rollout's, and approving now would approve the new \
-             rollout's gate ahead of time. Wait until the new rollout reaches the gate \
-             (kubectl promotion wait {name} --for=approval), or pass --stage {stage_hint} \
-             --pre-approve to approve it ahead of time on purpose"
-        )));
-    }
-    let stage_name = match stage {
-        Some(s) => s.to_string(),
-        None => match d
-            .stages
-            .iter()
-            .find(|s| s.approve_unblocks.is_some())
-            .or_else(|| {
-                // Approved but not yet used: approving "the waiting stage" again is a no-op.
-                d.stages
-                    .iter()
-                    .find(|s| s.view.state == StageState::ApprovedPending)
-            }) {
-            Some(s) => s.view.name.clone(),
-            None => {
-                return Err(Error::Refused(format!(
-                    "no stage of {name:?} is awaiting approval: {}. Pass --stage to choose one \
-                     ({})",
-                    doing(d),
-                    approvable_hint(p)
-                )))
-            }
-        },
+/// Read the promotion and what its stage states need (as [`crate::fetch::state`] does), decoding
+/// the object once: the typed model then serves the stage profiles to list, the pipeline, the
+/// approval and the labels the webhook is looked up by.
+async fn read(kube: &Kube, name: &str) -> Result<(Snapshot, ClusterPromotion)> {
+    let object = kube.get_promotion(name).await?;
+    let promotion = view::typed(&object)?;
+    let stage_profiles = view::profile_names(&promotion);
+    let (profiles, summaries) = tokio::join!(
+        kube.list_promotion_profiles(),
+        kube.list_summaries(&stage_profiles),
+    );
+    let snap = Snapshot {
+        object,
+        profiles: profiles.map_err(|e| e.unreadable()),
+        summaries: summaries.map_err(|e| e.unreadable()),
+        events: Err(String::new()),
     };
-    let Some(detail) = d.stages.iter().find(|s| s.view.name == stage_name) else {
-        let all: Vec<&str> = p.spec.stages.iter().map(|s| s.name.as_str()).collect();
-        return Err(Error::Refused(format!(
-            "{name:?} has no stage {stage_name:?} (stages: {}); {}",
-            all.join(", "),
-            approvable_hint(p)
-        )));
-    };
-    let view = &detail.view;
-    let transition = view::transition(view);
-    let onward = match &view.next_stage {
-        Some(next) => format!("it promotes to {next:?}"),
-        None => "it completes the pipeline".to_string(),
-    };
-    match view.trigger.kind {
-        TriggerKind::Manual => {}
-        TriggerKind::Auto => {
-            return Err(Error::Refused(format!(
-                "stage {stage_name:?} has an auto trigger: {onward} by itself ({}); {}",
-                view.trigger.summary(),
-                approvable_hint(p)
-            )))
-        }
-        TriggerKind::None => {
-            return Err(Error::Refused(format!(
-                "stage {stage_name:?} has no trigger: {onward} as soon as its clusters are \
-                 provisioned; {}",
-                approvable_hint(p)
-            )))
-        }
-        TriggerKind::Both => {
-            return Err(Error::Refused(format!(
-                "stage {stage_name:?} has both an auto and a manual trigger, which Sveltos \
-                 rejects; fix the manifest first (kubectl promotion lint -f FILE)"
-            )))
-        }
-    }
-    let already_approved = view.trigger.approved == Some(true);
-    let ahead_of_time =
-        d.stale.is_some() || matches!(view.state, StageState::NotStarted | StageState::Promoted);
-    if ahead_of_time && !already_approved && !pre_approve {
-        let why = if view.state == StageState::Promoted {
-            format!(
-                "stage {stage_name:?} was already promoted ({transition}) in this rollout, so an \
-                 approval now only applies to a later rollout"
-            )
-        } else {
-            format!(
-                "the pipeline has not reached stage {stage_name:?} yet ({})",
-                doing(d)
-            )
-        };
-        return Err(Error::Refused(format!(
-            "{why}; pass --pre-approve to approve it ahead of time"
-        )));
-    }
-    Ok(Target {
-        stage: stage_name,
-        next: view.next_stage.clone(),
-        transition,
-        already_approved,
-        ahead_of_time,
-        approval: view.approval,
-    })
+    Ok((snap, promotion))
 }
 
 pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
@@ -282,15 +260,16 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
     let name = args.name.as_str();
     let what = Request::named("patch", PROMOTIONS, name);
     let mut attempt = 1;
-    let (target, before, stored) = loop {
-        let snap = fetch::state(&kube, name).await?;
-        let object = snap.object.clone();
-        let promotion = view::typed(&object)?;
-        let d = Description::build(&snap)?;
-        let target = resolve(&promotion, &d, args.stage.as_deref(), args.pre_approve)?;
-        if target.already_approved {
-            let transition = &target.transition;
-            let state = match target.approval {
+    let (gate, before, stored, promotion) = loop {
+        // Decoded once per attempt: the pipeline, the gate, the patch and the output all read
+        // this one object.
+        let (snap, promotion) = read(&kube, name).await?;
+        let pipeline = view::pipeline_of(snap.borrow(), &promotion);
+        let gate = resolve(&pipeline, args.stage.as_deref(), args.pre_approve)?;
+        let object = snap.object;
+        if gate.already_approved {
+            let transition = gate.transition();
+            let state = match gate.approval {
                 Approval::Consumed => format!(
                     "the approval was already used ({transition}; automaticReset: false keeps \
                      it for later rollouts)"
@@ -301,16 +280,16 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
                 println!(
                     "{} unchanged: stage {} is already approved; {state}",
                     output::resource_name(name),
-                    target.stage
+                    gate.stage
                 );
             } else {
                 // As `kubectl apply -o …` of an unchanged object: the object, as stored.
-                print_result(name, &target, &object, args, &format)?;
+                print_result(name, &gate, &object, args, &format)?;
                 note(
                     ctx,
                     &format!(
                         "unchanged: stage {} is already approved; {state}",
-                        target.stage
+                        gate.stage
                     ),
                 );
             }
@@ -320,26 +299,26 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
             if !args.wait {
                 return Ok(exit::OK);
             }
-            return wait_after(ctx, &kube, name, &target, args).await;
+            return wait_after(ctx, &kube, name, &gate, args).await;
         }
         let annotations: Vec<(&str, &str)> = reason
             .map(|r| vec![(APPROVAL_REASON_ANNOTATION, r)])
             .unwrap_or_default();
-        let built = patch::approve(&object, &target.stage, &annotations)
-            .map_err(|e| Error::Refused(format!("cannot approve stage {:?}: {e}", target.stage)))?;
+        let built = patch::approve(&object, &gate, &annotations)
+            .map_err(|e| Error::Refused(format!("cannot approve stage {:?}: {e}", gate.stage)))?;
         if args.dry_run == DryRun::Client {
             let text =
                 serde_json::to_string_pretty(&built.patch).map_err(|e| Error::Io(e.to_string()))?;
             note(ctx, &format!("JSON Patch that would be sent:\n{text}"));
             let mut patched = object.clone();
             json_patch::patch(&mut patched, &built.patch).map_err(|e| Error::Io(e.to_string()))?;
-            break (target, object, patched);
+            break (gate, object, patched, promotion);
         }
         match kube
             .json_patch(name, &built.patch, args.dry_run == DryRun::Server)
             .await
         {
-            Ok(stored) => break (target, object, stored),
+            Ok(stored) => break (gate, object, stored, promotion),
             // 409: resourceVersion conflict; 422: a `test` failed because the object changed
             // between our read and the write. Both mean: read again and decide again.
             Err(kube::Error::Api(s)) if matches!(s.code, 409 | 422) && attempt < MAX_ATTEMPTS => {
@@ -372,7 +351,7 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
             {
                 let (webhook, cause) =
                     admission_webhooks::unreachable_webhook(&s.message).unwrap_or_default();
-                let found = admission_webhooks::for_promotions(&kube, &labels_of(&object)).await;
+                let found = admission_webhooks::for_promotions(&kube, &labels(&promotion)).await;
                 // The webhook's absence, and what its failurePolicy makes of it.
                 let policy = admission_webhooks::refused_because(&webhook, &found);
                 return Err(Error::Api {
@@ -385,27 +364,28 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
             Err(e) => return Err(kube.error(e, &what)),
         }
     };
-    if args.dry_run == DryRun::None && !recorded(&before, &stored, &target.stage) {
-        let found = admission_webhooks::for_promotions(&kube, &labels_of(&before)).await;
+    if args.dry_run == DryRun::None && !recorded(&before, &stored, &gate.stage) {
+        let found = admission_webhooks::for_promotions(&kube, &labels(&promotion)).await;
         warn(
             ctx,
             &format!(
                 "the approval of stage {:?} carries no record of who gave it: {}",
-                target.stage,
+                gate.stage,
                 admission_webhooks::unrecorded_because(&found)
             ),
         );
     }
 
-    print_result(name, &target, &stored, args, &format)?;
+    print_result(name, &gate, &stored, args, &format)?;
     if args.wait {
-        return wait_after(ctx, &kube, name, &target, args).await;
+        return wait_after(ctx, &kube, name, &gate, args).await;
     }
     Ok(exit::OK)
 }
 
-fn labels_of(object: &Value) -> std::collections::BTreeMap<String, String> {
-    serde_json::from_value(object["metadata"]["labels"].clone()).unwrap_or_default()
+/// The promotion's labels, which select the admission webhooks that apply to it.
+fn labels(promotion: &ClusterPromotion) -> BTreeMap<String, String> {
+    promotion.metadata.labels.clone().unwrap_or_default()
 }
 
 /// Whether promotion-webhook wrote (or rewrote) the stage's approval record in this write.
@@ -423,12 +403,12 @@ fn recorded(before: &Value, stored: &Value, stage: &str) -> bool {
 /// stage, the pipeline has completed), whether this run approved it or it already was.
 async fn wait_after(
     ctx: &Ctx,
-    kube: &crate::kube_client::Kube,
+    kube: &Kube,
     name: &str,
-    target: &Target,
+    gate: &Gate,
     args: &ApproveArgs,
 ) -> Result<u8> {
-    let (cond, what) = match &target.next {
+    let (cond, what) = match &gate.next {
         Some(next) => (
             WaitFor::Stage(next.clone()),
             format!("stage {next} to start"),
@@ -444,7 +424,7 @@ async fn wait_after(
 
 fn print_result(
     name: &str,
-    target: &Target,
+    gate: &Gate,
     stored: &Value,
     args: &ApproveArgs,
     format: &OutputFormat,
@@ -466,9 +446,9 @@ fn print_result(
             let mut line = format!(
                 "{} approved (stage {})",
                 output::resource_name(name),
-                target.transition
+                gate.transition()
             );
-            if target.ahead_of_time {
+            if gate.ahead_of_time {
                 line.push_str(", pre-approved ahead of the pipeline");
             }
             match args.dry_run {
@@ -485,42 +465,42 @@ fn print_result(
 
 #[cfg(test)]
 mod tests {
+    //! The choice of the gate is `promotion_shared::gate`'s (tested there); these pin the
+    //! wording of every refusal, byte for byte.
     use super::*;
-    use crate::view::Snapshot;
+    use promotion_shared::pipeline::Phase;
     use serde_json::json;
 
-    fn promotion(stages: Value, status: Value) -> (ClusterPromotion, Description) {
-        let object = json!({
+    const AWAITING: &str = "Paused: Awaiting Manual Approval (2026-02-16T07:38:02Z)";
+
+    fn pipeline(stages: Value, status: Value) -> Pipeline {
+        let snap = Snapshot::offline(json!({
             "metadata": {"name": "p"},
             "spec": {"stages": stages},
             "status": status
-        });
-        let p: ClusterPromotion = serde_json::from_value(object.clone()).unwrap();
-        let d = Description::build(&Snapshot::offline(object)).unwrap();
-        (p, d)
+        }));
+        let promotion = view::typed(&snap.object).unwrap();
+        view::pipeline_of(snap.borrow(), &promotion)
     }
 
-    fn gate(approved: Option<bool>) -> (ClusterPromotion, Description) {
-        let mut manual = json!({});
-        if let Some(a) = approved {
-            manual["approved"] = json!(a);
-        }
-        promotion(
+    /// dev (auto) → staging (manual, awaiting approval) → qa (manual) → production (manual).
+    fn gates() -> Pipeline {
+        pipeline(
             json!([
                 {"name": "dev", "trigger": {"auto": {"delay": "2m"}}},
-                {"name": "staging", "trigger": {"manual": manual}},
+                {"name": "staging", "trigger": {"manual": {"approved": false}}},
                 {"name": "qa", "trigger": {"manual": {}}},
                 {"name": "production", "trigger": {"manual": {}}}
             ]),
             json!({"stages": [
                 {"name": "dev", "lastSuccessfulAppliedTime": "t"},
                 {"name": "staging", "lastSuccessfulAppliedTime": "t",
-                 "currentStatusDescription": "Paused: Awaiting Manual Approval (2026-02-16T07:38:02Z)"}
+                 "currentStatusDescription": AWAITING}
             ]}),
         )
     }
 
-    fn refusal(r: Result<Target>) -> String {
+    fn refused(r: Result<Gate>) -> String {
         match r {
             Err(Error::Refused(m)) => m,
             other => panic!("expected a refusal, got {other:?}"),
@@ -528,99 +508,122 @@ mod tests {
     }
 
     #[test]
-    fn default_stage_is_the_one_awaiting_approval() {
-        let (p, d) = gate(Some(false));
-        let t = resolve(&p, &d, None, false).unwrap();
+    fn the_gate_awaiting_approval_is_approved() {
+        let g = resolve(&gates(), None, false).unwrap();
+        assert_eq!((g.index, g.transition()), (1, "staging → qa".to_string()));
+    }
+
+    #[test]
+    fn stage_refusals_name_the_stages_and_what_can_be_approved() {
+        let p = gates();
         assert_eq!(
-            (t.stage.as_str(), t.next.as_deref()),
-            ("staging", Some("qa"))
+            refused(resolve(&p, Some("uat"), false)),
+            "\"p\" has no stage \"uat\" (stages: dev, staging, qa, production); stages that can \
+             be approved: staging, qa, production"
         );
-        assert_eq!(t.transition, "staging → qa");
-        assert!(!t.already_approved && !t.ahead_of_time);
+        assert_eq!(
+            refused(resolve(&p, Some("dev"), false)),
+            "stage \"dev\" has an auto trigger: it promotes to \"staging\" by itself (auto: delay \
+             2m); stages that can be approved: staging, qa, production"
+        );
+        assert_eq!(
+            refused(resolve(&p, Some("qa"), false)),
+            "the pipeline has not reached stage \"qa\" yet (it is awaiting approval at stage \
+             staging (awaiting approval)); pass --pre-approve to approve it ahead of time"
+        );
+    }
+
+    #[test]
+    fn trigger_refusals() {
+        let p = pipeline(
+            json!([
+                {"name": "a"},
+                {"name": "b", "trigger": {"auto": {}, "manual": {}}},
+                {"name": "c"}
+            ]),
+            json!({"stages": [{"name": "a"}]}),
+        );
+        assert_eq!(
+            refused(resolve(&p, Some("a"), false)),
+            "stage \"a\" has no trigger: it promotes to \"b\" as soon as its clusters are \
+             provisioned; this promotion has no stage with a manual trigger, so nothing can be \
+             approved"
+        );
+        assert_eq!(
+            refused(resolve(&p, Some("c"), false)),
+            "stage \"c\" has no trigger: it completes the pipeline as soon as its clusters are \
+             provisioned; this promotion has no stage with a manual trigger, so nothing can be \
+             approved"
+        );
+        assert_eq!(
+            refused(resolve(&p, Some("b"), false)),
+            "stage \"b\" has both an auto and a manual trigger, which Sveltos rejects; fix the \
+             manifest first (kubectl promotion lint -f FILE)"
+        );
+    }
+
+    #[test]
+    fn a_promoted_stage_is_refused_for_this_rollout() {
+        let p = pipeline(
+            json!([{"name": "dev", "trigger": {"manual": {}}}, {"name": "prod"}]),
+            json!({"stages": [{"name": "dev"}, {"name": "prod"}]}),
+        );
+        assert_eq!(
+            refused(resolve(&p, Some("dev"), false)),
+            "stage \"dev\" was already promoted (dev → prod) in this rollout, so an approval now \
+             only applies to a later rollout; pass --pre-approve to approve it ahead of time"
+        );
     }
 
     #[test]
     fn nothing_awaiting_says_what_the_pipeline_does() {
-        let (p, d) = promotion(
+        let p = pipeline(
             json!([{"name": "dev", "trigger": {"manual": {}}}, {"name": "prod"}]),
             json!({"stages": [{"name": "dev"}]}),
         );
-        let m = refusal(resolve(&p, &d, None, false));
-        assert!(m.contains("no stage of \"p\" is awaiting approval"), "{m}");
-        assert!(m.contains("at stage dev (provisioning)"), "{m}");
-        assert!(m.contains("stages that can be approved: dev"), "{m}");
-    }
-
-    #[test]
-    fn refusals_list_what_can_be_approved() {
-        let (p, d) = gate(Some(false));
-        let unknown = refusal(resolve(&p, &d, Some("uat"), false));
-        assert!(unknown.contains("no stage \"uat\" (stages: dev, staging, qa, production)"));
-        assert!(unknown.contains("stages that can be approved: staging, qa, production"));
-        let auto = refusal(resolve(&p, &d, Some("dev"), false));
-        assert!(
-            auto.contains("has an auto trigger: it promotes to \"staging\""),
-            "{auto}"
+        assert_eq!(
+            refused(resolve(&p, None, false)),
+            "no stage of \"p\" is awaiting approval: it is progressing at stage dev \
+             (provisioning). Pass --stage to choose one (stages that can be approved: dev)"
         );
-    }
-
-    #[test]
-    fn a_gate_on_the_last_stage_can_be_approved_and_completes_the_pipeline() {
-        let (p, d) = promotion(
-            json!([
-                {"name": "dev"},
-                {"name": "prod", "trigger": {"manual": {}}}
-            ]),
-            json!({"stages": [
-                {"name": "dev", "lastSuccessfulAppliedTime": "t"},
-                {"name": "prod", "lastSuccessfulAppliedTime": "t",
-                 "currentStatusDescription": "Paused: Awaiting Manual Approval (2026-02-16T07:38:02Z)"}
-            ]}),
+        let p = pipeline(
+            json!([{"name": "dev", "trigger": {"manual": {}}}]),
+            json!({}),
         );
-        let t = resolve(&p, &d, None, false).unwrap();
-        assert_eq!(t.stage, "prod");
-        assert_eq!(t.next, None);
-        assert_eq!(t.transition, "prod → complete");
-    }
-
-    #[test]
-    fn stage_without_trigger_is_refused() {
-        let (p, d) = promotion(
-            json!([{"name": "a"}, {"name": "b"}]),
-            json!({"stages": [{"name": "a"}]}),
+        assert_eq!(
+            refused(resolve(&p, None, false)),
+            "no stage of \"p\" is awaiting approval: its status is empty (not reconciled yet: \
+             Sveltos has not processed this ClusterPromotion (is the addon-controller running?)). \
+             Pass --stage to choose one (stages that can be approved: dev)"
         );
-        let m = refusal(resolve(&p, &d, Some("a"), false));
-        assert!(m.contains("has no trigger"), "{m}");
-        assert!(m.contains("no stage with a manual trigger"), "{m}");
-    }
-
-    #[test]
-    fn unreached_stage_needs_pre_approve() {
-        let (p, d) = gate(Some(false));
-        let m = refusal(resolve(&p, &d, Some("qa"), false));
-        assert!(m.contains("has not reached stage \"qa\" yet"), "{m}");
-        assert!(m.contains("--pre-approve"), "{m}");
-        let t = resolve(&p, &d, Some("qa"), true).unwrap();
-        assert!(t.ahead_of_time);
-        assert_eq!(t.next.as_deref(), Some("production"));
-    }
-
-    #[test]
-    fn already_approved_is_a_no_op_target() {
-        let (p, d) = gate(Some(true));
-        let t = resolve(&p, &d, Some("staging"), false).unwrap();
-        assert!(t.already_approved);
-        assert_eq!(t.approval, Approval::Pending);
+        let no_stage_reached = Refusal::NothingAwaiting {
+            activity: Activity::Phase(Phase::Progressing),
+            approvable: vec![],
+        };
+        assert_eq!(
+            refusal("p", &no_stage_reached),
+            "no stage of \"p\" is awaiting approval: it is progressing. Pass --stage to choose \
+             one (this promotion has no stage with a manual trigger, so nothing can be approved)"
+        );
     }
 
     #[test]
     fn a_stale_status_is_never_approved_by_default() {
-        let (p, mut d) = gate(Some(false));
-        d.stale = Some("spec.profileSpec changed".into());
-        let m = refusal(resolve(&p, &d, None, false));
-        assert!(m.contains("has not picked up the latest change"), "{m}");
-        assert!(m.contains("--pre-approve"), "{m}");
-        let t = resolve(&p, &d, Some("staging"), true).unwrap();
-        assert!(t.ahead_of_time);
+        let mut p = gates();
+        p.stale = Some("spec.profileSpec changed".into());
+        let stale = "Sveltos has not picked up the latest change to \"p\" yet (spec.profileSpec \
+                     changed): the stage states are the previous rollout's, and approving now \
+                     would approve the new rollout's gate ahead of time. Wait until the new \
+                     rollout reaches the gate (kubectl promotion wait p --for=approval), or pass \
+                     --stage";
+        assert_eq!(
+            refused(resolve(&p, None, false)),
+            format!("{stale} S --pre-approve to approve it ahead of time on purpose")
+        );
+        assert_eq!(
+            refused(resolve(&p, Some("qa"), false)),
+            format!("{stale} qa --pre-approve to approve it ahead of time on purpose")
+        );
+        assert!(resolve(&p, Some("staging"), true).unwrap().ahead_of_time);
     }
 }

@@ -10,6 +10,9 @@ use std::time::Duration;
 
 use clap::{Arg, Command, Parser};
 
+use promotion_shared::gate::approval_target;
+use promotion_shared::pipeline::{Pipeline, StageView};
+
 use crate::connection::{self, ConnectionFlags};
 use crate::kube_client::Kube;
 use crate::view;
@@ -361,16 +364,14 @@ async fn promotion_names(conn: &ConnectionFlags, prefix: &str) -> Answer {
 async fn stage_names(conn: &ConnectionFlags, name: &str, prefix: &str, command: &str) -> Answer {
     let lookup = async {
         let kube = Kube::connect(conn).await.ok()?;
-        // Stage states as `describe` shows them (the same snapshot and view model).
+        // Stage states as `describe` shows them (the same snapshot and derived pipeline).
         let snap = crate::fetch::snapshot(&kube, name).await.ok()?;
-        let d = view::Description::build(&snap).ok()?;
-        let p = view::typed(&snap.object).ok()?;
-        let approvable = p.approvable_stages();
+        let pipeline = view::pipeline_of(snap.borrow(), &view::typed(&snap.object).ok()?);
         Some(
-            d.stages
+            pipeline
+                .stages
                 .iter()
-                .map(|s| &s.view)
-                .filter(|s| command != "approve" || approvable.contains(&s.name.as_str()))
+                .filter(|s| command != "approve" || approves(&pipeline, s))
                 .filter(|s| command != "diff" || s.next_stage.is_some())
                 .map(|s| (s.name.clone(), s.state.label()))
                 .collect::<Vec<_>>(),
@@ -380,6 +381,13 @@ async fn stage_names(conn: &ConnectionFlags, name: &str, prefix: &str, command: 
         Ok(Some(items)) => Answer::of(items, prefix),
         _ => Answer::none(),
     }
+}
+
+/// Whether `approve --stage NAME` approves this very stage, as `approve` decides it: its gate,
+/// with `--pre-approve` where the pipeline is not at it (so every manual gate is offered, and a
+/// later stage of a repeated name, which the name never reaches, is not).
+fn approves(pipeline: &Pipeline, stage: &StageView) -> bool {
+    approval_target(pipeline, Some(&stage.name), true).is_ok_and(|g| g.index == stage.index)
 }
 
 /// Entry point for `__complete` / `__completeNoDesc`.
@@ -475,6 +483,31 @@ mod tests {
         assert_eq!(a.render(true), "dev\tpromoted\nprod\n:4\n");
         assert_eq!(a.render(false), "dev\nprod\n:4\n");
         assert_eq!(directive_name(4), "ShellCompDirectiveNoFileComp");
+    }
+
+    #[test]
+    fn approve_offers_the_stages_it_approves() {
+        let snap = view::Snapshot::offline(serde_json::json!({
+            "metadata": {"name": "p"},
+            "spec": {"stages": [
+                {"name": "dev", "trigger": {"auto": {}}},
+                {"name": "staging", "trigger": {"manual": {}}},
+                {"name": "qa", "trigger": {"manual": {"approved": true}}},
+                {"name": "prod"},
+                {"name": "staging", "trigger": {"manual": {}}}
+            ]},
+            "status": {"stages": [{"name": "dev"}]}
+        }));
+        let pipeline = view::pipeline_of(snap.borrow(), &view::typed(&snap.object).unwrap());
+        let offered: Vec<(usize, &str)> = pipeline
+            .stages
+            .iter()
+            .filter(|s| approves(&pipeline, s))
+            .map(|s| (s.index, s.name.as_str()))
+            .collect();
+        // Gates not reached yet (with --pre-approve) and already approved ones, but neither
+        // triggers that are not gates nor a repeated name's later stage.
+        assert_eq!(offered, vec![(1, "staging"), (2, "qa")]);
     }
 
     #[test]
