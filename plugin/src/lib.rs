@@ -3,6 +3,7 @@
 
 pub mod admission_webhooks;
 pub mod cli;
+pub mod cluster;
 pub mod commands;
 pub mod connection;
 pub mod duration;

@@ -13,16 +13,17 @@ use std::collections::BTreeMap;
 use std::pin::Pin;
 
 use futures::{FutureExt, Stream, StreamExt};
-use kube::api::{Api, ApiResource, DynamicObject};
+use kube::api::{Api, DynamicObject};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use promotion_shared::model::{API_VERSION, GROUP, KIND, PLURAL, PROMOTION_NAME_LABEL, VERSION};
+use promotion_shared::model::PROMOTION_NAME_LABEL;
 
+use crate::cluster::resources::{PROFILE, PROFILES, PROMOTION, PROMOTIONS, SUMMARIES, SUMMARY};
 use crate::error::{Error, Request, Result};
-use crate::kube_client::{self, summaries_selector, Kube, PROFILES, PROMOTIONS, SUMMARIES};
+use crate::kube_client::{self, summaries_selector, Kube};
 use crate::view::{self, Snapshot};
 
 /// The current state of the followed promotion, after a change.
@@ -74,16 +75,6 @@ pub enum Update<T = State> {
     ConnectionLost(String),
 }
 
-fn promotion_resource() -> ApiResource {
-    ApiResource {
-        group: GROUP.into(),
-        version: VERSION.into(),
-        api_version: API_VERSION.into(),
-        kind: KIND.into(),
-        plural: PLURAL.into(),
-    }
-}
-
 type EventStream = Pin<Box<dyn Stream<Item = watcher::Result<Event<DynamicObject>>> + Send>>;
 
 fn config() -> watcher::Config {
@@ -101,7 +92,7 @@ enum Scope {
 }
 
 fn promotion_stream(kube: &Kube, scope: &Scope) -> EventStream {
-    let api: Api<DynamicObject> = Api::all_with(kube.client(), &promotion_resource());
+    let api: Api<DynamicObject> = Api::all_with(kube.client(), &PROMOTION.api_resource());
     let config = match scope {
         Scope::One(name) => config().fields(&format!("metadata.name={name}")),
         Scope::Selector(Some(selector)) => config().labels(selector),
@@ -111,7 +102,7 @@ fn promotion_stream(kube: &Kube, scope: &Scope) -> EventStream {
 }
 
 fn profile_stream(kube: &Kube) -> EventStream {
-    let api: Api<DynamicObject> = Api::all_with(kube.client(), &kube_client::profile_resource());
+    let api: Api<DynamicObject> = Api::all_with(kube.client(), &PROFILE.api_resource());
     watcher::watcher(api, config().labels(PROMOTION_NAME_LABEL))
         .default_backoff()
         .boxed()
@@ -125,7 +116,7 @@ fn summary_stream(kube: &Kube, profiles: &[String]) -> EventStream {
             .chain(futures::stream::pending())
             .boxed();
     }
-    let api: Api<DynamicObject> = Api::all_with(kube.client(), &kube_client::summary_resource());
+    let api: Api<DynamicObject> = Api::all_with(kube.client(), &SUMMARY.api_resource());
     watcher::watcher(api, config().labels(&summaries_selector(profiles)))
         .default_backoff()
         .boxed()

@@ -144,7 +144,7 @@ async fn plan_and_print(ctx: &Ctx, args: &PlanArgs) -> Result<u8> {
             format!("not a ClusterPromotion the plan can read: {e}"),
         ),
         None => Error::Api {
-            request: crate::error::Request::new("decode", crate::kube_client::PROMOTIONS),
+            request: crate::error::Request::new("decode", crate::cluster::resources::PROMOTIONS),
             message: format!("the object does not match the ClusterPromotion schema: {e}"),
         },
     })?;
