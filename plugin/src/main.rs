@@ -40,10 +40,10 @@ fn main() -> ExitCode {
                 // Bare `kubectl promotion`: help is the answer, not an error.
                 ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand if args.len() <= 1 => exit::OK,
                 // kubectl exits 1 on usage errors; 2 and 3 mean something else for diff and wait.
-                _ if matches!(args.get(1).map(String::as_str), Some("diff")) => exit::DIFF_ERROR,
-                _ if matches!(args.get(1).map(String::as_str), Some("plan")) => {
-                    commands::plan::EXIT_ERROR
+                _ if matches!(args.get(1).map(String::as_str), Some("diff")) => {
+                    exit::diff::DIFF_ERROR
                 }
+                _ if matches!(args.get(1).map(String::as_str), Some("plan")) => exit::plan::ERROR,
                 _ => exit::FAILURE,
             });
         }
@@ -72,7 +72,7 @@ fn main() -> ExitCode {
         Err(e) => {
             error::report(&e, ctx.err.color);
             ExitCode::from(if is_diff {
-                exit::DIFF_ERROR
+                exit::diff::DIFF_ERROR
             } else {
                 exit::FAILURE
             })

@@ -19,7 +19,7 @@ use super::{note, wait, warn, Ctx};
 use crate::admission_webhooks;
 use crate::cluster::resources::PROMOTIONS;
 use crate::duration;
-use crate::error::{exit, Error, Request, Result};
+use crate::error::{exit::approve as exit, Error, Request, Result};
 use crate::fetch;
 use crate::output;
 use crate::printers::{self, FormatArg, OutputFormat, PrintOptions, OBJECT_FORMATS};

@@ -4,7 +4,7 @@
 
 use clap::{Args, ValueEnum};
 
-use crate::error::{exit, Result};
+use crate::error::{exit::plain as exit, Result};
 
 #[derive(Args, Debug)]
 #[command(

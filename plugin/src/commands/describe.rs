@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use promotion_shared::pipeline::{Phase, StageState};
 
 use super::Ctx;
-use crate::error::{exit, Error, Result};
+use crate::error::{exit::describe as exit, Error, Result};
 use crate::fetch;
 use crate::inventory;
 use crate::kube_client::Kube;

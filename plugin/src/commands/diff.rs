@@ -21,7 +21,7 @@ use promotion_shared::rollout::{self, Restart};
 use promotion_shared::schema::Crd;
 
 use super::Ctx;
-use crate::error::{exit, Error, Result};
+use crate::error::{exit::diff as exit, Error, Result};
 use crate::output;
 use crate::render::{self, Style, Tone};
 use crate::view;

@@ -12,7 +12,7 @@ use promotion_shared::pipeline::{self, Phase};
 
 use super::{warn, Ctx};
 use crate::duration;
-use crate::error::{exit, Error, Result};
+use crate::error::{exit::plain as exit, Error, Result};
 use crate::kube_client::Kube;
 use crate::output;
 use crate::printers::{FormatArg, OutputFormat, PrintOptions, Target, LIST_FORMATS};

@@ -15,15 +15,11 @@ use serde_json::Value;
 use promotion_shared::plan::{self, ClusterType, Inventory, Plan, PlannedCluster, StagePlan};
 
 use super::{note, Ctx};
-use crate::error::{self, exit, Error, Result};
+use crate::error::{self, exit::plan as exit, Error, Result};
 use crate::output::{self, ModelFormat};
 use crate::render::{self, table, Style, Tone};
 use crate::view::API_VERSION;
 
-/// `plan`'s exit status for input, connection and usage errors.
-pub const EXIT_ERROR: u8 = 2;
-/// `plan --strict`'s exit status when there are hazards.
-pub const EXIT_HAZARDS: u8 = 1;
 /// Rows shown per stage without `--all-clusters`.
 const ROWS_PER_STAGE: usize = 20;
 
@@ -97,7 +93,7 @@ pub async fn run(ctx: &Ctx, args: &PlanArgs) -> Result<u8> {
         Ok(code) => Ok(code),
         Err(e) => {
             error::report(&e, ctx.err.color);
-            Ok(EXIT_ERROR)
+            Ok(exit::ERROR)
         }
     }
 }
@@ -193,7 +189,7 @@ async fn plan_and_print(ctx: &Ctx, args: &PlanArgs) -> Result<u8> {
         .and_then(|_| out.flush())
         .map_err(|e| Error::Io(format!("writing output: {e}")))?;
     Ok(if args.strict && !plan.hazards.is_empty() {
-        EXIT_HAZARDS
+        exit::HAZARDS
     } else {
         exit::OK
     })

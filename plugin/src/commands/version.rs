@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use clap::Args;
 
-use crate::error::{exit, Result};
+use crate::error::{exit::plain as exit, Result};
 use crate::output::{self, ModelFormat};
 
 #[derive(Args, Debug)]

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::{note, Ctx};
 use crate::duration;
-use crate::error::{exit, Error, Result};
+use crate::error::{exit::wait as exit, Error, Result};
 use crate::fetch;
 use crate::kube_client::Kube;
 use crate::view::Description;

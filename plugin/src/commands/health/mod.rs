@@ -18,7 +18,7 @@ use clap::{Args, ValueEnum};
 use promotion_shared::health::{self as engine, CheckReport, Inputs, KindServed};
 
 use super::Ctx;
-use crate::error::{exit, Error, Result};
+use crate::error::{exit::health as exit, Error, Result};
 
 use crate::output;
 
@@ -109,7 +109,7 @@ pub async fn run(ctx: &Ctx, args: &HealthArgs) -> Result<u8> {
         Ok(code) => Ok(code),
         Err(e) => {
             crate::error::report(&e, ctx.err.color);
-            Ok(exit::DIFF_ERROR)
+            Ok(exit::ERROR)
         }
     }
 }

@@ -10,7 +10,7 @@ use promotion_shared::health::{CheckReport, Evaluation, Status};
 
 use super::HealthFormat;
 use crate::commands::Ctx;
-use crate::error::{exit, Error, Result};
+use crate::error::{exit::health as exit, Error, Result};
 use crate::output;
 use crate::render::{Style, Tone};
 
@@ -81,13 +81,13 @@ pub fn print(ctx: &Ctx, format: Option<HealthFormat>, sections: &[Section]) -> R
 
 pub fn exit_code(sections: &[Section]) -> u8 {
     if sections.iter().any(|s| s.error.is_some()) {
-        exit::DIFF_ERROR
+        exit::ERROR
     } else if sections
         .iter()
         .flat_map(|s| &s.reports)
         .any(|r| r.status().fails())
     {
-        exit::FAILURE
+        exit::UNHEALTHY
     } else {
         exit::OK
     }
