@@ -7,7 +7,7 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
 
 use kubectl_promotion::cli::{Cli, Command};
-use kubectl_promotion::commands::{self, Ctx};
+use kubectl_promotion::commands::{self, Ctx, Output};
 use kubectl_promotion::error::{self, exit};
 use kubectl_promotion::render::Style;
 
@@ -53,11 +53,12 @@ fn main() -> ExitCode {
         err: Style::detect(cli.color, cli.no_color, true),
         out_is_tty: std::io::stdout().is_terminal(),
         connection: cli.connection.clone(),
+        stdout: Output::Stdout,
     };
     let is_diff = matches!(cli.command, Command::Diff(_));
     let result = match &cli.command {
-        Command::Version(a) => commands::version::run(a),
-        Command::Completion(a) => commands::completion::run(a),
+        Command::Version(a) => commands::version::run(&ctx, a),
+        Command::Completion(a) => commands::completion::run(&ctx, a),
         Command::Lint(a) => Ok(commands::lint::run(a, ctx.out)),
         Command::Describe(a) => block_on(commands::describe::run(&ctx, a)),
         Command::List(a) => block_on(commands::list::run(&ctx, a)),

@@ -352,10 +352,7 @@ fn show_all(ctx: &Ctx, compared: &[Compared]) -> Result<u8> {
     if text.is_empty() {
         return Ok(exit::OK);
     }
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|_| out.flush())
-        .map_err(|e| Error::Io(format!("writing output: {e}")))?;
+    ctx.write_out(&text)?;
     Ok(exit::DIFFERENCES)
 }
 
@@ -619,7 +616,7 @@ async fn diff_stage(ctx: &Ctx, name: &str, stage: &str) -> Result<u8> {
         return external(&cmd, &[(next_profile.clone(), old.as_str(), new.as_str())]);
     }
     let text = render::diff::unified(&old, &new, &label(&next.name), &label(stage), &ctx.out);
-    print!("{text}");
+    ctx.write_out(&text)?;
     Ok(exit::DIFFERENCES)
 }
 

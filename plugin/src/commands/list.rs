@@ -1,7 +1,6 @@
 //! `list` (alias `get`): every ClusterPromotion with its stage, state and pending gate.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 
 use clap::Args;
 
@@ -112,9 +111,7 @@ pub async fn run(ctx: &Ctx, args: &ListArgs) -> Result<u8> {
     if rows.is_empty() && matches!(format, OutputFormat::Default | OutputFormat::Wide) {
         eprintln!("No resources found");
     }
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .map_err(|e| Error::Io(format!("writing output: {e}")))?;
+    ctx.write_out(&text)?;
     Ok(exit::OK)
 }
 
@@ -271,10 +268,7 @@ async fn watch(ctx: &Ctx, args: &ListArgs, format: &OutputFormat, kube: &Kube) -
                 text
             }
         };
-        let mut out = std::io::stdout().lock();
-        out.write_all(text.as_bytes())
-            .and_then(|()| out.flush())
-            .map_err(|e| Error::Io(format!("writing output: {e}")))?;
+        ctx.write_out(&text)?;
     }
 }
 

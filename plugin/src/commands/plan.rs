@@ -5,7 +5,7 @@
 //! Exit status: 0; 1 with `--strict` when there are hazards; 2 on input or connection errors
 //! (usage errors included), so a CI step can tell "the rollout is risky" from "plan broke".
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -184,10 +184,7 @@ async fn plan_and_print(ctx: &Ctx, args: &PlanArgs) -> Result<u8> {
             args.all_clusters,
         ),
     };
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|_| out.flush())
-        .map_err(|e| Error::Io(format!("writing output: {e}")))?;
+    ctx.write_out(&text)?;
     Ok(if args.strict && !plan.hazards.is_empty() {
         exit::HAZARDS
     } else {

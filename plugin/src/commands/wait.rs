@@ -222,7 +222,7 @@ pub async fn wait_for(
 fn conclude(ctx: &Ctx, cond: &WaitFor, verdict: Verdict, timeout: Duration) -> Result<u8> {
     match verdict {
         Verdict::Reached(msg) => {
-            println!("{msg}");
+            ctx.write_out(&format!("{msg}\n"))?;
             Ok(exit::OK)
         }
         Verdict::Failed(msg) => {

@@ -2,8 +2,6 @@
 //! object, each CEL rule's result, and the error Sveltos would record. `-o json|yaml`: one
 //! element per (check, object) pair (plugin/docs/health.md has the fields).
 
-use std::io::Write;
-
 use serde::Serialize;
 
 use promotion_shared::health::{CheckReport, Evaluation, Status};
@@ -71,10 +69,7 @@ pub fn print(ctx: &Ctx, format: Option<HealthFormat>, sections: &[Section]) -> R
         }
         None => human(sections, &ctx.out),
     };
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|_| out.flush())
-        .map_err(|e| Error::Io(format!("writing output: {e}")))?;
+    ctx.write_out(&text)?;
     eprintln!("{}", ctx.err.paint(&summary(sections), Tone::Dim));
     Ok(exit_code(sections))
 }
