@@ -4,12 +4,12 @@
 
 use clap::{Parser, Subcommand};
 
+use crate::cluster::connection::ConnectionFlags;
 use crate::commands::{
     approve::ApproveArgs, completion::CompletionArgs, describe::DescribeArgs, diff::DiffArgs,
     health::HealthArgs, lint::LintArgs, list::ListArgs, plan::PlanArgs, version::VersionArgs,
     wait::WaitArgs,
 };
-use crate::connection::ConnectionFlags;
 use crate::render::ColorChoice;
 
 pub const PROGRAM: &str = "kubectl promotion";

@@ -20,8 +20,8 @@ use promotion_shared::pipeline::{self, Observations, Phase, Pipeline, StageView}
 use promotion_shared::plan::promotion_from_json;
 use promotion_shared::plan::Cluster;
 
+use crate::cluster::events::{event_view, EventView};
 use crate::error::{Error, Result};
-use crate::events::{event_view, EventView};
 
 pub const API_VERSION: &str = "kubectl-promotion.dev/v1alpha1";
 

@@ -16,13 +16,13 @@ use promotion_shared::pipeline::{Approval, StageState, TriggerKind};
 
 use super::wait::WaitFor;
 use super::{note, wait, warn, Ctx};
-use crate::admission_webhooks;
+use crate::cluster::admission_webhooks;
+use crate::cluster::fetch;
 use crate::cluster::resources::PROMOTIONS;
-use crate::duration;
 use crate::error::{exit::approve as exit, Error, Request, Result};
-use crate::fetch;
-use crate::output;
-use crate::printers::{self, FormatArg, OutputFormat, PrintOptions, OBJECT_FORMATS};
+use crate::render::duration;
+use crate::render::output;
+use crate::render::printers::{self, FormatArg, OutputFormat, PrintOptions, OBJECT_FORMATS};
 use crate::view::{self, Description};
 
 /// `--dry-run`, as kubectl spells it.
@@ -423,7 +423,7 @@ fn recorded(before: &Value, stored: &Value, stage: &str) -> bool {
 /// stage, the pipeline has completed), whether this run approved it or it already was.
 async fn wait_after(
     ctx: &Ctx,
-    kube: &crate::kube_client::Kube,
+    kube: &crate::cluster::kube_client::Kube,
     name: &str,
     target: &Target,
     args: &ApproveArgs,

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use clap::{Arg, Command, Parser};
 
-use crate::connection::{self, ConnectionFlags};
-use crate::kube_client::Kube;
+use crate::cluster::connection::{self, ConnectionFlags};
+use crate::cluster::kube_client::Kube;
 use crate::view;
 
 pub const ERROR: u8 = 1;
@@ -362,7 +362,7 @@ async fn stage_names(conn: &ConnectionFlags, name: &str, prefix: &str, command: 
     let lookup = async {
         let kube = Kube::connect(conn).await.ok()?;
         // Stage states as `describe` shows them (the same snapshot and view model).
-        let snap = crate::fetch::snapshot(&kube, name).await.ok()?;
+        let snap = crate::cluster::fetch::snapshot(&kube, name).await.ok()?;
         let d = view::Description::build(&snap).ok()?;
         let p = view::typed(&snap.object).ok()?;
         let approvable = p.approvable_stages();

@@ -11,15 +11,15 @@ use tokio::time::Instant;
 use promotion_shared::pipeline::{Phase, StageState};
 
 use super::Ctx;
+use crate::cluster::fetch;
+use crate::cluster::inventory;
+use crate::cluster::kube_client::Kube;
+use crate::cluster::watch::{Follower, Update};
 use crate::error::{exit::describe as exit, Error, Result};
-use crate::fetch;
-use crate::inventory;
-use crate::kube_client::Kube;
-use crate::output;
-use crate::printers::{FormatArg, OutputFormat, PrintOptions, Target, MODEL_FORMATS};
+use crate::render::output;
+use crate::render::printers::{FormatArg, OutputFormat, PrintOptions, Target, MODEL_FORMATS};
 use crate::render::{self, describe::Options, terminal};
 use crate::view::{self, Description, Snapshot, API_VERSION};
-use crate::watch::{Follower, Update};
 
 #[derive(Args, Debug)]
 #[command(

@@ -22,7 +22,7 @@ use promotion_shared::schema::Crd;
 
 use super::Ctx;
 use crate::error::{exit::diff as exit, Error, Result};
-use crate::output;
+use crate::render::output;
 use crate::render::{self, Style, Tone};
 use crate::view;
 
@@ -152,7 +152,11 @@ fn shown_paths(paths: &[PathBuf]) -> String {
 
 /// The live object and what the server would store for `doc` (a server-side dry run), with the
 /// consequences of the change.
-async fn compare(kube: &crate::kube_client::Kube, file: &str, doc: &Value) -> Result<Compared> {
+async fn compare(
+    kube: &crate::cluster::kube_client::Kube,
+    file: &str,
+    doc: &Value,
+) -> Result<Compared> {
     let name = doc
         .pointer("/metadata/name")
         .and_then(Value::as_str)

@@ -10,14 +10,14 @@ use promotion_shared::model::{ClusterPromotion, ProfileRole};
 use promotion_shared::pipeline::{self, Phase};
 
 use super::{warn, Ctx};
-use crate::duration;
+use crate::cluster::kube_client::Kube;
+use crate::cluster::watch::{FleetFollower, Update};
 use crate::error::{exit::plain as exit, Error, Result};
-use crate::kube_client::Kube;
-use crate::output;
-use crate::printers::{FormatArg, OutputFormat, PrintOptions, Target, LIST_FORMATS};
+use crate::render::duration;
+use crate::render::output;
+use crate::render::printers::{FormatArg, OutputFormat, PrintOptions, Target, LIST_FORMATS};
 use crate::render::{table, Style};
 use crate::view::{self, SnapshotRef, API_VERSION};
-use crate::watch::{FleetFollower, Update};
 
 #[derive(Args, Debug)]
 #[command(

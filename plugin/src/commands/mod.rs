@@ -17,9 +17,9 @@ use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
 
-use crate::connection::ConnectionFlags;
+use crate::cluster::connection::ConnectionFlags;
+use crate::cluster::kube_client::Kube;
 use crate::error::{Error, Result};
-use crate::kube_client::Kube;
 use crate::render::Style;
 
 /// Where a command's results go (its stdout): the process's, or memory, so that a command can

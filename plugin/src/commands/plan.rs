@@ -16,7 +16,7 @@ use promotion_shared::plan::{self, ClusterType, Inventory, Plan, PlannedCluster,
 
 use super::{note, Ctx};
 use crate::error::{self, exit::plan as exit, Error, Result};
-use crate::output::{self, ModelFormat};
+use crate::render::output::{self, ModelFormat};
 use crate::render::{self, table, Style, Tone};
 use crate::view::API_VERSION;
 
@@ -73,7 +73,7 @@ pub struct PlanArgs {
     pub all_clusters: bool,
     /// Read the fleet from the cluster in pages of this many objects; 0 reads each type in one
     /// request (as `kubectl get --chunk-size`)
-    #[arg(long, value_name = "N", default_value_t = crate::inventory::DEFAULT_PAGE_SIZE)]
+    #[arg(long, value_name = "N", default_value_t = crate::cluster::inventory::DEFAULT_PAGE_SIZE)]
     pub chunk_size: u32,
 }
 
@@ -146,7 +146,7 @@ async fn plan_and_print(ctx: &Ctx, args: &PlanArgs) -> Result<u8> {
     })?;
     let inventory = match (&args.clusters, &kube) {
         (Some(path), _) => read_inventory(path)?,
-        (None, Some(kube)) => crate::inventory::list_fleet(kube, args.chunk_size).await?,
+        (None, Some(kube)) => crate::cluster::inventory::list_fleet(kube, args.chunk_size).await?,
         (None, None) => Inventory::new(),
     };
     if inventory.deleting() > 0 {

@@ -6,7 +6,7 @@ use clap::Args;
 
 use super::Ctx;
 use crate::error::{exit::plain as exit, Result};
-use crate::output::{self, ModelFormat};
+use crate::render::output::{self, ModelFormat};
 
 #[derive(Args, Debug)]
 #[command(

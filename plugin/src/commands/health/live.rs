@@ -14,10 +14,10 @@ use promotion_shared::model::stage_profile_name;
 use super::managed::{self, Access, ClusterRef};
 use super::render::{self, Section};
 use super::{select_checks, HealthArgs};
+use crate::cluster::kube_client::{chain, Kube};
 use crate::cluster::resources::{PROFILE, PROFILES, SVELTOS_CLUSTER, SVELTOS_CLUSTERS};
 use crate::commands::Ctx;
 use crate::error::{Error, Request, Result};
-use crate::kube_client::{chain, Kube};
 
 pub async fn run(
     ctx: &Ctx,

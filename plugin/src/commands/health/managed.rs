@@ -9,9 +9,9 @@ use base64::Engine;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::Value;
 
+use crate::cluster::kube_client::{chain, Kube};
 use crate::cluster::resources::{SECRET, SECRETS, SVELTOS_CLUSTER, SVELTOS_CLUSTERS};
 use crate::error::Request;
-use crate::kube_client::{chain, Kube};
 
 /// A cluster of a stage, as ClusterProfile `status.matchingClusters` names it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -20,7 +20,7 @@ use promotion_shared::health::{self as engine, CheckReport, Inputs, KindServed};
 use super::Ctx;
 use crate::error::{exit::health as exit, Error, Result};
 
-use crate::output;
+use crate::render::output;
 
 pub const LONG_ABOUT: &str = "\
 Run a ClusterPromotion's health checks (ValidateHealth: profileSpec.validateHealths and

@@ -9,7 +9,7 @@ use promotion_shared::health::{CheckReport, Evaluation, Status};
 use super::HealthFormat;
 use crate::commands::Ctx;
 use crate::error::{exit::health as exit, Error, Result};
-use crate::output;
+use crate::render::output;
 use crate::render::{Style, Tone};
 
 /// The results for one cluster (live) or for the object files (offline).

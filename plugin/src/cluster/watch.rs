@@ -23,11 +23,11 @@ use tokio::time::Instant;
 
 use promotion_shared::model::PROMOTION_NAME_LABEL;
 
+use crate::cluster::kube_client::{self, summaries_selector, Kube};
 use crate::cluster::resources::{
     Resource, PROFILE, PROFILES, PROMOTION, PROMOTIONS, SUMMARIES, SUMMARY,
 };
 use crate::error::{Error, Request, Result};
-use crate::kube_client::{self, summaries_selector, Kube};
 use crate::view::{self, Snapshot};
 
 /// The current state of the followed promotion, after a change.

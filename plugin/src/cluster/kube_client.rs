@@ -8,13 +8,13 @@ use serde_json::Value;
 use promotion_shared::model::{CLUSTER_PROFILE_NAME_LABEL, PROMOTION_NAME_LABEL};
 use promotion_shared::patch::FIELD_MANAGER;
 
+use crate::cluster::connection::ConnectionFlags;
+use crate::cluster::request_log::RequestLog;
 use crate::cluster::resources::{
     CORE_EVENT, CORE_EVENTS, EVENT, EVENTS, PROFILE, PROFILES, PROMOTION, PROMOTIONS, SUMMARIES,
     SUMMARY,
 };
-use crate::connection::ConnectionFlags;
 use crate::error::{Error, Request, Result};
-use crate::request_log::RequestLog;
 
 #[derive(Clone)]
 pub struct Kube {
@@ -193,7 +193,7 @@ impl Kube {
             .request_text(req)
             .await
             .map_err(|e| self.error(e, &what))?;
-        crate::summary_list::decode(body.as_bytes()).map_err(|e| Error::Api {
+        crate::cluster::summary_list::decode(body.as_bytes()).map_err(|e| Error::Api {
             request: what,
             message: format!("the answer is not a ClusterSummary list: {e}"),
         })
@@ -225,9 +225,9 @@ impl Kube {
         };
         let mut events: Vec<Value> = items(listed)
             .into_iter()
-            .filter(|e| crate::events::regards(e, name, uid))
+            .filter(|e| crate::cluster::events::regards(e, name, uid))
             .collect();
-        events.sort_by_key(|e| crate::events::event_time(e).unwrap_or_default());
+        events.sort_by_key(|e| crate::cluster::events::event_time(e).unwrap_or_default());
         Ok(events)
     }
 

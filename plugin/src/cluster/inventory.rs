@@ -8,9 +8,9 @@ use serde_json::Value;
 
 use promotion_shared::plan::{inventory::CAPI_GROUP, ClusterType, Inventory};
 
+use crate::cluster::kube_client::Kube;
 use crate::cluster::resources::{CAPI_CLUSTERS, SVELTOS_CLUSTER, SVELTOS_CLUSTERS};
 use crate::error::{Error, Request, Result};
-use crate::kube_client::Kube;
 
 /// What kubectl asks for by default (`--chunk-size`): bounded pages keep a big fleet from
 /// being one huge response for the API server to build.
