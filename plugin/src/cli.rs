@@ -4,12 +4,12 @@
 
 use clap::{Parser, Subcommand};
 
+use crate::cluster::connection::ConnectionFlags;
 use crate::commands::{
     approve::ApproveArgs, completion::CompletionArgs, describe::DescribeArgs, diff::DiffArgs,
     health::HealthArgs, lint::LintArgs, list::ListArgs, plan::PlanArgs, version::VersionArgs,
     wait::WaitArgs,
 };
-use crate::connection::ConnectionFlags;
 use crate::render::ColorChoice;
 
 pub const PROGRAM: &str = "kubectl promotion";
@@ -115,6 +115,67 @@ mod tests {
                 sub.get_name()
             );
         }
+    }
+
+    /// Whitespace collapsed, so that a phrase matches across the help's line breaks.
+    fn words(text: &str) -> String {
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    #[test]
+    fn help_states_every_exit_status() {
+        use crate::error::exit;
+        let tables: [(&str, &[exit::Status]); 6] = [
+            ("describe", exit::describe::STATUSES),
+            ("approve", exit::approve::STATUSES),
+            ("diff", exit::diff::STATUSES),
+            ("wait", exit::wait::STATUSES),
+            ("health", exit::health::STATUSES),
+            ("plan", exit::plan::STATUSES),
+        ];
+        let mut cmd = Cli::command();
+        for (name, statuses) in tables {
+            let sub = cmd.find_subcommand_mut(name).unwrap();
+            let help = words(&sub.render_long_help().to_string());
+            for s in statuses {
+                assert!(
+                    help.contains(&words(s.help)),
+                    "{name} --help does not say {:?}",
+                    s.help
+                );
+                // The phrase names its own code ("2 …", or "exit status: 0;", or ">1: error").
+                let named =
+                    s.help
+                        .split(|c: char| !c.is_ascii_digit() && c != '>')
+                        .any(|w| match w.strip_prefix('>') {
+                            Some(n) => n.parse::<u8>().is_ok_and(|n| s.code > n),
+                            None => w.parse::<u8>() == Ok(s.code),
+                        });
+                assert!(named, "{name}: {:?} does not name exit {}", s.help, s.code);
+            }
+        }
+    }
+
+    #[test]
+    fn lint_exits_with_its_table() {
+        use crate::commands::lint::{exit_status, lint_bytes};
+        use crate::error::exit::lint;
+        let status = |bytes: &str| {
+            let (located, tally) = lint_bytes("t.yaml", bytes.as_bytes());
+            (
+                exit_status(&tally, &located, false),
+                exit_status(&tally, &located, true),
+            )
+        };
+        assert_eq!(status(""), (lint::OK, lint::OK));
+        assert_eq!(
+            status("apiVersion: config.projectsveltos.io/v1beta1\nkind: ClusterPromotion\nmetadata: {name: p}\nspec: {}\n"),
+            (lint::FINDINGS, lint::FINDINGS)
+        );
+        assert_eq!(
+            status("a: [unclosed\n"),
+            (lint::INPUT_ERROR, lint::INPUT_ERROR)
+        );
     }
 
     #[test]

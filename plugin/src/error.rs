@@ -5,20 +5,202 @@
 
 use std::fmt;
 
-/// Exit codes. `diff` and `wait` follow `kubectl diff` / `kubectl wait`-style conventions, so a
-/// script can tell "differences" or "failed" apart from "the tool broke".
+/// Exit codes, one table per command. A command's code returns only the constants of its
+/// table, and its `--help` states every entry in the same words ("Exit status: …"; checked by
+/// `cli::tests::help_states_every_exit_status`). `diff` and `wait` follow `kubectl diff` /
+/// `kubectl wait`-style conventions, so a script can tell "differences" or "failed" apart from
+/// "the tool broke"; usage errors exit as the command's errors do.
 pub mod exit {
+    /// An exit status, and the phrase of the command's `--help` that states it (the code and
+    /// when it is returned, in the help's own words).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Status {
+        pub code: u8,
+        pub help: &'static str,
+    }
+
     pub const OK: u8 = 0;
-    /// Any error (and usage errors, as kubectl does).
+    /// Any error (and usage errors, as kubectl does), for a command without a table of its own.
     pub const FAILURE: u8 = 1;
-    /// `diff`: the objects differ.
-    pub const DIFFERENCES: u8 = 1;
-    /// `diff`: kubectl-diff reserves everything above 1 for errors.
-    pub const DIFF_ERROR: u8 = 2;
-    /// `wait` (and `describe --watch`, `approve --wait`): the pipeline failed before the condition.
-    pub const PIPELINE_FAILED: u8 = 2;
-    /// `wait`: the timeout elapsed first.
-    pub const TIMEOUT: u8 = 3;
+
+    /// `version`, `completion` and `list`: their help states no exit status.
+    pub mod plain {
+        pub const OK: u8 = super::OK;
+        pub const FAILURE: u8 = super::FAILURE;
+    }
+
+    pub mod describe {
+        use super::Status;
+        pub const OK: u8 = 0;
+        pub const FAILURE: u8 = 1;
+        /// With `--watch`: the pipeline failed for good, or Sveltos refused it.
+        pub const PIPELINE_FAILED: u8 = 2;
+        pub const STATUSES: &[Status] = &[
+            Status {
+                code: OK,
+                help: "Exit status: 0;",
+            },
+            Status {
+                code: FAILURE,
+                help: "1 on error",
+            },
+            Status {
+                code: OK,
+                help: "0 when the pipeline completes",
+            },
+            Status {
+                code: PIPELINE_FAILED,
+                help: "2 when it fails for good or Sveltos refuses it",
+            },
+        ];
+    }
+
+    pub mod approve {
+        use super::Status;
+        pub const OK: u8 = 0;
+        pub const FAILURE: u8 = 1;
+        /// With `--wait`, as `wait`.
+        pub const PIPELINE_FAILED: u8 = super::wait::PIPELINE_FAILED;
+        pub const TIMEOUT: u8 = super::wait::TIMEOUT;
+        pub const STATUSES: &[Status] = &[
+            Status {
+                code: OK,
+                help: "0 approved (or already approved)",
+            },
+            Status {
+                code: FAILURE,
+                help: "1 refused or error",
+            },
+            Status {
+                code: PIPELINE_FAILED,
+                help: "2 if the pipeline fails",
+            },
+            Status {
+                code: TIMEOUT,
+                help: "3 if the next stage has not started within --timeout",
+            },
+        ];
+    }
+
+    pub mod diff {
+        use super::Status;
+        pub const OK: u8 = 0;
+        pub const DIFFERENCES: u8 = 1;
+        /// kubectl-diff reserves everything above 1 for errors.
+        pub const DIFF_ERROR: u8 = 2;
+        pub const STATUSES: &[Status] = &[
+            Status {
+                code: OK,
+                help: "0: no differences",
+            },
+            Status {
+                code: DIFFERENCES,
+                help: "1: differences",
+            },
+            Status {
+                code: DIFF_ERROR,
+                help: ">1: error",
+            },
+        ];
+    }
+
+    pub mod wait {
+        use super::Status;
+        pub const OK: u8 = 0;
+        pub const FAILURE: u8 = 1;
+        /// The pipeline failed before the condition.
+        pub const PIPELINE_FAILED: u8 = 2;
+        /// The timeout elapsed first.
+        pub const TIMEOUT: u8 = 3;
+        pub const STATUSES: &[Status] = &[
+            Status {
+                code: OK,
+                help: "0 the condition holds",
+            },
+            Status {
+                code: PIPELINE_FAILED,
+                help: "2 the pipeline failed first",
+            },
+            Status {
+                code: TIMEOUT,
+                help: "3 the timeout elapsed",
+            },
+            Status {
+                code: FAILURE,
+                help: "1 any other error",
+            },
+        ];
+    }
+
+    pub mod health {
+        use super::Status;
+        pub const OK: u8 = 0;
+        pub const UNHEALTHY: u8 = 1;
+        /// Reported by the command itself rather than by main (1 means "unhealthy" here).
+        pub const ERROR: u8 = 2;
+        pub const STATUSES: &[Status] = &[
+            Status {
+                code: OK,
+                help: "0 every evaluated check is healthy",
+            },
+            Status {
+                code: UNHEALTHY,
+                help: "1 a check is unhealthy, fails, or selects nothing",
+            },
+            Status {
+                code: ERROR,
+                help: "2 an input or connection error",
+            },
+        ];
+    }
+
+    pub mod plan {
+        use super::Status;
+        pub const OK: u8 = 0;
+        /// `--strict` only.
+        pub const HAZARDS: u8 = 1;
+        /// Input, connection and usage errors.
+        pub const ERROR: u8 = 2;
+        pub const STATUSES: &[Status] = &[
+            Status {
+                code: OK,
+                help: "Exit status: 0;",
+            },
+            Status {
+                code: HAZARDS,
+                help: "1 with --strict when there are hazards",
+            },
+            Status {
+                code: ERROR,
+                help: "2 on input or connection errors",
+            },
+        ];
+    }
+
+    /// `lint`'s codes are computed by `commands::lint::exit_status`; its help states none (its
+    /// module documentation does).
+    pub mod lint {
+        use super::Status;
+        pub const OK: u8 = 0;
+        /// Errors, or warnings with `--strict`.
+        pub const FINDINGS: u8 = 1;
+        /// Some input could not be read or is not YAML, or `--crd` is not a usable CRD.
+        pub const INPUT_ERROR: u8 = 2;
+        pub const STATUSES: &[Status] = &[
+            Status {
+                code: OK,
+                help: "0 no errors",
+            },
+            Status {
+                code: FINDINGS,
+                help: "1 errors (or warnings with `--strict`)",
+            },
+            Status {
+                code: INPUT_ERROR,
+                help: "2 some input could not be read or is not YAML",
+            },
+        ];
+    }
 }
 
 /// What was being attempted when the API server answered, for messages like

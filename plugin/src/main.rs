@@ -7,7 +7,7 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
 
 use kubectl_promotion::cli::{Cli, Command};
-use kubectl_promotion::commands::{self, Ctx};
+use kubectl_promotion::commands::{self, Ctx, Output};
 use kubectl_promotion::error::{self, exit};
 use kubectl_promotion::render::Style;
 
@@ -40,10 +40,10 @@ fn main() -> ExitCode {
                 // Bare `kubectl promotion`: help is the answer, not an error.
                 ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand if args.len() <= 1 => exit::OK,
                 // kubectl exits 1 on usage errors; 2 and 3 mean something else for diff and wait.
-                _ if matches!(args.get(1).map(String::as_str), Some("diff")) => exit::DIFF_ERROR,
-                _ if matches!(args.get(1).map(String::as_str), Some("plan")) => {
-                    commands::plan::EXIT_ERROR
+                _ if matches!(args.get(1).map(String::as_str), Some("diff")) => {
+                    exit::diff::DIFF_ERROR
                 }
+                _ if matches!(args.get(1).map(String::as_str), Some("plan")) => exit::plan::ERROR,
                 _ => exit::FAILURE,
             });
         }
@@ -53,11 +53,12 @@ fn main() -> ExitCode {
         err: Style::detect(cli.color, cli.no_color, true),
         out_is_tty: std::io::stdout().is_terminal(),
         connection: cli.connection.clone(),
+        stdout: Output::Stdout,
     };
     let is_diff = matches!(cli.command, Command::Diff(_));
     let result = match &cli.command {
-        Command::Version(a) => commands::version::run(a),
-        Command::Completion(a) => commands::completion::run(a),
+        Command::Version(a) => commands::version::run(&ctx, a),
+        Command::Completion(a) => commands::completion::run(&ctx, a),
         Command::Lint(a) => Ok(commands::lint::run(a, ctx.out)),
         Command::Describe(a) => block_on(commands::describe::run(&ctx, a)),
         Command::List(a) => block_on(commands::list::run(&ctx, a)),
@@ -72,7 +73,7 @@ fn main() -> ExitCode {
         Err(e) => {
             error::report(&e, ctx.err.color);
             ExitCode::from(if is_diff {
-                exit::DIFF_ERROR
+                exit::diff::DIFF_ERROR
             } else {
                 exit::FAILURE
             })

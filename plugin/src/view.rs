@@ -22,8 +22,8 @@ use promotion_shared::plan::promotion_from_json;
 use promotion_shared::plan::Cluster;
 use promotion_shared::rollout::{self, RolloutId};
 
+use crate::cluster::events::{event_view, EventView};
 use crate::error::{Error, Result};
-use crate::events::{event_view, EventView};
 
 pub const API_VERSION: &str = "kubectl-promotion.dev/v1alpha1";
 

@@ -20,7 +20,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
-use kubectl_promotion::printers::{OutputFormat, PrintOptions, Target, LIST_FORMATS};
+use kubectl_promotion::render::printers::{OutputFormat, PrintOptions, Target, LIST_FORMATS};
 
 const GROUP_VERSION: &str = "config.projectsveltos.io/v1beta1";
 

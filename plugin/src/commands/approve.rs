@@ -19,12 +19,13 @@ use promotion_shared::pipeline::{Approval, Pipeline};
 
 use super::wait::WaitFor;
 use super::{note, wait, warn, Ctx};
-use crate::admission_webhooks;
-use crate::duration;
-use crate::error::{exit, Error, Request, Result};
-use crate::kube_client::{Kube, PROMOTIONS};
-use crate::output;
-use crate::printers::{self, FormatArg, OutputFormat, PrintOptions, OBJECT_FORMATS};
+use crate::cluster::admission_webhooks;
+use crate::cluster::kube_client::Kube;
+use crate::cluster::resources::PROMOTIONS;
+use crate::error::{exit::approve as exit, Error, Request, Result};
+use crate::render::duration;
+use crate::render::output;
+use crate::render::printers::{self, FormatArg, OutputFormat, PrintOptions, OBJECT_FORMATS};
 use crate::view::{self, Snapshot};
 
 /// `--dry-run`, as kubectl spells it.

@@ -13,8 +13,8 @@ use clap::{Arg, Command, Parser};
 use promotion_shared::gate::approval_target;
 use promotion_shared::pipeline::{Pipeline, StageView};
 
-use crate::connection::{self, ConnectionFlags};
-use crate::kube_client::Kube;
+use crate::cluster::connection::{self, ConnectionFlags};
+use crate::cluster::kube_client::Kube;
 use crate::view;
 
 pub const ERROR: u8 = 1;
@@ -365,7 +365,7 @@ async fn stage_names(conn: &ConnectionFlags, name: &str, prefix: &str, command: 
     let lookup = async {
         let kube = Kube::connect(conn).await.ok()?;
         // Stage states as `describe` shows them (the same snapshot and derived pipeline).
-        let snap = crate::fetch::snapshot(&kube, name).await.ok()?;
+        let snap = crate::cluster::fetch::snapshot(&kube, name).await.ok()?;
         let pipeline = view::pipeline_of(snap.borrow(), &view::typed(&snap.object).ok()?);
         Some(
             pipeline

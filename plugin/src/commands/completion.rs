@@ -4,7 +4,8 @@
 
 use clap::{Args, ValueEnum};
 
-use crate::error::{exit, Result};
+use super::Ctx;
+use crate::error::{exit::plain as exit, Result};
 
 #[derive(Args, Debug)]
 #[command(
@@ -158,7 +159,7 @@ pub fn script(shell: Shell) -> &'static str {
     }
 }
 
-pub fn run(args: &CompletionArgs) -> Result<u8> {
-    print!("{}", script(args.shell));
+pub fn run(ctx: &Ctx, args: &CompletionArgs) -> Result<u8> {
+    ctx.write_out(script(args.shell))?;
     Ok(exit::OK)
 }

@@ -1,6 +1,5 @@
 //! `describe [NAME...]` / `describe -f FILE` / `describe NAME --watch`.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -12,15 +11,15 @@ use tokio::time::Instant;
 use promotion_shared::pipeline::{Phase, StageState};
 
 use super::Ctx;
-use crate::error::{exit, Error, Result};
-use crate::fetch;
-use crate::inventory;
-use crate::kube_client::Kube;
-use crate::output;
-use crate::printers::{FormatArg, OutputFormat, PrintOptions, Target, MODEL_FORMATS};
+use crate::cluster::fetch;
+use crate::cluster::inventory;
+use crate::cluster::kube_client::Kube;
+use crate::cluster::watch::{Follower, Update};
+use crate::error::{exit::describe as exit, Error, Result};
+use crate::render::output;
+use crate::render::printers::{FormatArg, OutputFormat, PrintOptions, Target, MODEL_FORMATS};
 use crate::render::{self, describe::Options, terminal};
 use crate::view::{self, Description, Snapshot, API_VERSION};
-use crate::watch::{Follower, Update};
 
 #[derive(Args, Debug)]
 #[command(
@@ -218,7 +217,7 @@ fn print(
             .collect::<Vec<_>>()
             .join("\n\n"),
     };
-    write_out(&text)
+    ctx.write_out(&text)
 }
 
 fn human(ctx: &Ctx, args: &DescribeArgs, d: &Description) -> String {
@@ -230,13 +229,6 @@ fn human(ctx: &Ctx, args: &DescribeArgs, d: &Description) -> String {
             now: ctx.now(),
         },
     )
-}
-
-fn write_out(text: &str) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|_| out.flush())
-        .map_err(|e| Error::Io(format!("writing output: {e}")))
 }
 
 /// How often a terminal view is redrawn at most, and how often its relative times tick.
@@ -292,19 +284,19 @@ async fn watch(
             if previous.as_ref() != Some(d) {
                 // One YAML document per change, as `kubectl get -w -o yaml` separates them.
                 if *format == OutputFormat::Yaml {
-                    write_out("---\n")?;
+                    ctx.write_out("---\n")?;
                 }
                 print(ctx, args, format, std::slice::from_ref(d), false)?;
             }
         } else if let Some(reason) = lost.take() {
-            write_out(&format!(
+            ctx.write_out(&format!(
                 "{}  connection lost, retrying… ({reason})\n",
                 stamp(ctx)
             ))?;
         } else {
             match &previous {
                 None => print(ctx, args, format, std::slice::from_ref(d), false)?,
-                Some(prev) => write_out(&changes(prev, d, ctx))?,
+                Some(prev) => ctx.write_out(&changes(prev, d, ctx))?,
             }
         }
         let done = match d.phase {
@@ -338,7 +330,7 @@ fn draw(ctx: &Ctx, args: &DescribeArgs, d: &Description, lost: Option<&str>) -> 
         Some(rows) => terminal::clip(&text, rows),
         None => text,
     };
-    write_out(&format!("\x1b[H\x1b[2J{text}"))
+    ctx.write_out(&format!("\x1b[H\x1b[2J{text}"))
 }
 
 fn stamp(ctx: &Ctx) -> String {

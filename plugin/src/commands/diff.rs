@@ -21,8 +21,8 @@ use promotion_shared::model::{stage_profile_name, ClusterPromotion, GROUP, KIND,
 use promotion_shared::rollout::{self, Restart};
 
 use super::Ctx;
-use crate::error::{exit, Error, Result};
-use crate::output;
+use crate::error::{exit::diff as exit, Error, Result};
+use crate::render::output;
 use crate::render::{self, Style, Tone};
 use crate::view;
 
@@ -152,7 +152,11 @@ fn shown_paths(paths: &[PathBuf]) -> String {
 
 /// The live object and what the server would store for `doc` (a server-side dry run), with the
 /// consequences of the change.
-async fn compare(kube: &crate::kube_client::Kube, file: &str, doc: &Value) -> Result<Compared> {
+async fn compare(
+    kube: &crate::cluster::kube_client::Kube,
+    file: &str,
+    doc: &Value,
+) -> Result<Compared> {
     let name = doc
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -352,10 +356,7 @@ fn show_all(ctx: &Ctx, compared: &[Compared]) -> Result<u8> {
     if text.is_empty() {
         return Ok(exit::OK);
     }
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|_| out.flush())
-        .map_err(|e| Error::Io(format!("writing output: {e}")))?;
+    ctx.write_out(&text)?;
     Ok(exit::DIFFERENCES)
 }
 
@@ -619,7 +620,7 @@ async fn diff_stage(ctx: &Ctx, name: &str, stage: &str) -> Result<u8> {
         return external(&cmd, &[(next_profile.clone(), old.as_str(), new.as_str())]);
     }
     let text = render::diff::unified(&old, &new, &label(&next.name), &label(stage), &ctx.out);
-    print!("{text}");
+    ctx.write_out(&text)?;
     Ok(exit::DIFFERENCES)
 }
 

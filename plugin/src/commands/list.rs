@@ -1,7 +1,6 @@
 //! `list` (alias `get`): every ClusterPromotion with its stage, state and pending gate.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 
 use clap::Args;
 
@@ -11,14 +10,14 @@ use promotion_shared::model::{ClusterPromotion, ProfileRole};
 use promotion_shared::pipeline::{self, Phase};
 
 use super::{warn, Ctx};
-use crate::duration;
-use crate::error::{exit, Error, Result};
-use crate::kube_client::Kube;
-use crate::output;
-use crate::printers::{FormatArg, OutputFormat, PrintOptions, Target, LIST_FORMATS};
+use crate::cluster::kube_client::Kube;
+use crate::cluster::watch::{FleetFollower, Update};
+use crate::error::{exit::plain as exit, Error, Result};
+use crate::render::duration;
+use crate::render::output;
+use crate::render::printers::{FormatArg, OutputFormat, PrintOptions, Target, LIST_FORMATS};
 use crate::render::{table, Style};
 use crate::view::{self, SnapshotRef, API_VERSION};
-use crate::watch::{FleetFollower, Update};
 
 #[derive(Args, Debug)]
 #[command(
@@ -112,9 +111,7 @@ pub async fn run(ctx: &Ctx, args: &ListArgs) -> Result<u8> {
     if rows.is_empty() && matches!(format, OutputFormat::Default | OutputFormat::Wide) {
         eprintln!("No resources found");
     }
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .map_err(|e| Error::Io(format!("writing output: {e}")))?;
+    ctx.write_out(&text)?;
     Ok(exit::OK)
 }
 
@@ -271,10 +268,7 @@ async fn watch(ctx: &Ctx, args: &ListArgs, format: &OutputFormat, kube: &Kube) -
                 text
             }
         };
-        let mut out = std::io::stdout().lock();
-        out.write_all(text.as_bytes())
-            .and_then(|()| out.flush())
-            .map_err(|e| Error::Io(format!("writing output: {e}")))?;
+        ctx.write_out(&text)?;
     }
 }
 

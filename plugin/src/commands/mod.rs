@@ -12,23 +12,90 @@ pub mod plan;
 pub mod version;
 pub mod wait;
 
+use std::io::Write;
+use std::sync::Mutex;
+
 use chrono::{DateTime, Utc};
 
-use crate::connection::ConnectionFlags;
-use crate::error::Result;
-use crate::kube_client::Kube;
+use crate::cluster::connection::ConnectionFlags;
+use crate::cluster::kube_client::Kube;
+use crate::error::{Error, Result};
 use crate::render::Style;
 
-/// What every command gets: how to connect, and how to decorate stdout and stderr.
+/// Where a command's results go (its stdout): the process's, or memory, so that a command can
+/// run in-process and its output be read back. Notes, warnings and errors go to stderr, which
+/// is never captured.
+pub enum Output {
+    /// Each write takes the lock, writes and flushes, so that `describe -w` and `list -w`
+    /// show every change as it comes. A closed pipe (`| head`) ends the process with SIGPIPE,
+    /// as `main` restores the default disposition.
+    Stdout,
+    Memory(Mutex<Vec<u8>>),
+}
+
+impl Output {
+    /// An empty in-memory output.
+    pub fn memory() -> Output {
+        Output::Memory(Mutex::new(Vec::new()))
+    }
+
+    /// What was written to an in-memory output (nothing for stdout).
+    pub fn into_bytes(self) -> Vec<u8> {
+        match self {
+            Output::Stdout => Vec::new(),
+            Output::Memory(m) => m.into_inner().unwrap_or_else(|p| p.into_inner()),
+        }
+    }
+
+    fn write_all(&self, bytes: &[u8]) -> std::io::Result<()> {
+        match self {
+            Output::Stdout => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(bytes).and_then(|()| out.flush())
+            }
+            Output::Memory(m) => {
+                // A panic while the buffer was held cannot leave it half-written: extending a
+                // Vec either happens or not.
+                let mut buf = m.lock().unwrap_or_else(|p| p.into_inner());
+                buf.extend_from_slice(bytes);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// What every command gets: how to connect, where results go, and how to decorate stdout and
+/// stderr.
 pub struct Ctx {
     pub connection: ConnectionFlags,
     pub out: Style,
     pub err: Style,
     /// stdout is a terminal (for in-place redraws).
     pub out_is_tty: bool,
+    /// Where the command's results are written (see [`Ctx::write_out`]).
+    pub stdout: Output,
 }
 
 impl Ctx {
+    /// A context for running a command in-process: results into memory, no colour, not a
+    /// terminal, the default connection flags.
+    pub fn in_memory() -> Ctx {
+        Ctx {
+            connection: ConnectionFlags::default(),
+            out: Style { color: false },
+            err: Style { color: false },
+            out_is_tty: false,
+            stdout: Output::memory(),
+        }
+    }
+
+    /// Write results to the command's output.
+    pub fn write_out(&self, text: &str) -> Result<()> {
+        self.stdout
+            .write_all(text.as_bytes())
+            .map_err(|e| Error::Io(format!("writing output: {e}")))
+    }
+
     pub async fn kube(&self) -> Result<Kube> {
         Kube::connect(&self.connection).await
     }

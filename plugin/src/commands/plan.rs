@@ -5,7 +5,7 @@
 //! Exit status: 0; 1 with `--strict` when there are hazards; 2 on input or connection errors
 //! (usage errors included), so a CI step can tell "the rollout is risky" from "plan broke".
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -15,15 +15,11 @@ use serde_json::Value;
 use promotion_shared::plan::{self, ClusterType, Inventory, Plan, PlannedCluster, StagePlan};
 
 use super::{note, Ctx};
-use crate::error::{self, exit, Error, Result};
-use crate::output::{self, ModelFormat};
+use crate::error::{self, exit::plan as exit, Error, Result};
+use crate::render::output::{self, ModelFormat};
 use crate::render::{self, table, Style, Tone};
 use crate::view::API_VERSION;
 
-/// `plan`'s exit status for input, connection and usage errors.
-pub const EXIT_ERROR: u8 = 2;
-/// `plan --strict`'s exit status when there are hazards.
-pub const EXIT_HAZARDS: u8 = 1;
 /// Rows shown per stage without `--all-clusters`.
 const ROWS_PER_STAGE: usize = 20;
 
@@ -77,7 +73,7 @@ pub struct PlanArgs {
     pub all_clusters: bool,
     /// Read the fleet from the cluster in pages of this many objects; 0 reads each type in one
     /// request (as `kubectl get --chunk-size`)
-    #[arg(long, value_name = "N", default_value_t = crate::inventory::DEFAULT_PAGE_SIZE)]
+    #[arg(long, value_name = "N", default_value_t = crate::cluster::inventory::DEFAULT_PAGE_SIZE)]
     pub chunk_size: u32,
 }
 
@@ -97,7 +93,7 @@ pub async fn run(ctx: &Ctx, args: &PlanArgs) -> Result<u8> {
         Ok(code) => Ok(code),
         Err(e) => {
             error::report(&e, ctx.err.color);
-            Ok(EXIT_ERROR)
+            Ok(exit::ERROR)
         }
     }
 }
@@ -144,13 +140,13 @@ async fn plan_and_print(ctx: &Ctx, args: &PlanArgs) -> Result<u8> {
             format!("not a ClusterPromotion the plan can read: {e}"),
         ),
         None => Error::Api {
-            request: crate::error::Request::new("decode", crate::kube_client::PROMOTIONS),
+            request: crate::error::Request::new("decode", crate::cluster::resources::PROMOTIONS),
             message: format!("the object does not match the ClusterPromotion schema: {e}"),
         },
     })?;
     let inventory = match (&args.clusters, &kube) {
         (Some(path), _) => read_inventory(path)?,
-        (None, Some(kube)) => crate::inventory::list_fleet(kube, args.chunk_size).await?,
+        (None, Some(kube)) => crate::cluster::inventory::list_fleet(kube, args.chunk_size).await?,
         (None, None) => Inventory::new(),
     };
     if inventory.deleting() > 0 {
@@ -188,12 +184,9 @@ async fn plan_and_print(ctx: &Ctx, args: &PlanArgs) -> Result<u8> {
             args.all_clusters,
         ),
     };
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|_| out.flush())
-        .map_err(|e| Error::Io(format!("writing output: {e}")))?;
+    ctx.write_out(&text)?;
     Ok(if args.strict && !plan.hazards.is_empty() {
-        EXIT_HAZARDS
+        exit::HAZARDS
     } else {
         exit::OK
     })

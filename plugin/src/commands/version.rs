@@ -4,8 +4,9 @@ use serde::Serialize;
 
 use clap::Args;
 
-use crate::error::{exit, Result};
-use crate::output::{self, ModelFormat};
+use super::Ctx;
+use crate::error::{exit::plain as exit, Result};
+use crate::render::output::{self, ModelFormat};
 
 #[derive(Args, Debug)]
 #[command(
@@ -43,7 +44,7 @@ pub fn info() -> Info {
     }
 }
 
-pub fn run(args: &VersionArgs) -> Result<u8> {
+pub fn run(ctx: &Ctx, args: &VersionArgs) -> Result<u8> {
     let i = info();
     let text = match args.output {
         Some(ModelFormat::Json) => output::to_json(&i)?,
@@ -56,6 +57,6 @@ pub fn run(args: &VersionArgs) -> Result<u8> {
             i.target
         ),
     };
-    print!("{text}");
+    ctx.write_out(&text)?;
     Ok(exit::OK)
 }

@@ -10,12 +10,12 @@ use promotion_shared::pipeline::{Phase, StageState};
 use tokio::time::Instant;
 
 use super::{note, Ctx};
-use crate::duration;
-use crate::error::{exit, Error, Result};
-use crate::fetch;
-use crate::kube_client::Kube;
+use crate::cluster::fetch;
+use crate::cluster::kube_client::Kube;
+use crate::cluster::watch::Follower;
+use crate::error::{exit::wait as exit, Error, Result};
+use crate::render::duration;
 use crate::view::Description;
-use crate::watch::Follower;
 
 #[derive(Args, Debug)]
 #[command(
@@ -224,7 +224,7 @@ pub async fn wait_for(
 fn conclude(ctx: &Ctx, cond: &WaitFor, verdict: Verdict, timeout: Duration) -> Result<u8> {
     match verdict {
         Verdict::Reached(msg) => {
-            println!("{msg}");
+            ctx.write_out(&format!("{msg}\n"))?;
             Ok(exit::OK)
         }
         Verdict::Failed(msg) => {

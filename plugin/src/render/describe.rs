@@ -8,7 +8,7 @@ use promotion_shared::cluster_summary::ClusterState;
 use promotion_shared::pipeline::{Approval, Phase, StageState, StageView, TriggerKind};
 
 use super::{table, Style, Tone};
-use crate::duration;
+use crate::render::duration;
 use crate::view::{Description, StageDetail, WillReach};
 
 /// How many clusters a stage lists before summarising (unless `--all-clusters`).

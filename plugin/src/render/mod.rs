@@ -1,9 +1,18 @@
-//! Human output. Colour and symbols only when writing to a terminal that wants them; the plain
-//! form carries the same words, so nothing is lost in a pipe or a CI log.
+//! Printing: everything that turns results into text, no cluster access. Human output
+//! (`describe`, `diff`, `table`, `terminal`, and the colour [`Style`] here), the structured and
+//! template formats (`output`: `-o json|yaml|name` and reading manifests; `printers`: kubectl's
+//! `-o jsonpath|custom-columns|go-template…`; `custom_columns`), and durations as flags take
+//! them and ages as kubectl shows them (`duration`).
+//!
+//! Colour and symbols only when writing to a terminal that wants them; the plain form carries
+//! the same words, so nothing is lost in a pipe or a CI log.
 
 pub mod custom_columns;
 pub mod describe;
 pub mod diff;
+pub mod duration;
+pub mod output;
+pub mod printers;
 pub mod table;
 pub mod terminal;
 

@@ -14,9 +14,10 @@ use promotion_shared::model::stage_profile_name;
 use super::managed::{self, Access, ClusterRef};
 use super::render::{self, Section};
 use super::{select_checks, HealthArgs};
+use crate::cluster::kube_client::{chain, Kube};
+use crate::cluster::resources::{PROFILE, PROFILES, SVELTOS_CLUSTER, SVELTOS_CLUSTERS};
 use crate::commands::Ctx;
 use crate::error::{Error, Request, Result};
-use crate::kube_client::{chain, Kube, PROFILES};
 
 pub async fn run(
     ctx: &Ctx,
@@ -75,7 +76,7 @@ async fn stage_clusters(
     stage: &str,
 ) -> Result<Vec<ClusterRef>> {
     let profile = stage_profile_name(name, stage);
-    let path = format!("/apis/config.projectsveltos.io/v1beta1/clusterprofiles/{profile}");
+    let path = PROFILE.object_path(&profile);
     match managed::get(kube, &path, Request::named("get", PROFILES, &profile)).await {
         Ok(p) => {
             let refs: Vec<ClusterRef> = p
@@ -117,8 +118,8 @@ async fn stage_clusters(
     };
     let list = managed::get(
         kube,
-        "/apis/lib.projectsveltos.io/v1beta1/sveltosclusters",
-        Request::new("list", managed::SVELTOS_CLUSTERS),
+        SVELTOS_CLUSTER.path,
+        Request::new("list", SVELTOS_CLUSTERS),
     )
     .await?;
     let mut refs: Vec<ClusterRef> = list

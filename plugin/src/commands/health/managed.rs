@@ -9,11 +9,9 @@ use base64::Engine;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::Value;
 
+use crate::cluster::kube_client::{chain, Kube};
+use crate::cluster::resources::{SECRET, SECRETS, SVELTOS_CLUSTER, SVELTOS_CLUSTERS};
 use crate::error::Request;
-use crate::kube_client::{chain, Kube};
-
-pub const SVELTOS_CLUSTERS: &str = "sveltosclusters.lib.projectsveltos.io";
-pub const SECRETS: &str = "secrets";
 
 /// A cluster of a stage, as ClusterProfile `status.matchingClusters` names it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,10 +58,7 @@ pub async fn get(kube: &Kube, path: &str, what: Request) -> crate::error::Result
 pub async fn sveltos_cluster(kube: &Kube, c: &ClusterRef) -> crate::error::Result<Value> {
     get(
         kube,
-        &format!(
-            "/apis/lib.projectsveltos.io/v1beta1/namespaces/{}/sveltosclusters/{}",
-            c.namespace, c.name
-        ),
+        &SVELTOS_CLUSTER.namespaced_object_path(&c.namespace, &c.name),
         Request::named("get", SVELTOS_CLUSTERS, &c.name),
     )
     .await
@@ -103,7 +98,7 @@ pub async fn access(kube: &Kube, c: &ClusterRef) -> Result<Access, String> {
     let (secret_name, key) = secret_for(c, cluster.as_ref());
     let secret = get(
         kube,
-        &format!("/api/v1/namespaces/{}/secrets/{secret_name}", c.namespace),
+        &SECRET.namespaced_object_path(&c.namespace, &secret_name),
         Request::named("get", SECRETS, &secret_name),
     )
     .await

@@ -18,9 +18,9 @@ use clap::{Args, ValueEnum};
 use health_runtime::{self as engine, CheckReport, Inputs, KindServed};
 
 use super::Ctx;
-use crate::error::{exit, Error, Result};
+use crate::error::{exit::health as exit, Error, Result};
 
-use crate::output;
+use crate::render::output;
 
 pub const LONG_ABOUT: &str = "\
 Run a ClusterPromotion's health checks (ValidateHealth: profileSpec.validateHealths and
@@ -109,7 +109,7 @@ pub async fn run(ctx: &Ctx, args: &HealthArgs) -> Result<u8> {
         Ok(code) => Ok(code),
         Err(e) => {
             crate::error::report(&e, ctx.err.color);
-            Ok(exit::DIFF_ERROR)
+            Ok(exit::ERROR)
         }
     }
 }

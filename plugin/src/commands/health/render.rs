@@ -2,16 +2,14 @@
 //! object, each CEL rule's result, and the error Sveltos would record. `-o json|yaml`: one
 //! element per (check, object) pair (plugin/docs/health.md has the fields).
 
-use std::io::Write;
-
 use serde::Serialize;
 
 use health_runtime::{CheckReport, Evaluation, Status};
 
 use super::HealthFormat;
 use crate::commands::Ctx;
-use crate::error::{exit, Error, Result};
-use crate::output;
+use crate::error::{exit::health as exit, Error, Result};
+use crate::render::output;
 use crate::render::{Style, Tone};
 
 /// The results for one cluster (live) or for the object files (offline).
@@ -71,23 +69,20 @@ pub fn print(ctx: &Ctx, format: Option<HealthFormat>, sections: &[Section]) -> R
         }
         None => human(sections, &ctx.out),
     };
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|_| out.flush())
-        .map_err(|e| Error::Io(format!("writing output: {e}")))?;
+    ctx.write_out(&text)?;
     eprintln!("{}", ctx.err.paint(&summary(sections), Tone::Dim));
     Ok(exit_code(sections))
 }
 
 pub fn exit_code(sections: &[Section]) -> u8 {
     if sections.iter().any(|s| s.error.is_some()) {
-        exit::DIFF_ERROR
+        exit::ERROR
     } else if sections
         .iter()
         .flat_map(|s| &s.reports)
         .any(|r| r.status().fails())
     {
-        exit::FAILURE
+        exit::UNHEALTHY
     } else {
         exit::OK
     }

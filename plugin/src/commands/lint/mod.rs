@@ -187,7 +187,7 @@ fn write_findings(located: &[Located], format: LintFormat, style: Style) -> std:
             .map_err(std::io::Error::from)
             .and_then(|()| writeln!(stdout)),
         LintFormat::Yaml => {
-            let text = crate::output::to_yaml(&located)
+            let text = crate::render::output::to_yaml(&located)
                 .map_err(|e| std::io::Error::other(e.to_string()))?;
             stdout.write_all(text.as_bytes())
         }

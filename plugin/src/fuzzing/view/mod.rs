@@ -47,9 +47,9 @@ use promotion_shared::model::{stage_profile_name, ClusterPromotion, ProfileRole}
 use promotion_shared::pipeline::{Approval, Phase, StageState, TriggerKind};
 
 use crate::commands::list::{self, Row};
-use crate::output;
-use crate::printers::{OutputFormat, PrintOptions};
 use crate::render::describe::{render, Options};
+use crate::render::output;
+use crate::render::printers::{OutputFormat, PrintOptions};
 use crate::render::Style;
 use crate::view::{shared, transition, Description, SnapshotRef};
 use input::{decode, Form};

@@ -7,22 +7,27 @@
 //! Both streams come from `kube::runtime::watcher`, which lists, then watches from the list's
 //! resourceVersion with bookmarks, re-watches when a watch ends, and re-lists when the server
 //! says the version is gone (410). A dropped connection is retried with backoff; only errors that
-//! retrying cannot fix (401, 403, 404) end the follow.
+//! retrying cannot fix (401, 403, 404) end the follow. Each stream's objects are kept in a
+//! `kube::runtime::reflector` store.
 
-use std::collections::BTreeMap;
 use std::pin::Pin;
 
 use futures::{FutureExt, Stream, StreamExt};
 use kube::api::{Api, ApiResource, DynamicObject};
+use kube::runtime::reflector::store::Writer;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use promotion_shared::model::{API_VERSION, GROUP, KIND, PLURAL, PROMOTION_NAME_LABEL, VERSION};
+use promotion_shared::model::PROMOTION_NAME_LABEL;
 
+use crate::cluster::kube_client::{self, summaries_selector, Kube};
+use crate::cluster::resources::{
+    Resource, PROFILE, PROFILES, PROMOTION, PROMOTIONS, SUMMARIES, SUMMARY,
+};
 use crate::error::{Error, Request, Result};
-use crate::kube_client::{self, summaries_selector, Kube, PROFILES, PROMOTIONS, SUMMARIES};
 use crate::view::{self, Snapshot};
 
 /// The current state of the followed promotion, after a change.
@@ -74,16 +79,6 @@ pub enum Update<T = State> {
     ConnectionLost(String),
 }
 
-fn promotion_resource() -> ApiResource {
-    ApiResource {
-        group: GROUP.into(),
-        version: VERSION.into(),
-        api_version: API_VERSION.into(),
-        kind: KIND.into(),
-        plural: PLURAL.into(),
-    }
-}
-
 type EventStream = Pin<Box<dyn Stream<Item = watcher::Result<Event<DynamicObject>>> + Send>>;
 
 fn config() -> watcher::Config {
@@ -101,7 +96,7 @@ enum Scope {
 }
 
 fn promotion_stream(kube: &Kube, scope: &Scope) -> EventStream {
-    let api: Api<DynamicObject> = Api::all_with(kube.client(), &promotion_resource());
+    let api: Api<DynamicObject> = Api::all_with(kube.client(), &PROMOTION.api_resource());
     let config = match scope {
         Scope::One(name) => config().fields(&format!("metadata.name={name}")),
         Scope::Selector(Some(selector)) => config().labels(selector),
@@ -111,7 +106,7 @@ fn promotion_stream(kube: &Kube, scope: &Scope) -> EventStream {
 }
 
 fn profile_stream(kube: &Kube) -> EventStream {
-    let api: Api<DynamicObject> = Api::all_with(kube.client(), &kube_client::profile_resource());
+    let api: Api<DynamicObject> = Api::all_with(kube.client(), &PROFILE.api_resource());
     watcher::watcher(api, config().labels(PROMOTION_NAME_LABEL))
         .default_backoff()
         .boxed()
@@ -125,7 +120,7 @@ fn summary_stream(kube: &Kube, profiles: &[String]) -> EventStream {
             .chain(futures::stream::pending())
             .boxed();
     }
-    let api: Api<DynamicObject> = Api::all_with(kube.client(), &kube_client::summary_resource());
+    let api: Api<DynamicObject> = Api::all_with(kube.client(), &SUMMARY.api_resource());
     watcher::watcher(api, config().labels(&summaries_selector(profiles)))
         .default_backoff()
         .boxed()
@@ -166,43 +161,65 @@ fn to_value(o: &DynamicObject) -> Value {
     serde_json::to_value(o).unwrap_or(Value::Null)
 }
 
-/// A list-then-watch mirror of one stream.
-#[derive(Default)]
-struct Mirror {
-    items: BTreeMap<(String, String), Value>,
-    buffer: BTreeMap<(String, String), Value>,
+/// One watch stream's objects, kept by a kube-runtime reflector store (which buffers a relist
+/// from `Init` to `InitDone` and then swaps it in whole), and whether an event changed what the
+/// store shows.
+struct Reflected {
+    writer: Writer<DynamicObject>,
+    store: Store<DynamicObject>,
+    resource: ApiResource,
+    /// The first list is complete.
     synced: bool,
+    /// Between `Init` and `InitDone`: the store still shows the previous list.
     relisting: bool,
 }
 
-impl Mirror {
-    /// Apply an event; true when the visible contents changed.
+impl Reflected {
+    fn new(resource: &Resource) -> Reflected {
+        let resource = resource.api_resource();
+        let writer = Writer::new(resource.clone());
+        Reflected {
+            store: writer.as_reader(),
+            writer,
+            resource,
+            synced: false,
+            relisting: false,
+        }
+    }
+
+    /// Apply an event; true when the visible contents changed (an update that leaves an
+    /// object as it was, as a resync does, is no change).
     fn apply(&mut self, event: Event<DynamicObject>) -> bool {
-        match event {
+        let stored = |o: &DynamicObject| {
+            self.store
+                .get(&ObjectRef::from_obj_with(o, self.resource.clone()))
+        };
+        let changed = match &event {
             Event::Init => {
-                self.buffer.clear();
                 self.relisting = true;
                 false
             }
-            Event::InitApply(o) => {
-                self.buffer.insert(key(&o), to_value(&o));
-                false
-            }
+            Event::InitApply(_) => false,
             Event::InitDone => {
-                self.items = std::mem::take(&mut self.buffer);
                 self.relisting = false;
                 self.synced = true;
                 true
             }
             Event::Apply(o) => {
-                let v = to_value(&o);
-                let k = key(&o);
-                let changed = self.items.get(&k) != Some(&v);
-                self.items.insert(k, v);
+                let changed = stored(o).is_none_or(|old| to_value(&old) != to_value(o));
                 changed && !self.relisting
             }
-            Event::Delete(o) => self.items.remove(&key(&o)).is_some() && !self.relisting,
-        }
+            Event::Delete(o) => stored(o).is_some() && !self.relisting,
+        };
+        self.writer.apply_watcher_event(&event);
+        changed
+    }
+
+    /// The objects, by namespace and name.
+    fn values(&self) -> Vec<Value> {
+        let mut objects = self.store.state();
+        objects.sort_by_cached_key(|o| key(o));
+        objects.iter().map(|o| to_value(o)).collect()
     }
 }
 
@@ -218,7 +235,7 @@ pub struct FleetFollower {
     watches: Watches,
 }
 
-/// The three watches, mirrored.
+/// The three watches, each kept in a reflector store.
 struct Watches {
     kube: Kube,
     scope: Scope,
@@ -226,9 +243,9 @@ struct Watches {
     promo_stream: EventStream,
     prof_stream: EventStream,
     sum_stream: EventStream,
-    promo: Mirror,
-    profs: Mirror,
-    sums: Mirror,
+    promo: Reflected,
+    profs: Reflected,
+    sums: Reflected,
     /// A transient error was reported and nothing has come since.
     lost: bool,
 }
@@ -320,9 +337,9 @@ impl Watches {
             sum_stream: summary_stream(kube, &stage_profiles),
             scope,
             stage_profiles,
-            promo: Mirror::default(),
-            profs: Mirror::default(),
-            sums: Mirror::default(),
+            promo: Reflected::new(&PROMOTION),
+            profs: Reflected::new(&PROFILE),
+            sums: Reflected::new(&SUMMARY),
             lost: false,
         }
     }
@@ -361,20 +378,20 @@ impl Watches {
                 continue;
             }
             self.lost = false;
-            let objects: Vec<Value> = self.promo.items.values().cloned().collect();
+            let objects: Vec<Value> = self.promo.values();
             // Stages renamed, added or removed (or promotions added): follow the new set of
             // stage profiles.
             let now_profiles = all_profile_names(&objects)?;
             if now_profiles != self.stage_profiles {
                 self.stage_profiles = now_profiles;
                 self.sum_stream = summary_stream(&self.kube, &self.stage_profiles);
-                self.sums = Mirror::default();
+                self.sums = Reflected::new(&SUMMARY);
                 continue;
             }
             return Ok(Update::Changed(Fleet {
                 objects,
-                profiles: self.profs.items.values().cloned().collect(),
-                summaries: self.sums.items.values().cloned().collect(),
+                profiles: self.profs.values(),
+                summaries: self.sums.values(),
             }));
         }
     }
@@ -385,7 +402,7 @@ impl Watches {
         ev: Option<watcher::Result<Event<DynamicObject>>>,
         trouble: &mut Option<String>,
     ) -> Result<bool> {
-        let (mirror, what) = match which {
+        let (reflected, what) = match which {
             Which::Promotion => (
                 &mut self.promo,
                 match &self.scope {
@@ -397,7 +414,7 @@ impl Watches {
             Which::Summaries => (&mut self.sums, Request::new("watch", SUMMARIES)),
         };
         match ev {
-            Some(Ok(e)) => Ok(mirror.apply(e)),
+            Some(Ok(e)) => Ok(reflected.apply(e)),
             Some(Err(e)) => match fatal(&self.kube, e, &what) {
                 Ok(err) => Err(err),
                 Err(reason) => {
@@ -427,4 +444,82 @@ enum Which {
     Promotion,
     Profiles,
     Summaries,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn summary(ns: &str, name: &str, phase: &str) -> DynamicObject {
+        DynamicObject::new(name, &SUMMARY.api_resource())
+            .within(ns)
+            .data(json!({"status": {"phase": phase}}))
+    }
+
+    fn names(r: &Reflected) -> Vec<String> {
+        r.values()
+            .iter()
+            .map(|v| {
+                format!(
+                    "{}/{}",
+                    v["metadata"]["namespace"].as_str().unwrap_or_default(),
+                    v["metadata"]["name"].as_str().unwrap_or_default()
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_list_shows_once_complete_sorted_by_namespace_and_name() {
+        let mut r = Reflected::new(&SUMMARY);
+        assert!(!r.apply(Event::Init));
+        assert!(!r.apply(Event::InitApply(summary("b", "x", "Ok"))));
+        assert!(!r.apply(Event::InitApply(summary("a", "y", "Ok"))));
+        assert!(!r.synced && r.values().is_empty());
+        assert!(r.apply(Event::InitDone));
+        assert!(r.synced);
+        assert_eq!(names(&r), ["a/y", "b/x"]);
+    }
+
+    #[test]
+    fn only_real_changes_count() {
+        let mut r = Reflected::new(&SUMMARY);
+        r.apply(Event::Init);
+        r.apply(Event::InitApply(summary("a", "x", "Ok")));
+        r.apply(Event::InitDone);
+        assert!(
+            !r.apply(Event::Apply(summary("a", "x", "Ok"))),
+            "same object"
+        );
+        assert!(r.apply(Event::Apply(summary("a", "x", "Failed"))));
+        assert!(
+            r.apply(Event::Apply(summary("a", "z", "Ok"))),
+            "a new object"
+        );
+        assert!(
+            !r.apply(Event::Delete(summary("a", "gone", "Ok"))),
+            "never seen"
+        );
+        assert!(r.apply(Event::Delete(summary("a", "z", "Ok"))));
+        assert_eq!(names(&r), ["a/x"]);
+        assert_eq!(r.values()[0]["status"]["phase"], "Failed");
+    }
+
+    #[test]
+    fn a_relist_replaces_the_contents_at_its_end() {
+        let mut r = Reflected::new(&SUMMARY);
+        r.apply(Event::Init);
+        r.apply(Event::InitApply(summary("a", "x", "Ok")));
+        r.apply(Event::InitDone);
+        assert!(!r.apply(Event::Init));
+        assert!(!r.apply(Event::InitApply(summary("a", "w", "Ok"))));
+        assert_eq!(
+            names(&r),
+            ["a/x"],
+            "the previous list until the relist is done"
+        );
+        assert!(r.apply(Event::InitDone));
+        assert_eq!(names(&r), ["a/w"]);
+    }
 }

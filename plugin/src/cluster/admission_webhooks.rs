@@ -11,8 +11,8 @@ use serde_json::Value;
 use promotion_shared::model::GROUP;
 use promotion_shared::selector::Selector;
 
+use crate::cluster::kube_client::Kube;
 use crate::error::{Error, Request};
-use crate::kube_client::Kube;
 
 const CONFIGURATIONS: [(&str, &str); 2] = [
     (

@@ -5,8 +5,8 @@
 //! connection, and what cannot be read becomes a line in the view saying why (forbidden, CRD not
 //! installed), never a silent gap and never "offline": offline means `describe -f`.
 
+use crate::cluster::kube_client::Kube;
 use crate::error::Result;
-use crate::kube_client::Kube;
 use crate::view::{profile_names, typed, Snapshot};
 
 /// Read a promotion, then, concurrently, the ClusterProfiles Sveltos generated (for every

@@ -1,52 +1,20 @@
 //! The API calls the plugin makes, as raw JSON (so that what is shown, diffed and patched is
 //! exactly what the server stored), with every failure mapped to one clear [`Error`].
 
-use kube::api::{ApiResource, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::core::Request as KubeRequest;
 use serde_json::Value;
 
-use promotion_shared::model::{
-    API_VERSION, CLUSTER_PROFILE_NAME_LABEL, GROUP, KIND, PLURAL, PROMOTION_NAME_LABEL, VERSION,
-};
+use promotion_shared::model::{CLUSTER_PROFILE_NAME_LABEL, PROMOTION_NAME_LABEL};
 use promotion_shared::patch::FIELD_MANAGER;
 
-use crate::connection::ConnectionFlags;
+use crate::cluster::connection::ConnectionFlags;
+use crate::cluster::request_log::RequestLog;
+use crate::cluster::resources::{
+    CORE_EVENT, CORE_EVENTS, EVENT, EVENTS, PROFILE, PROFILES, PROMOTION, PROMOTIONS, SUMMARIES,
+    SUMMARY,
+};
 use crate::error::{Error, Request, Result};
-use crate::request_log::RequestLog;
-
-pub const PROMOTIONS: &str = "clusterpromotions.config.projectsveltos.io";
-pub const PROFILES: &str = "clusterprofiles.config.projectsveltos.io";
-pub const SUMMARIES: &str = "clustersummaries.config.projectsveltos.io";
-pub const EVENTS: &str = "events.events.k8s.io";
-pub const CORE_EVENTS: &str = "events";
-
-const PROMOTIONS_PATH: &str = "/apis/config.projectsveltos.io/v1beta1/clusterpromotions";
-const PROFILES_PATH: &str = "/apis/config.projectsveltos.io/v1beta1/clusterprofiles";
-const SUMMARIES_PATH: &str = "/apis/config.projectsveltos.io/v1beta1/clustersummaries";
-const EVENTS_PATH: &str = "/apis/events.k8s.io/v1/events";
-const CORE_EVENTS_PATH: &str = "/api/v1/events";
-
-/// ClusterProfile, for the watcher in `wait`/`describe -w`.
-pub fn profile_resource() -> ApiResource {
-    ApiResource {
-        group: GROUP.into(),
-        version: VERSION.into(),
-        api_version: API_VERSION.into(),
-        kind: "ClusterProfile".into(),
-        plural: "clusterprofiles".into(),
-    }
-}
-
-/// ClusterSummary, for the watcher in `wait`/`describe -w`.
-pub fn summary_resource() -> ApiResource {
-    ApiResource {
-        group: GROUP.into(),
-        version: VERSION.into(),
-        api_version: API_VERSION.into(),
-        kind: "ClusterSummary".into(),
-        plural: "clustersummaries".into(),
-    }
-}
 
 #[derive(Clone)]
 pub struct Kube {
@@ -154,7 +122,7 @@ impl Kube {
     /// A 404 on a named ClusterPromotion is either the object or the whole CRD missing; the
     /// group's discovery document tells them apart.
     async fn classify_not_found(&self, name: &str) -> Error {
-        let path = format!("/apis/{GROUP}/{VERSION}");
+        let path = PROMOTION.prefix;
         let req = http::Request::get(path).body(Vec::new());
         let Ok(req) = req else {
             return Error::NotFound(name.to_string());
@@ -164,7 +132,7 @@ impl Kube {
                 let served = list
                     .get("resources")
                     .and_then(Value::as_array)
-                    .is_some_and(|r| r.iter().any(|r| r["name"] == PLURAL));
+                    .is_some_and(|r| r.iter().any(|r| r["name"] == PROMOTION.plural));
                 if served {
                     Error::NotFound(name.to_string())
                 } else {
@@ -183,7 +151,7 @@ impl Kube {
     pub async fn get_promotion(&self, name: &str) -> Result<Value> {
         let what = Request::named("get", PROMOTIONS, name);
         let req = self.build(
-            KubeRequest::new(PROMOTIONS_PATH).get(name, &Default::default()),
+            KubeRequest::new(PROMOTION.path).get(name, &Default::default()),
             &what,
         )?;
         match self.send(req, &what).await {
@@ -198,7 +166,7 @@ impl Kube {
         if let Some(s) = selector {
             lp = lp.labels(s);
         }
-        let req = self.build(KubeRequest::new(PROMOTIONS_PATH).list(&lp), &what)?;
+        let req = self.build(KubeRequest::new(PROMOTION.path).list(&lp), &what)?;
         Ok(items(self.send(req, &what).await?))
     }
 
@@ -208,7 +176,7 @@ impl Kube {
     pub async fn list_promotion_profiles(&self) -> Result<Vec<Value>> {
         let what = Request::new("list", PROFILES);
         let lp = ListParams::default().labels(PROMOTION_NAME_LABEL);
-        let req = self.build(KubeRequest::new(PROFILES_PATH).list(&lp), &what)?;
+        let req = self.build(KubeRequest::new(PROFILE.path).list(&lp), &what)?;
         Ok(items(self.send(req, &what).await?))
     }
 
@@ -219,13 +187,13 @@ impl Kube {
         }
         let what = Request::new("list", SUMMARIES);
         let lp = ListParams::default().labels(&summaries_selector(profiles));
-        let req = self.build(KubeRequest::new(SUMMARIES_PATH).list(&lp), &what)?;
+        let req = self.build(KubeRequest::new(SUMMARY.path).list(&lp), &what)?;
         let body = self
             .client
             .request_text(req)
             .await
             .map_err(|e| self.error(e, &what))?;
-        crate::summary_list::decode(body.as_bytes()).map_err(|e| Error::Api {
+        crate::cluster::summary_list::decode(body.as_bytes()).map_err(|e| Error::Api {
             request: what,
             message: format!("the answer is not a ClusterSummary list: {e}"),
         })
@@ -237,26 +205,29 @@ impl Kube {
     /// the Events of cluster-scoped objects in `default`, so all namespaces are listed.
     pub async fn list_events(&self, name: &str, uid: Option<&str>) -> Result<Vec<Value>> {
         let what = Request::new("list", EVENTS);
-        let lp =
-            ListParams::default().fields(&format!("regarding.kind={KIND},regarding.name={name}"));
-        let req = self.build(KubeRequest::new(EVENTS_PATH).list(&lp), &what)?;
+        let lp = ListParams::default().fields(&format!(
+            "regarding.kind={},regarding.name={name}",
+            PROMOTION.kind
+        ));
+        let req = self.build(KubeRequest::new(EVENT.path).list(&lp), &what)?;
         let listed = match self.client.request::<Value>(req).await {
             Ok(list) => list,
             Err(kube::Error::Api(s)) if matches!(s.code, 403 | 404) => {
                 let what = Request::new("list", CORE_EVENTS);
                 let lp = ListParams::default().fields(&format!(
-                    "involvedObject.kind={KIND},involvedObject.name={name}"
+                    "involvedObject.kind={},involvedObject.name={name}",
+                    PROMOTION.kind
                 ));
-                let req = self.build(KubeRequest::new(CORE_EVENTS_PATH).list(&lp), &what)?;
+                let req = self.build(KubeRequest::new(CORE_EVENT.path).list(&lp), &what)?;
                 self.send(req, &what).await?
             }
             Err(e) => return Err(self.error(e, &what)),
         };
         let mut events: Vec<Value> = items(listed)
             .into_iter()
-            .filter(|e| crate::events::regards(e, name, uid))
+            .filter(|e| crate::cluster::events::regards(e, name, uid))
             .collect();
-        events.sort_by_key(|e| crate::events::event_time(e).unwrap_or_default());
+        events.sort_by_key(|e| crate::cluster::events::event_time(e).unwrap_or_default());
         Ok(events)
     }
 
@@ -274,7 +245,7 @@ impl Kube {
             dry_run,
             ..PatchParams::default()
         };
-        let req = KubeRequest::new(PROMOTIONS_PATH)
+        let req = KubeRequest::new(PROMOTION.path)
             .patch(name, &pp, &Patch::<()>::Json(patch.clone()))
             .map_err(kube::Error::BuildRequest)?;
         self.client.request::<Value>(req).await
@@ -289,7 +260,7 @@ impl Kube {
             ..PatchParams::default()
         };
         let req = self.build(
-            KubeRequest::new(PROMOTIONS_PATH).patch(name, &pp, &Patch::Merge(body)),
+            KubeRequest::new(PROMOTION.path).patch(name, &pp, &Patch::Merge(body)),
             &what,
         )?;
         self.send(req, &what).await
@@ -307,7 +278,7 @@ impl Kube {
             field_manager: Some(FIELD_MANAGER.into()),
         };
         let data = serde_json::to_vec(body).map_err(|e| Error::Io(e.to_string()))?;
-        let req = self.build(KubeRequest::new(PROMOTIONS_PATH).create(&pp, data), &what)?;
+        let req = self.build(KubeRequest::new(PROMOTION.path).create(&pp, data), &what)?;
         self.send(req, &what).await
     }
 }

@@ -8,13 +8,10 @@ use serde_json::Value;
 
 use promotion_shared::plan::{inventory::CAPI_GROUP, ClusterType, Inventory};
 
+use crate::cluster::kube_client::Kube;
+use crate::cluster::resources::{CAPI_CLUSTERS, SVELTOS_CLUSTER, SVELTOS_CLUSTERS};
 use crate::error::{Error, Request, Result};
-use crate::kube_client::Kube;
 
-pub const SVELTOS_CLUSTERS: &str = "sveltosclusters.lib.projectsveltos.io";
-pub const CAPI_CLUSTERS: &str = "clusters.cluster.x-k8s.io";
-
-const SVELTOS_PATH: &str = "/apis/lib.projectsveltos.io/v1beta1/sveltosclusters";
 /// What kubectl asks for by default (`--chunk-size`): bounded pages keep a big fleet from
 /// being one huge response for the API server to build.
 pub const DEFAULT_PAGE_SIZE: u32 = 500;
@@ -24,7 +21,7 @@ pub const DEFAULT_PAGE_SIZE: u32 = 500;
 pub async fn list_fleet(kube: &Kube, page_size: u32) -> Result<Inventory> {
     let sveltos = list_clusters(
         kube,
-        SVELTOS_PATH.to_string(),
+        SVELTOS_CLUSTER.path.to_string(),
         ClusterType::Sveltos,
         SVELTOS_CLUSTERS,
         page_size,
