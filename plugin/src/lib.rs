@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod cluster;
 pub mod commands;
+pub mod duration;
 pub mod error;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;

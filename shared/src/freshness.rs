@@ -19,9 +19,8 @@
 //!      the time Sveltos (re)started the first stage (`status.stages[0].lastUpdateReconciledTime`):
 //!      a change recorded after that restart has not been picked up.
 //!
-//!    A signal that says "stale" wins over one that says "current"; where no signal can decide,
-//!    the freshness is [`Freshness::Unknown`], and nobody may act on the status as if it were the
-//!    current rollout's.
+//!    A signal that says "stale" wins over one that says "current"; where no signal can tell,
+//!    the status is taken as the current rollout's (what a Sveltos build without hashes shows).
 
 use chrono::DateTime;
 use serde::Serialize;
@@ -54,8 +53,6 @@ pub enum Freshness {
     Current,
     /// Sveltos has not picked up the latest change that starts a new rollout.
     Stale { reason: String, signal: StaleSignal },
-    /// Nothing read can tell whether the status belongs to the current spec.
-    Unknown { reason: String },
 }
 
 impl Freshness {
@@ -92,7 +89,6 @@ pub fn freshness(
             return stale_stages();
         }
     }
-    let mut current_by: Option<&'static str> = None;
     if let (Some(profile), Some(stage)) = (first_stage_profile, promotion.spec.stages.first()) {
         let spec = profile.get("spec").cloned().unwrap_or(Value::Null);
         let appended = appended_check_names(stage, promotion.spec.profile_spec.as_ref());
@@ -123,7 +119,6 @@ pub fn freshness(
                 signal: StaleSignal::StageProfile,
             };
         }
-        current_by = Some("the first stage's ClusterProfile has the current spec");
     }
     let changed = spec_change_record(object).ok().flatten();
     let restarted = first_status.last_update_reconciled_time.as_deref();
@@ -142,18 +137,9 @@ pub fn freshness(
                     signal: StaleSignal::SpecChangeRecord,
                 };
             }
-            current_by.get_or_insert("the last recorded spec change is older than the restart");
         }
     }
-    match current_by {
-        Some(_) => Freshness::Current,
-        None => Freshness::Unknown {
-            reason: "the status carries no rollout hashes (a Sveltos build that does not write \
-                     them), and neither the first stage's ClusterProfile nor a spec-change record \
-                     could be read to tell whether it belongs to the current spec"
-                .into(),
-        },
-    }
+    Freshness::Current
 }
 
 fn by_hashes(recorded: &RolloutId, current: &RolloutId) -> Freshness {

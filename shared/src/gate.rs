@@ -68,12 +68,6 @@ pub enum Refusal {
         reason: String,
         requested: Option<String>,
     },
-    /// Nothing read ties the status to the current spec (`phase: unknown`): the stage states may
-    /// be the previous rollout's.
-    Unknown {
-        reason: String,
-        requested: Option<String>,
-    },
     /// No stage was named and no gate waits.
     NothingAwaiting {
         activity: Activity,
@@ -140,12 +134,6 @@ pub fn approval_target(
             requested: requested.map(String::from),
         });
     }
-    if let (Some(reason), false) = (&pipeline.unknown, pre_approve) {
-        return Err(Refusal::Unknown {
-            reason: reason.clone(),
-            requested: requested.map(String::from),
-        });
-    }
     let view = match requested {
         // The first stage of the name: the one whose status Sveltos reads and whose index the
         // patch pins (a later stage of the same name is never reached).
@@ -190,7 +178,6 @@ pub fn approval_target(
     }
     let already_approved = view.trigger.approved == Some(true);
     let ahead_of_time = pipeline.stale.is_some()
-        || pipeline.unknown.is_some()
         || matches!(view.state, StageState::NotStarted | StageState::Promoted);
     if ahead_of_time && !already_approved && !pre_approve {
         return Err(if view.state == StageState::Promoted {
@@ -488,19 +475,6 @@ mod tests {
         );
         assert_eq!(g.transition(), "prod → complete");
         assert_eq!(approval_target(&p, Some("prod"), false), Ok(g));
-    }
-
-    #[test]
-    fn an_unknown_status_is_refused_unless_pre_approved() {
-        let mut p = gates(None);
-        p.unknown = Some("no hashes".into());
-        p.phase = Phase::Unknown;
-        assert!(matches!(
-            approval_target(&p, Some("staging"), false),
-            Err(Refusal::Unknown { .. })
-        ));
-        let gate = approval_target(&p, Some("staging"), true).unwrap();
-        assert!(gate.ahead_of_time);
     }
 
     #[test]

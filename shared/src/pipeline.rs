@@ -202,8 +202,6 @@ pub enum Phase {
     NotStarted,
     /// Sveltos has not picked up the latest change: the status is the previous rollout's.
     Stale,
-    /// Nothing read tells whether the status belongs to the current spec: no state is claimed.
-    Unknown,
     Progressing,
     /// A cluster's feature failed and Sveltos retries it.
     Degraded,
@@ -220,7 +218,6 @@ impl Phase {
         match self {
             Phase::NotStarted => "not started",
             Phase::Stale => "change not picked up yet",
-            Phase::Unknown => "unknown",
             Phase::Progressing => "progressing",
             Phase::Degraded => "degraded",
             Phase::AwaitingApproval => "awaiting approval",
@@ -250,10 +247,6 @@ pub struct Pipeline {
     /// stage states then describe the previous rollout.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stale: Option<String>,
-    /// Set when nothing read tells whether the status belongs to the current spec
-    /// (`phase: unknown`): why. The stage states may describe the previous rollout.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub unknown: Option<String>,
     pub stages: Vec<StageView>,
 }
 
@@ -265,7 +258,7 @@ impl Pipeline {
     /// The stage (if any) whose manual gate blocks the current rollout right now. Never one of
     /// a stale status: approving it would pre-approve the new rollout's gate.
     pub fn awaiting_approval(&self) -> Option<&StageView> {
-        if self.stale.is_some() || self.unknown.is_some() {
+        if self.stale.is_some() {
             return None;
         }
         self.stages
@@ -318,10 +311,9 @@ pub fn derive(
 
     let has_status = !promotion.stage_statuses().is_empty();
     let note = (!has_status).then(|| empty_status_reason(promotion));
-    let (stale, unknown) = match freshness {
-        Freshness::Stale { reason, .. } => (Some(reason.clone()), None),
-        Freshness::Unknown { reason } => (None, Some(reason.clone())),
-        Freshness::Current => (None, None),
+    let stale = match freshness {
+        Freshness::Stale { reason, .. } => Some(reason.clone()),
+        Freshness::Current => None,
     };
     let any = |f: fn(&StageState) -> bool| views.iter().any(|v| f(&v.state));
     let phase = if !has_status {
@@ -330,8 +322,6 @@ pub fn derive(
         Phase::Blocked
     } else if stale.is_some() {
         Phase::Stale
-    } else if unknown.is_some() {
-        Phase::Unknown
     } else if any(|s| {
         matches!(
             s,
@@ -363,7 +353,6 @@ pub fn derive(
             .and_then(|s| s.current_stage_name.clone()),
         note,
         stale,
-        unknown,
         stages: views,
     }
 }

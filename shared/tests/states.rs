@@ -278,27 +278,6 @@ fn a_status_whose_hashes_differ_from_the_spec_is_stale() {
     assert!(pipeline.awaiting_approval().is_none());
 }
 
-#[test]
-fn without_hashes_or_other_signals_freshness_is_unknown() {
-    let mut p = load("kyverno-rollout-auto.yaml");
-    let mut object = serde_json::to_value(&p).unwrap();
-    object["status"]
-        .as_object_mut()
-        .unwrap()
-        .remove("stagesHash");
-    object["status"]
-        .as_object_mut()
-        .unwrap()
-        .remove("profileSpecHash");
-    p = serde_json::from_value(object.clone()).unwrap();
-    let fresh = freshness(&object, &p, None);
-    assert!(matches!(fresh, Freshness::Unknown { .. }), "{fresh:?}");
-    let pipeline = derive(&p, None, &fresh);
-    assert_eq!(pipeline.phase, Phase::Unknown);
-    assert!(pipeline.unknown.is_some());
-    assert!(pipeline.awaiting_approval().is_none());
-}
-
 /// Two stages of one name (the API server refuses them; `describe -f` can still read them). A
 /// stage's status is found by its name, so it is the first stage's, and the later stage of that
 /// name is never reached. Found by the `view` fuzz target: the later `dev` here used to read the

@@ -61,6 +61,7 @@ fn package_of(bin: &str) -> Option<&'static str> {
     match bin {
         "kubectl-promotion" => Some("kubectl-promotion"),
         "promotion-webhook" => Some("promotion-webhook"),
+        "promotion-controller" => Some("promotion-controller"),
         "standin-apiserver" => Some("promotion-e2e"),
         _ => None,
     }

@@ -324,15 +324,15 @@ fn the_check_sees_the_modules_and_edges_that_matter() {
         "commands::lint",
         "render",
         "view",
-        "fetch",
-        "kube_client",
+        "cluster::fetch",
+        "cluster::kube_client",
     ] {
         assert!(
             plugin.contains_key(&path(module)),
             "plugin: {module} not found"
         );
     }
-    assert!(plugin[&path("fetch")].contains(&path("view")));
+    assert!(plugin[&path("cluster::fetch")].contains(&path("view")));
     assert!(plugin[&path("commands::lint")].contains(&path("render")));
     let shared = crate_graph("shared");
     assert!(shared[&path("model")].contains(&path("approval")));

@@ -12,8 +12,8 @@ use std::time::Duration;
 use clap::Args;
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 
+use crate::duration;
 use crate::error::{Error, Result};
-use crate::render::duration;
 
 const HEADING: &str = "Connection (as in kubectl)";
 

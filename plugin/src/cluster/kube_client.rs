@@ -225,9 +225,9 @@ impl Kube {
         };
         let mut events: Vec<Value> = items(listed)
             .into_iter()
-            .filter(|e| crate::cluster::events::regards(e, name, uid))
+            .filter(|e| crate::view::events::regards(e, name, uid))
             .collect();
-        events.sort_by_key(|e| crate::cluster::events::event_time(e).unwrap_or_default());
+        events.sort_by_key(|e| crate::view::events::event_time(e).unwrap_or_default());
         Ok(events)
     }
 

@@ -22,8 +22,8 @@ use super::{note, wait, warn, Ctx};
 use crate::cluster::admission_webhooks;
 use crate::cluster::kube_client::Kube;
 use crate::cluster::resources::PROMOTIONS;
+use crate::duration;
 use crate::error::{exit::approve as exit, Error, Request, Result};
-use crate::render::duration;
 use crate::render::output;
 use crate::render::printers::{self, FormatArg, OutputFormat, PrintOptions, OBJECT_FORMATS};
 use crate::view::{self, Snapshot};
@@ -123,15 +123,6 @@ pub fn refusal(name: &str, refusal: &Refusal) -> String {
                  new rollout's gate ahead of time. Wait until the new rollout reaches the gate \
                  (kubectl promotion wait {name} --for=approval), or pass --stage {stage_hint} \
                  --pre-approve to approve it ahead of time on purpose"
-            )
-        }
-        Refusal::Unknown { reason, requested } => {
-            let stage_hint = requested.as_deref().unwrap_or("S");
-            format!(
-                "cannot tell whether the status of {name:?} belongs to its current spec \
-                 ({reason}): its stage states may be the previous rollout's, so no gate is \
-                 approved from them. Pass --stage {stage_hint} --pre-approve to approve a gate on \
-                 purpose"
             )
         }
         Refusal::NothingAwaiting {

@@ -13,8 +13,8 @@ use super::{note, Ctx};
 use crate::cluster::fetch;
 use crate::cluster::kube_client::Kube;
 use crate::cluster::watch::Follower;
+use crate::duration;
 use crate::error::{exit::wait as exit, Error, Result};
-use crate::render::duration;
 use crate::view::Description;
 
 #[derive(Args, Debug)]
@@ -109,8 +109,6 @@ pub fn evaluate(cond: &WaitFor, d: &Description, fail_fast: bool) -> Verdict {
     match d.phase {
         // The status is the previous rollout's: nothing in it answers the condition.
         Phase::Stale => return Verdict::Pending(doing),
-        // Nothing read ties the status to this spec: never answer the condition from it.
-        Phase::Unknown => return Verdict::Pending(doing),
         Phase::Failed | Phase::Blocked => return Verdict::Failed(doing),
         Phase::Degraded if fail_fast => return Verdict::Failed(doing),
         _ => {}

@@ -8,7 +8,7 @@ use promotion_shared::cluster_summary::ClusterState;
 use promotion_shared::pipeline::{Approval, Phase, StageState, StageView, TriggerKind};
 
 use super::{table, Style, Tone};
-use crate::render::duration;
+use crate::duration;
 use crate::view::{Description, StageDetail, WillReach};
 
 /// How many clusters a stage lists before summarising (unless `--all-clusters`).
@@ -70,20 +70,6 @@ pub fn render(d: &Description, style: &Style, opts: &Options) -> String {
                 &format!(
                     "Sveltos has not picked up this change yet: the status below is from the \
                      previous rollout ({why})"
-                ),
-                Tone::Waiting,
-            ),
-        );
-    }
-    if let Some(why) = &d.unknown {
-        field(
-            &mut out,
-            0,
-            "Status",
-            &style.paint(
-                &format!(
-                    "unknown: the stages below may be the previous rollout's, so no state is \
-                     claimed for this spec ({why})"
                 ),
                 Tone::Waiting,
             ),

@@ -1,8 +1,7 @@
 //! Printing: everything that turns results into text, no cluster access. Human output
 //! (`describe`, `diff`, `table`, `terminal`, and the colour [`Style`] here), the structured and
 //! template formats (`output`: `-o json|yaml|name` and reading manifests; `printers`: kubectl's
-//! `-o jsonpath|custom-columns|go-template…`; `custom_columns`), and durations as flags take
-//! them and ages as kubectl shows them (`duration`).
+//! `-o jsonpath|custom-columns|go-template…`; `custom_columns`).
 //!
 //! Colour and symbols only when writing to a terminal that wants them; the plain form carries
 //! the same words, so nothing is lost in a pipe or a CI log.
@@ -10,7 +9,6 @@
 pub mod custom_columns;
 pub mod describe;
 pub mod diff;
-pub mod duration;
 pub mod output;
 pub mod printers;
 pub mod table;
@@ -127,7 +125,7 @@ impl Style {
     pub fn phase(&self, phase: &Phase) -> String {
         let tone = match phase {
             Phase::NotStarted => Tone::Dim,
-            Phase::Stale | Phase::Unknown => Tone::Waiting,
+            Phase::Stale => Tone::Waiting,
             Phase::Progressing => Tone::Active,
             Phase::Degraded => Tone::Waiting,
             Phase::AwaitingApproval => Tone::Waiting,

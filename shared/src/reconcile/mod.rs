@@ -29,6 +29,7 @@
 
 pub mod bodies;
 pub mod deployed;
+pub mod simulate;
 mod status_edit;
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,6 @@
 //! Go-style durations (`30s`, `5m`, `1h30m`, `250ms`), as kubectl's `--timeout` and
-//! `--request-timeout` take them, plus kubectl's human ages (`45s`, `3m`, `5h`, `2d4h`).
+//! `--request-timeout` take them, plus kubectl's human ages (`45s`, `3m`, `5h`, `2d4h`). Used by
+//! the flags of `cluster` and `commands` and by `render`, so it belongs to none of them.
 
 use std::time::Duration;
 

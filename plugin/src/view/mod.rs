@@ -22,8 +22,10 @@ use promotion_shared::plan::promotion_from_json;
 use promotion_shared::plan::Cluster;
 use promotion_shared::rollout::{self, RolloutId};
 
-use crate::cluster::events::{event_view, EventView};
+pub mod events;
+
 use crate::error::{Error, Result};
+use events::{event_view, EventView};
 
 pub const API_VERSION: &str = "kubectl-promotion.dev/v1alpha1";
 
@@ -318,10 +320,6 @@ pub struct Description {
     /// stage states then describe the previous rollout.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stale: Option<String>,
-    /// Set (phase `unknown`) when nothing read tells whether the status belongs to the current
-    /// spec: why. No stage state is claimed for the current rollout then.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub unknown: Option<String>,
     /// The rollout the spec describes and the one the status belongs to, by Sveltos' hashes.
     pub rollout: RolloutView,
     /// What to do next, as a command or in words; absent when nothing needs doing.
@@ -411,7 +409,6 @@ impl Description {
             current_stage,
             note,
             stale,
-            unknown,
             ..
         } = pipeline;
         Ok(Description {
@@ -433,7 +430,6 @@ impl Description {
                 .and_then(|s| s.last_promotion_time.clone()),
             note,
             stale,
-            unknown,
             rollout,
             next_step,
             awaiting_approval,
@@ -585,11 +581,6 @@ impl RolloutView {
 fn next_step(pipeline: &Pipeline) -> Option<String> {
     use pipeline::StageState;
     let name = &pipeline.name;
-    // Nothing is proposed on a status that may be the previous rollout's: any action could be
-    // meant for the wrong rollout (describe says why in its Status line).
-    if pipeline.unknown.is_some() {
-        return None;
-    }
     if pipeline.phase == Phase::Stale {
         return Some(format!(
             "wait for Sveltos to restart the pipeline with the change (kubectl promotion wait \

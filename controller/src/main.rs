@@ -1,0 +1,34 @@
+//! `promotion-controller`: parse the command line, run the command, exit with its status.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use promotion_controller::cli::{Cli, Command};
+use promotion_controller::commands;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: starting the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = runtime.block_on(async {
+        match &cli.command {
+            Command::Reconcile(args) => commands::reconcile::run(args).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}

@@ -1,0 +1,269 @@
+//! The inputs of one reconcile ([`Snapshot`]): from manifests (what `kubectl get -o yaml`
+//! prints), or read from the cluster.
+
+use std::path::Path;
+
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use serde_json::Value;
+
+use promotion_shared::model::{
+    is_cluster_promotion, stage_profile_name, CLUSTER_PROFILE_NAME_LABEL, PROMOTION_NAME_LABEL,
+};
+use promotion_shared::plan::{ClusterType, Inventory};
+use promotion_shared::reconcile::Snapshot;
+
+use crate::error::{Error, Result};
+
+/// A snapshot from the objects of a manifest: the one ClusterPromotion (or the one named
+/// `promotion`), every ClusterProfile and ClusterSummary, and the clusters. Clusters are the
+/// fleet when at least one is there; otherwise the fleet is unknown.
+pub fn from_objects(
+    source: &str,
+    objects: Vec<Value>,
+    promotion: Option<&str>,
+) -> Result<Snapshot> {
+    let mut promotions = Vec::new();
+    let mut profiles = Vec::new();
+    let mut summaries = Vec::new();
+    let mut clusters = Vec::new();
+    for object in objects {
+        let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
+        match kind {
+            _ if is_cluster_promotion(&object) => promotions.push(object),
+            "ClusterProfile" => profiles.push(object),
+            "ClusterSummary" => summaries.push(object),
+            "SveltosCluster" | "Cluster" => clusters.push(object),
+            _ => {}
+        }
+    }
+    let name_of = |p: &Value| {
+        p.pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let chosen = match promotion {
+        Some(name) => promotions
+            .into_iter()
+            .find(|p| name_of(p) == name)
+            .ok_or_else(|| Error::Input(format!("{source}: no ClusterPromotion named {name:?}")))?,
+        None => match promotions.len() {
+            0 => {
+                return Err(Error::Input(format!(
+                    "{source}: no ClusterPromotion (apiVersion config.projectsveltos.io/v1beta1)"
+                )))
+            }
+            1 => promotions.remove(0),
+            n => {
+                let names: Vec<String> = promotions.iter().map(name_of).collect();
+                return Err(Error::Input(format!(
+                    "{source}: {n} ClusterPromotions ({}); choose one with --promotion",
+                    names.join(", ")
+                )));
+            }
+        },
+    };
+    let fleet = if clusters.is_empty() {
+        None
+    } else {
+        let mut inventory = Inventory::new();
+        inventory
+            .add_documents(source, &clusters)
+            .map_err(|e| Error::Input(e.to_string()))?;
+        Some(inventory.into_clusters())
+    };
+    Ok(Snapshot {
+        promotion: chosen,
+        profiles,
+        summaries,
+        fleet,
+    })
+}
+
+/// Every object of a manifest text: its documents, and the items of `List`s.
+pub fn objects_of(source: &str, text: &str) -> Result<Vec<Value>> {
+    let documents = promotion_manifest::parse_documents(text)
+        .map_err(|e| Error::Input(format!("{source}: {e}")))?;
+    let mut out = Vec::new();
+    for doc in documents {
+        let value = doc.value;
+        if value.is_null() {
+            continue;
+        }
+        if value.get("kind").and_then(Value::as_str) == Some("List") {
+            if let Some(items) = value.get("items").and_then(Value::as_array) {
+                out.extend(items.iter().cloned());
+            }
+        } else {
+            out.push(value);
+        }
+    }
+    Ok(out)
+}
+
+/// Read a snapshot file (`-` is standard input).
+pub fn read(path: &Path, promotion: Option<&str>) -> Result<Snapshot> {
+    let (source, text) = if path == Path::new("-") {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .map_err(|e| Error::Input(format!("<stdin>: {e}")))?;
+        ("<stdin>".to_string(), text)
+    } else {
+        let source = path.display().to_string();
+        let text =
+            std::fs::read_to_string(path).map_err(|e| Error::Input(format!("{source}: {e}")))?;
+        (source, text)
+    };
+    from_objects(&source, objects_of(&source, &text)?, promotion)
+}
+
+/// A client as kubectl would connect: `--kubeconfig`, else `$KUBECONFIG` and `~/.kube/config`,
+/// else the in-cluster service account; `--context` picks a context.
+pub async fn client(kubeconfig: Option<&Path>, context: Option<&str>) -> Result<Client> {
+    let options = KubeConfigOptions {
+        context: context.map(str::to_string),
+        ..KubeConfigOptions::default()
+    };
+    let connecting = |e: &dyn std::fmt::Display| Error::Cluster(format!("connecting: {e}"));
+    let config = match kubeconfig {
+        Some(path) => {
+            let file = Kubeconfig::read_from(path)
+                .map_err(|e| Error::Cluster(format!("reading {}: {e}", path.display())))?;
+            Config::from_custom_kubeconfig(file, &options)
+                .await
+                .map_err(|e| connecting(&e))?
+        }
+        None if context.is_some() => Config::from_kubeconfig(&options)
+            .await
+            .map_err(|e| connecting(&e))?,
+        None => Config::infer().await.map_err(|e| connecting(&e))?,
+    };
+    Client::try_from(config).map_err(|e| Error::Cluster(format!("connecting: {e}")))
+}
+
+fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: format!("{group}/{version}"),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+/// The snapshot of promotion `name` as the cluster holds it now.
+pub async fn live(client: &Client, name: &str) -> Result<Snapshot> {
+    let read = |what: &str, e: kube::Error| Error::Cluster(format!("reading {what}: {e}"));
+    let promotions: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &resource(
+            "config.projectsveltos.io",
+            "v1beta1",
+            "ClusterPromotion",
+            "clusterpromotions",
+        ),
+    );
+    let promotion = promotions
+        .get(name)
+        .await
+        .map_err(|e| read(&format!("clusterpromotion {name}"), e))?;
+    let promotion = serde_json::to_value(&promotion).map_err(|e| Error::Cluster(e.to_string()))?;
+    let profiles_api: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &resource(
+            "config.projectsveltos.io",
+            "v1beta1",
+            "ClusterProfile",
+            "clusterprofiles",
+        ),
+    );
+    let profiles = profiles_api
+        .list(&ListParams::default().labels(&format!("{PROMOTION_NAME_LABEL}={name}")))
+        .await
+        .map_err(|e| read("clusterprofiles", e))?;
+    let profiles: Vec<Value> = profiles
+        .items
+        .iter()
+        .filter_map(|p| serde_json::to_value(p).ok())
+        .collect();
+    // Each stage's profile name, whether or not the profile exists yet.
+    let stage_names: Vec<String> = promotion
+        .pointer("/spec/stages")
+        .and_then(Value::as_array)
+        .map(|stages| {
+            stages
+                .iter()
+                .filter_map(|s| s.get("name").and_then(Value::as_str))
+                .map(|s| stage_profile_name(name, s))
+                .collect()
+        })
+        .unwrap_or_default();
+    let summaries_api: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &resource(
+            "config.projectsveltos.io",
+            "v1beta1",
+            "ClusterSummary",
+            "clustersummaries",
+        ),
+    );
+    let summaries = if stage_names.is_empty() {
+        Vec::new()
+    } else {
+        let selector = format!(
+            "{CLUSTER_PROFILE_NAME_LABEL} in ({})",
+            stage_names.join(",")
+        );
+        summaries_api
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(|e| read("clustersummaries", e))?
+            .items
+            .iter()
+            .filter_map(|s| serde_json::to_value(s).ok())
+            .collect()
+    };
+    let mut inventory = Inventory::new();
+    for (cluster_type, group, version, plural) in [
+        (
+            ClusterType::Sveltos,
+            "lib.projectsveltos.io",
+            "v1beta1",
+            "sveltosclusters",
+        ),
+        (ClusterType::Capi, "cluster.x-k8s.io", "v1beta1", "clusters"),
+    ] {
+        let api: Api<DynamicObject> = Api::all_with(
+            client.clone(),
+            &resource(group, version, cluster_type.kind(), plural),
+        );
+        match api.list(&ListParams::default()).await {
+            Ok(list) => {
+                let docs: Vec<Value> = list
+                    .items
+                    .iter()
+                    .filter_map(|c| serde_json::to_value(c).ok())
+                    .map(|mut c| {
+                        c["apiVersion"] = format!("{group}/{version}").into();
+                        c["kind"] = cluster_type.kind().into();
+                        c
+                    })
+                    .collect();
+                inventory
+                    .add_documents(plural, &docs)
+                    .map_err(|e| Error::Cluster(e.to_string()))?;
+            }
+            // CAPI is optional: without its CRD there are no CAPI clusters.
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => return Err(read(plural, e)),
+        }
+    }
+    Ok(Snapshot {
+        promotion,
+        profiles,
+        summaries,
+        fleet: Some(inventory.into_clusters()),
+    })
+}

@@ -1,0 +1,368 @@
+//! A promotion's rollout on a simulated clock: [`super::decide`] run again and again, with
+//! Sveltos played as if every cluster deployed at once and every health check passed, to tell
+//! when each stage starts, soaks, waits for a window or an approval, and completes. `plan
+//! --timeline` prints it.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::model::CLUSTER_PROFILE_NAME_LABEL;
+use crate::plan::Cluster;
+use crate::selector::Selector;
+
+use super::{decide, Decision, Options, Snapshot};
+
+/// One thing that happens in the rollout.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Step {
+    pub time: DateTime<Utc>,
+    pub stage: String,
+    pub what: StepKind,
+    /// For waits: until when (a soak's end, a window's opening); absent when open-ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub until: Option<DateTime<Utc>>,
+    /// The clusters the stage deploys to (for `starts`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<usize>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StepKind {
+    /// The stage's ClusterProfile is applied.
+    Starts,
+    /// Every cluster of the stage is deployed.
+    Deployed,
+    Soaks,
+    WaitsForWindow,
+    WaitsForApproval,
+    Approved,
+    /// The stage's trigger is satisfied (the promotion moves on or completes).
+    Passes,
+    /// The last stage passed: the rollout is complete.
+    Completes,
+    /// Nothing more happens without someone acting (an approval that never comes), or the
+    /// trigger cannot be satisfied.
+    Blocked,
+}
+
+/// The simulated rollout.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Timeline {
+    pub start: DateTime<Utc>,
+    pub steps: Vec<Step>,
+    /// When the rollout completes, if it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completes: Option<DateTime<Utc>>,
+}
+
+/// At most this many reconciles are simulated (a rollout takes a few per stage).
+const MAX_RECONCILES: usize = 10_000;
+
+/// Simulate `promotion` (its status, if any, is where it starts) from `start`, with `approvals`
+/// giving when each manual gate is approved.
+pub fn simulate(
+    promotion: &Value,
+    fleet: &[Cluster],
+    start: DateTime<Utc>,
+    approvals: &[(String, DateTime<Utc>)],
+    options: &Options,
+) -> Timeline {
+    let mut snapshot = Snapshot {
+        promotion: promotion.clone(),
+        profiles: Vec::new(),
+        summaries: Vec::new(),
+        fleet: Some(fleet.to_vec()),
+    };
+    if let Some(meta) = snapshot
+        .promotion
+        .get_mut("metadata")
+        .and_then(Value::as_object_mut)
+    {
+        meta.entry("uid").or_insert_with(|| json!("simulated"));
+    }
+    let mut now = start;
+    let mut steps: Vec<Step> = Vec::new();
+    let mut completes = None;
+    for _ in 0..MAX_RECONCILES {
+        let d = decide(&snapshot, now, options);
+        let progressed = play(&mut snapshot, &d, fleet);
+        record(&mut steps, &d, &snapshot, now, fleet);
+        if d.explanation
+            .ends_with("the promotion is complete for this rollout")
+        {
+            if let Some(last) = steps.last() {
+                completes = Some(last.time);
+            }
+            push(
+                &mut steps,
+                now,
+                last_stage(&snapshot),
+                StepKind::Completes,
+                None,
+            );
+            break;
+        }
+        if progressed {
+            continue;
+        }
+        let approval = waiting_for_approval(&snapshot).and_then(|stage| {
+            approvals
+                .iter()
+                .find(|(s, _)| *s == stage)
+                .map(|(_, t)| (stage, (*t).max(now)))
+        });
+        match (d.wake_at, approval) {
+            (_, Some((stage, at))) if d.wake_at.is_none_or(|w| at <= w) => {
+                now = at;
+                approve(&mut snapshot, &stage);
+                push(&mut steps, now, stage, StepKind::Approved, None);
+            }
+            (Some(wake), _) if wake > now => now = wake,
+            _ => {
+                let stage = current_stage(&snapshot).unwrap_or_default();
+                push(&mut steps, now, stage, StepKind::Blocked, None);
+                break;
+            }
+        }
+    }
+    Timeline {
+        start,
+        steps,
+        completes,
+    }
+}
+
+fn push(
+    steps: &mut Vec<Step>,
+    time: DateTime<Utc>,
+    stage: String,
+    what: StepKind,
+    until: Option<DateTime<Utc>>,
+) {
+    let repeat = steps
+        .iter()
+        .rev()
+        .find(|s| s.stage == stage)
+        .is_some_and(|s| s.what == what && s.until == until);
+    if !repeat {
+        steps.push(Step {
+            time,
+            stage,
+            what,
+            until,
+            clusters: None,
+        });
+    }
+}
+
+fn current_stage(snapshot: &Snapshot) -> Option<String> {
+    snapshot
+        .promotion
+        .pointer("/status/currentStageName")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+fn last_stage(snapshot: &Snapshot) -> String {
+    snapshot
+        .promotion
+        .pointer("/spec/stages")
+        .and_then(Value::as_array)
+        .and_then(|s| s.last())
+        .and_then(|s| s.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn description(snapshot: &Snapshot, stage: &str) -> String {
+    snapshot
+        .promotion
+        .pointer("/status/stages")
+        .and_then(Value::as_array)
+        .and_then(|l| l.iter().find(|s| s["name"] == stage))
+        .and_then(|s| s.get("currentStatusDescription"))
+        .and_then(Value::as_str)
+        .map(|d| crate::status::strip_timestamp(d).to_string())
+        .unwrap_or_default()
+}
+
+fn waiting_for_approval(snapshot: &Snapshot) -> Option<String> {
+    let stage = current_stage(snapshot)?;
+    (description(snapshot, &stage) == crate::status::descriptions::AWAITING_APPROVAL)
+        .then_some(stage)
+}
+
+fn approve(snapshot: &mut Snapshot, stage: &str) {
+    if let Some(stages) = snapshot
+        .promotion
+        .pointer_mut("/spec/stages")
+        .and_then(Value::as_array_mut)
+    {
+        if let Some(s) = stages.iter_mut().find(|s| s["name"] == stage) {
+            s["trigger"]["manual"]["approved"] = json!(true);
+        }
+    }
+}
+
+/// Carry a decision out as the controller and Sveltos would, every cluster deploying at once.
+/// Returns whether anything changed.
+fn play(snapshot: &mut Snapshot, d: &Decision, fleet: &[Cluster]) -> bool {
+    let mut changed = false;
+    if let Some(status) = &d.status {
+        snapshot.promotion["status"] = status.clone();
+        changed = true;
+    }
+    for stage in &d.consume_approvals {
+        if let Some(stages) = snapshot
+            .promotion
+            .pointer_mut("/spec/stages")
+            .and_then(Value::as_array_mut)
+        {
+            for s in stages.iter_mut().filter(|s| s["name"] == stage.as_str()) {
+                let reset = s.pointer("/trigger/manual/automaticReset") != Some(&json!(false));
+                if let (true, Some(m)) = (
+                    reset,
+                    s.pointer_mut("/trigger/manual")
+                        .and_then(Value::as_object_mut),
+                ) {
+                    m.remove("approved");
+                }
+            }
+        }
+        changed = true;
+    }
+    for key in &d.delete {
+        let before = snapshot.profiles.len();
+        snapshot
+            .profiles
+            .retain(|p| p["metadata"]["name"] != key.name.as_str());
+        changed |= snapshot.profiles.len() != before;
+    }
+    for body in &d.apply {
+        let name = body["metadata"]["name"].as_str().unwrap_or("").to_string();
+        let selector: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector> =
+            serde_json::from_value(body["spec"]["clusterSelector"].clone()).ok();
+        let matched: Vec<&Cluster> = match Selector::compile(selector.as_ref()) {
+            Ok(sel) if !sel.requirements().is_empty() => fleet
+                .iter()
+                .filter(|c| c.ready && !c.paused && sel.matches(&c.labels))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let mut stored = body.clone();
+        stored["status"] = json!({"matchingClusters": matched.iter().map(|c| json!({
+            "kind": c.cluster_type.kind(), "namespace": c.namespace, "name": c.name,
+        })).collect::<Vec<_>>()});
+        snapshot
+            .profiles
+            .retain(|p| p["metadata"]["name"] != name.as_str());
+        snapshot.profiles.push(stored);
+        snapshot.summaries.retain(|s| {
+            s.pointer(&format!(
+                "/metadata/labels/{}",
+                CLUSTER_PROFILE_NAME_LABEL.replace('/', "~1")
+            )) != Some(&json!(name))
+        });
+        let mut spec = body["spec"].clone();
+        if let Some(m) = spec.as_object_mut() {
+            m.remove("clusterSelector");
+        }
+        let features: Vec<Value> = [
+            ("helmCharts", "Helm"),
+            ("policyRefs", "Resources"),
+            ("kustomizationRefs", "Kustomize"),
+        ]
+        .iter()
+        .filter(|(k, _)| {
+            spec.get(*k)
+                .and_then(Value::as_array)
+                .is_some_and(|l| !l.is_empty())
+        })
+        .map(|(_, f)| json!({"featureID": f, "status": "Provisioned"}))
+        .collect();
+        for c in matched {
+            snapshot.summaries.push(json!({
+                "metadata": {"namespace": c.namespace, "name": format!("{name}-{}-{}", c.cluster_type.kind(), c.name),
+                             "labels": {CLUSTER_PROFILE_NAME_LABEL: name}},
+                "spec": {"clusterName": c.name, "clusterNamespace": c.namespace,
+                         "clusterType": if c.cluster_type.kind() == "Cluster" { "Capi" } else { "Sveltos" },
+                         "clusterProfileSpec": spec},
+                "status": {"featureSummaries": features},
+            }));
+        }
+        changed = true;
+    }
+    changed
+}
+
+/// What the decision at `now` tells about the stages.
+fn record(
+    steps: &mut Vec<Step>,
+    d: &Decision,
+    snapshot: &Snapshot,
+    now: DateTime<Utc>,
+    fleet: &[Cluster],
+) {
+    use crate::status::descriptions as text;
+    for e in &d.events {
+        let (kind, stage) = if let Some(s) = e.message.strip_prefix("Provisioning stage ") {
+            (StepKind::Starts, s.trim_end_matches(" (Restart)"))
+        } else if let Some(s) = e.message.strip_prefix("Stage ") {
+            (StepKind::Deployed, s.trim_end_matches(" provisioned"))
+        } else {
+            continue;
+        };
+        steps.push(Step {
+            time: now,
+            stage: stage.to_string(),
+            what: kind,
+            until: None,
+            clusters: (kind == StepKind::Starts).then(|| stage_clusters(snapshot, stage, fleet)),
+        });
+    }
+    let Some(stage) = current_stage(snapshot) else {
+        return;
+    };
+    let desc = description(snapshot, &stage);
+    if desc.starts_with(text::SOAKING) {
+        push(steps, now, stage, StepKind::Soaks, d.wake_at);
+    } else if desc.starts_with(text::WINDOW_CLOSED) {
+        push(steps, now, stage, StepKind::WaitsForWindow, d.wake_at);
+    } else if desc == text::AWAITING_APPROVAL {
+        push(steps, now, stage, StepKind::WaitsForApproval, None);
+    }
+    for s in snapshot
+        .promotion
+        .pointer("/status/stages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let name = s["name"].as_str().unwrap_or_default();
+        if description(snapshot, name) == text::PROMOTED {
+            push(steps, now, name.to_string(), StepKind::Passes, None);
+        }
+    }
+}
+
+fn stage_clusters(snapshot: &Snapshot, stage: &str, fleet: &[Cluster]) -> usize {
+    let selector: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector> = snapshot
+        .promotion
+        .pointer("/spec/stages")
+        .and_then(Value::as_array)
+        .and_then(|l| l.iter().find(|s| s["name"] == stage))
+        .and_then(|s| s.get("clusterSelector"))
+        .and_then(|s| serde_json::from_value(s.clone()).ok());
+    match Selector::compile(selector.as_ref()) {
+        Ok(sel) if !sel.requirements().is_empty() => fleet
+            .iter()
+            .filter(|c| c.ready && !c.paused && sel.matches(&c.labels))
+            .count(),
+        _ => 0,
+    }
+}

@@ -1,0 +1,428 @@
+//! `promotion-controller reconcile --dry-run` through the real binary: a promotion walked from
+//! its first reconcile to its manual gate with snapshot files (each step's decision fed back as
+//! Sveltos' objects would be), the output keys and formats, the errors, and a live read from the
+//! stand-in API server by NAME.
+
+mod plugin_common;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+
+use plugin_common::Env;
+use promotion_e2e::bins::{self, Output};
+
+fn controller() -> std::path::PathBuf {
+    bins::binary("promotion-controller").unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn run(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut cmd = Command::new(controller());
+    cmd.args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("starting promotion-controller");
+    if let Some(text) = stdin {
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(text.as_bytes())
+            .expect("writing stdin");
+    }
+    let out = child.wait_with_output().expect("promotion-controller");
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn promotion() -> Value {
+    json!({
+        "apiVersion": "config.projectsveltos.io/v1beta1",
+        "kind": "ClusterPromotion",
+        "metadata": {"name": "shop", "uid": "u-1", "finalizers": ["config.projectsveltos.io/clusterpromotion"]},
+        "spec": {
+            "profileSpec": {"syncMode": "Continuous", "tier": 100,
+                "stopMatchingBehavior": "WithdrawPolicies",
+                "helmCharts": [{"repositoryURL": "https://charts.example", "releaseName": "shop",
+                                "releaseNamespace": "shop", "chartName": "shop/shop",
+                                "chartVersion": "1.2.0", "helmChartAction": "Install"}]},
+            "stages": [
+                {"name": "dev", "clusterSelector": {"matchLabels": {"env": "dev"}},
+                 "trigger": {"auto": {"delay": "5m"}}},
+                {"name": "prod", "clusterSelector": {"matchLabels": {"env": "prod"}},
+                 "trigger": {"manual": {}}},
+                {"name": "dr", "clusterSelector": {"matchLabels": {"env": "dr"}}},
+            ]
+        }
+    })
+}
+
+fn sveltos_cluster(name: &str, env: &str) -> Value {
+    json!({"apiVersion": "lib.projectsveltos.io/v1beta1", "kind": "SveltosCluster",
+           "metadata": {"namespace": "fleet", "name": name, "labels": {"env": env}},
+           "spec": {}, "status": {"ready": true}})
+}
+
+/// The profile as the API server stores it after the apply, with Sveltos' matching clusters.
+fn stored_profile(body: &Value, clusters: &[&str]) -> Value {
+    let mut p = body.clone();
+    p["status"] = json!({"matchingClusters": clusters.iter().map(|c| json!({
+        "apiVersion": "lib.projectsveltos.io/v1beta1", "kind": "SveltosCluster",
+        "namespace": "fleet", "name": c})).collect::<Vec<_>>()});
+    p
+}
+
+/// What addon-controller writes for a profile on a cluster, deployed.
+fn summary(profile: &Value, cluster: &str) -> Value {
+    let name = profile["metadata"]["name"].as_str().unwrap();
+    let mut spec = profile["spec"].clone();
+    spec.as_object_mut().unwrap().remove("clusterSelector");
+    json!({"apiVersion": "config.projectsveltos.io/v1beta1", "kind": "ClusterSummary",
+           "metadata": {"namespace": "fleet", "name": format!("{name}-sveltos-{cluster}"),
+                        "labels": {"projectsveltos.io/cluster-profile-name": name}},
+           "spec": {"clusterName": cluster, "clusterNamespace": "fleet", "clusterType": "Sveltos",
+                    "clusterProfileSpec": spec},
+           "status": {"featureSummaries": [{"featureID": "Helm", "status": "Provisioned"}]}})
+}
+
+fn write_list(dir: &Path, name: &str, items: &[Value]) -> String {
+    let path = dir.join(name);
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
+    std::fs::write(&path, serde_json::to_string_pretty(&list).unwrap()).unwrap();
+    path.display().to_string()
+}
+
+fn decision(args: &[&str]) -> Value {
+    let out = run(args, None);
+    assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout))
+}
+
+#[test]
+fn a_promotion_walked_from_its_first_reconcile_to_its_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut promo = promotion();
+    let fleet = [
+        sveltos_cluster("dev-1", "dev"),
+        sveltos_cluster("prod-1", "prod"),
+    ];
+
+    // 1. First reconcile: dev's profile is applied, the status restarts the pipeline.
+    let file = write_list(
+        dir.path(),
+        "1.json",
+        &[promo.clone(), fleet[0].clone(), fleet[1].clone()],
+    );
+    let d = decision(&[
+        "reconcile",
+        "--dry-run",
+        "-f",
+        &file,
+        "--now",
+        "2026-03-02T10:00:00Z",
+        "-o",
+        "json",
+    ]);
+    for key in [
+        "apply",
+        "delete",
+        "status",
+        "consumeApprovals",
+        "events",
+        "wakeAt",
+        "explanation",
+    ] {
+        assert!(d.get(key).is_some(), "missing {key}: {d}");
+    }
+    assert_eq!(d["apply"][0]["metadata"]["name"], "shop-dev");
+    assert_eq!(
+        d["events"][0]["message"],
+        "Provisioning stage dev (Restart)"
+    );
+    assert_eq!(d["wakeAt"], Value::Null);
+    promo["status"] = d["status"].clone();
+    let dev_profile = stored_profile(&d["apply"][0], &["dev-1"]);
+
+    // 2. The profile exists, Sveltos has not created the ClusterSummary: not deployed (D4).
+    let file = write_list(
+        dir.path(),
+        "2.json",
+        &[
+            promo.clone(),
+            dev_profile.clone(),
+            fleet[0].clone(),
+            fleet[1].clone(),
+        ],
+    );
+    let d = decision(&[
+        "reconcile",
+        "--dry-run",
+        "-f",
+        &file,
+        "--now",
+        "2026-03-02T10:01:00Z",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(
+        d["explanation"],
+        "dev is being deployed: ClusterSummary for SveltosCluster fleet/dev-1 is not created yet."
+    );
+    promo["status"] = d["status"].clone();
+
+    // 3. Deployed: dev soaks for 5 minutes and asks to be woken at the end.
+    let items = [
+        promo.clone(),
+        dev_profile.clone(),
+        summary(&dev_profile, "dev-1"),
+        fleet[0].clone(),
+        fleet[1].clone(),
+    ];
+    let file = write_list(dir.path(), "3.json", &items);
+    let d = decision(&[
+        "reconcile",
+        "--dry-run",
+        "-f",
+        &file,
+        "--now",
+        "2026-03-02T10:02:00Z",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(d["events"][0]["message"], "Stage dev provisioned");
+    assert_eq!(d["wakeAt"], "2026-03-02T10:07:00Z");
+    assert_eq!(
+        d["explanation"],
+        "dev waits: Delayed: Waiting for Time Window: 2026-03-02T10:07:00Z; nothing else blocks"
+    );
+    promo["status"] = d["status"].clone();
+
+    // 4. After the soak: prod's profile is applied.
+    let items = [
+        promo.clone(),
+        dev_profile.clone(),
+        summary(&dev_profile, "dev-1"),
+        fleet[0].clone(),
+        fleet[1].clone(),
+    ];
+    let file = write_list(dir.path(), "4.json", &items);
+    let d = decision(&[
+        "reconcile",
+        "--dry-run",
+        "-f",
+        &file,
+        "--now",
+        "2026-03-02T10:07:00Z",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(d["apply"][0]["metadata"]["name"], "shop-prod");
+    assert_eq!(d["explanation"], "dev is done: promoting to prod");
+    promo["status"] = d["status"].clone();
+    let prod_profile = stored_profile(&d["apply"][0], &["prod-1"]);
+
+    // 5. prod deployed: its manual gate waits for an approval, and nothing else blocks.
+    let items = [
+        promo.clone(),
+        dev_profile.clone(),
+        summary(&dev_profile, "dev-1"),
+        prod_profile.clone(),
+        summary(&prod_profile, "prod-1"),
+        fleet[0].clone(),
+        fleet[1].clone(),
+    ];
+    let file = write_list(dir.path(), "5.json", &items);
+    let d = decision(&[
+        "reconcile",
+        "--dry-run",
+        "-f",
+        &file,
+        "--now",
+        "2026-03-02T10:08:00Z",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(
+        d["explanation"],
+        "prod waits: Paused: Awaiting Manual Approval; nothing else blocks"
+    );
+    assert_eq!(d["consumeApprovals"], json!([]));
+    promo["status"] = d["status"].clone();
+
+    // 6. Approved: the approval is consumed by this reconcile, which promotes to dr.
+    promo["spec"]["stages"][1]["trigger"]["manual"]["approved"] = json!(true);
+    let items = [
+        promo.clone(),
+        dev_profile.clone(),
+        summary(&dev_profile, "dev-1"),
+        prod_profile.clone(),
+        summary(&prod_profile, "prod-1"),
+        fleet[0].clone(),
+        fleet[1].clone(),
+    ];
+    let file = write_list(dir.path(), "6.json", &items);
+    let d = decision(&[
+        "reconcile",
+        "--dry-run",
+        "-f",
+        &file,
+        "--now",
+        "2026-03-02T10:09:00Z",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(d["consumeApprovals"], json!(["prod"]));
+    assert_eq!(d["apply"][0]["metadata"]["name"], "shop-dr");
+
+    // The same decision as YAML, read from standard input as several documents.
+    let docs: Vec<String> = items
+        .iter()
+        .map(|i| serde_json::to_string(i).unwrap())
+        .collect();
+    let out = run(
+        &[
+            "reconcile",
+            "--dry-run",
+            "-f",
+            "-",
+            "--now",
+            "2026-03-02T10:09:00Z",
+        ],
+        Some(&docs.join("\n---\n")),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("consumeApprovals:\n- prod\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("explanation: prod is done: promoting to dr\n"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn mistakes_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_list(dir.path(), "p.json", &[promotion()]);
+    let out = run(&["reconcile", "-f", &file], None);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("reconcile needs --dry-run"),
+        "{}",
+        out.stderr
+    );
+    let out = run(
+        &["reconcile", "--dry-run", "-f", &file, "--now", "yesterday"],
+        None,
+    );
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr
+            .contains("--now \"yesterday\": not an RFC 3339 time"),
+        "{}",
+        out.stderr
+    );
+    let out = run(
+        &[
+            "reconcile",
+            "--dry-run",
+            "-f",
+            &file,
+            "--window-time-zone",
+            "Mars/Olympus",
+        ],
+        None,
+    );
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("not an IANA time zone name"),
+        "{}",
+        out.stderr
+    );
+    let missing = dir.path().join("missing.yaml").display().to_string();
+    let out = run(&["reconcile", "--dry-run", "-f", &missing], None);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.starts_with(&format!("error: {missing}: ")),
+        "{}",
+        out.stderr
+    );
+    let mut other = promotion();
+    other["metadata"]["name"] = json!("other");
+    let two = write_list(dir.path(), "two.json", &[promotion(), other]);
+    let out = run(&["reconcile", "--dry-run", "-f", &two], None);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr
+            .contains("2 ClusterPromotions (shop, other); choose one with --promotion"),
+        "{}",
+        out.stderr
+    );
+    let out = run(
+        &[
+            "reconcile",
+            "--dry-run",
+            "-f",
+            &two,
+            "--promotion",
+            "other",
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("\"other-dev\""), "{}", out.stdout);
+}
+
+#[test]
+fn a_promotion_read_live_by_name() {
+    let mut promo = promotion();
+    promo["metadata"].as_object_mut().unwrap().remove("uid");
+    let env = Env::start([promo, sveltos_cluster("dev-1", "dev")]);
+    let mut cmd = env.kube.command(controller());
+    cmd.args([
+        "reconcile",
+        "--dry-run",
+        "shop",
+        "--now",
+        "2026-03-02T10:00:00Z",
+        "-o",
+        "json",
+    ]);
+    let out = bins::run(&mut cmd).expect("promotion-controller");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let d: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(d["apply"][0]["metadata"]["name"], "shop-dev");
+    assert_eq!(
+        d["apply"][0]["metadata"]["ownerReferences"][0]["name"],
+        "shop"
+    );
+    assert_eq!(
+        d["explanation"],
+        "first reconcile of this spec: dev is provisioned with it first; nothing else blocks"
+    );
+    let mut cmd = env.kube.command(controller());
+    cmd.args(["reconcile", "--dry-run", "nope"]);
+    let out = bins::run(&mut cmd).expect("promotion-controller");
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains("reading clusterpromotion nope"),
+        "{}",
+        out.stderr
+    );
+}
