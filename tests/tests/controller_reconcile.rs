@@ -301,17 +301,11 @@ fn a_promotion_walked_from_its_first_reconcile_to_its_gate() {
         Some(&docs.join("\n---\n")),
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(
-        out.stdout.contains("consumeApprovals:\n- prod\n"),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout
-            .contains("explanation: prod is done: promoting to dr\n"),
-        "{}",
-        out.stdout
-    );
+    let yaml: Value =
+        serde_saphyr::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout));
+    assert_eq!(yaml["consumeApprovals"], json!(["prod"]));
+    assert_eq!(yaml["explanation"], "prod is done: promoting to dr");
+    assert_eq!(yaml["apply"], d["apply"]);
 }
 
 #[test]

@@ -17,6 +17,7 @@ use promotion_shared::plan::{self, ClusterType, Inventory, Plan, PlannedCluster,
 use super::{note, Ctx};
 use crate::error::{self, exit::plan as exit, Error, Result};
 use crate::render::output::{self, ModelFormat};
+use crate::render::timeline;
 use crate::render::{self, table, Style, Tone};
 use crate::view::API_VERSION;
 
@@ -71,6 +72,23 @@ pub struct PlanArgs {
     /// List every cluster of every stage (default: up to 20 per stage, problems first)
     #[arg(long)]
     pub all_clusters: bool,
+    /// Print when each stage would start, soak, wait for its window or an approval, and
+    /// complete: the reconcile decision on a simulated clock, assuming every cluster deploys at
+    /// once and every health check passes
+    #[arg(long)]
+    pub timeline: bool,
+    /// With --timeline: approve STAGE at TIME (RFC 3339, or +DURATION after the start);
+    /// repeatable
+    #[arg(long = "approve-at", value_name = "STAGE=TIME", requires = "timeline")]
+    pub approve_at: Vec<String>,
+    /// With --timeline: when the simulated clock starts (RFC 3339; default: now)
+    #[arg(long, value_name = "RFC3339", requires = "timeline")]
+    pub start: Option<String>,
+    /// The time zone promotion windows are evaluated in (IANA name). UTC by default, as
+    /// promotion-controller's --window-time-zone: Sveltos evaluates them in its process's zone,
+    /// UTC in its image
+    #[arg(long, value_name = "TZ", default_value = "UTC")]
+    pub window_time_zone: String,
     /// Read the fleet from the cluster in pages of this many objects; 0 reads each type in one
     /// request (as `kubectl get --chunk-size`)
     #[arg(long, value_name = "N", default_value_t = crate::cluster::inventory::DEFAULT_PAGE_SIZE)]
@@ -172,6 +190,9 @@ async fn plan_and_print(ctx: &Ctx, args: &PlanArgs) -> Result<u8> {
         );
     }
     let clusters = inventory.into_clusters();
+    if args.timeline {
+        return timeline_and_print(ctx, args, &object, promotion.name(), &clusters);
+    }
     let plan = plan::plan(&promotion, &clusters);
     let text = match args.output {
         Some(ModelFormat::Json) => output::to_json(&document(promotion.name(), &plan))?,
@@ -190,6 +211,43 @@ async fn plan_and_print(ctx: &Ctx, args: &PlanArgs) -> Result<u8> {
     } else {
         exit::OK
     })
+}
+
+/// `--timeline`: the rollout simulated from `--start`, on the object as the API server stores it
+/// (a manifest gets the CRD's defaults first, as the hashes and generated profiles need).
+fn timeline_and_print(
+    ctx: &Ctx,
+    args: &PlanArgs,
+    object: &Value,
+    name: &str,
+    clusters: &[plan::Cluster],
+) -> Result<u8> {
+    let zone: chrono_tz::Tz = args.window_time_zone.parse().map_err(|_| {
+        Error::Usage(format!(
+            "--window-time-zone {:?}: not an IANA time zone name (for example UTC, Europe/Paris)",
+            args.window_time_zone
+        ))
+    })?;
+    let start = match &args.start {
+        Some(text) => chrono::DateTime::parse_from_rfc3339(text)
+            .map_err(|e| Error::Usage(format!("--start {text:?}: not an RFC 3339 time: {e}")))?
+            .with_timezone(&chrono::Utc),
+        None => chrono::Utc::now(),
+    };
+    let approvals = args
+        .approve_at
+        .iter()
+        .map(|a| timeline::parse_approval(a, start))
+        .collect::<Result<Vec<_>>>()?;
+    let stored = crate::view::as_stored(object);
+    let computed = timeline::compute(&stored, clusters, start, &approvals, zone)?;
+    let text = match args.output {
+        Some(ModelFormat::Json) => output::to_json(&timeline::document(name, zone, &computed))?,
+        Some(ModelFormat::Yaml) => output::to_yaml(&timeline::document(name, zone, &computed))?,
+        None => timeline::render(name, &computed, zone, &ctx.out),
+    };
+    ctx.write_out(&text)?;
+    Ok(exit::OK)
 }
 
 fn document<'a>(name: &'a str, plan: &'a Plan) -> PlanDocument<'a> {

@@ -13,6 +13,7 @@ pub mod output;
 pub mod printers;
 pub mod table;
 pub mod terminal;
+pub mod timeline;
 
 use std::io::IsTerminal;
 

@@ -402,7 +402,7 @@ impl Description {
             .map(|evs| evs.iter().map(event_view).collect());
         let awaiting_approval = pipeline.awaiting_approval().map(|s| s.name.clone());
         let next_step = next_step(&pipeline);
-        let rollout = RolloutView::of(snap.object);
+        let rollout = RolloutView::of(&as_stored(snap.object));
         let Pipeline {
             name,
             phase,
@@ -454,6 +454,20 @@ pub fn pipeline_of(snap: SnapshotRef<'_>, promotion: &ClusterPromotion) -> Pipel
     derive(snap, promotion).0
 }
 
+/// The object as the API server stores it: a manifest read with `-f` gets the CRD's defaults (and
+/// loses the fields it prunes) first, since Sveltos hashes the stored object. An object read from
+/// the cluster is already so.
+pub fn as_stored(object: &Value) -> Value {
+    let api_version = object
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    crd_schema::Crd::embedded()
+        .version(api_version)
+        .map(|v| v.decoded(object))
+        .unwrap_or_else(|| object.clone())
+}
+
 /// Whether cluster data was read (false for `describe -f`).
 fn reads_clusters(snap: SnapshotRef<'_>) -> bool {
     snap.profiles.is_ok() || snap.summaries.is_ok()
@@ -473,7 +487,7 @@ fn derive<'a>(
         .first()
         .and_then(|s| profiles.owned.get(&s.name))
         .copied();
-    let fresh = freshness(snap.object, promotion, first_profile);
+    let fresh = freshness(&as_stored(snap.object), promotion, first_profile);
     let pipeline = pipeline::derive(promotion, reads_clusters(snap).then_some(&obs), &fresh);
     (pipeline, profiles)
 }

@@ -604,6 +604,9 @@ impl<'a> Reconcile<'a> {
                 Ok(WindowState::Open { .. }) => {}
                 Ok(WindowState::Closed { opens }) => {
                     let opens = opens.map(|t| t.with_timezone(&Utc));
+                    // The window reads open from the second after its opening (upstream:
+                    // `prevOpen < now`): waking at the opening itself would find it closed.
+                    let wake = opens.map(|t| t + Duration::seconds(1));
                     return Gate::Wait {
                         description: format!(
                             "{}{}).",
@@ -612,7 +615,7 @@ impl<'a> Reconcile<'a> {
                                 .map(|t| zoned(t, self.options.window_zone))
                                 .unwrap_or_else(|| "0001-01-01T00:00:00Z".into())
                         ),
-                        wake: opens,
+                        wake,
                     };
                 }
             }

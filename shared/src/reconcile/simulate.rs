@@ -309,6 +309,18 @@ fn record(
     fleet: &[Cluster],
 ) {
     use crate::status::descriptions as text;
+    for s in snapshot
+        .promotion
+        .pointer("/status/stages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let name = s["name"].as_str().unwrap_or_default();
+        if description(snapshot, name) == text::PROMOTED {
+            push(steps, now, name.to_string(), StepKind::Passes, None);
+        }
+    }
     for e in &d.events {
         let (kind, stage) = if let Some(s) = e.message.strip_prefix("Provisioning stage ") {
             (StepKind::Starts, s.trim_end_matches(" (Restart)"))
@@ -336,18 +348,6 @@ fn record(
     } else if desc == text::AWAITING_APPROVAL {
         push(steps, now, stage, StepKind::WaitsForApproval, None);
     }
-    for s in snapshot
-        .promotion
-        .pointer("/status/stages")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let name = s["name"].as_str().unwrap_or_default();
-        if description(snapshot, name) == text::PROMOTED {
-            push(steps, now, name.to_string(), StepKind::Passes, None);
-        }
-    }
 }
 
 fn stage_clusters(snapshot: &Snapshot, stage: &str, fleet: &[Cluster]) -> usize {
@@ -364,5 +364,156 @@ fn stage_clusters(snapshot: &Snapshot, stage: &str, fleet: &[Cluster]) -> usize 
             .filter(|c| c.ready && !c.paused && sel.matches(&c.labels))
             .count(),
         _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::ClusterType;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    fn cluster(name: &str, env: &str) -> Cluster {
+        Cluster {
+            cluster_type: ClusterType::Sveltos,
+            namespace: "fleet".into(),
+            name: name.into(),
+            labels: [("env".to_string(), env.to_string())].into(),
+            paused: false,
+            ready: true,
+            shard: None,
+        }
+    }
+
+    fn promotion() -> Value {
+        json!({
+            "apiVersion": "config.projectsveltos.io/v1beta1", "kind": "ClusterPromotion",
+            "metadata": {"name": "p"},
+            "spec": {
+                "profileSpec": {"syncMode": "Continuous", "tier": 100,
+                    "helmCharts": [{"repositoryURL": "https://c", "releaseName": "r",
+                                    "releaseNamespace": "n"}]},
+                "stages": [
+                    {"name": "dev", "clusterSelector": {"matchLabels": {"env": "dev"}},
+                     "trigger": {"auto": {"delay": "30m"}}},
+                    {"name": "staging", "clusterSelector": {"matchLabels": {"env": "staging"}},
+                     "trigger": {"auto": {"delay": "1h",
+                        "promotionWindow": {"from": "0 22 * * *", "to": "0 6 * * *"}}}},
+                    {"name": "prod", "clusterSelector": {"matchLabels": {"env": "prod"}},
+                     "trigger": {"manual": {}}},
+                ]
+            }
+        })
+    }
+
+    fn fleet() -> Vec<Cluster> {
+        vec![
+            cluster("d1", "dev"),
+            cluster("s1", "staging"),
+            cluster("s2", "staging"),
+            cluster("p1", "prod"),
+        ]
+    }
+
+    fn kinds(t: &Timeline) -> Vec<(String, &str, StepKind)> {
+        t.steps
+            .iter()
+            .map(|s| (s.time.format("%H:%M").to_string(), s.stage.as_str(), s.what))
+            .collect()
+    }
+
+    #[test]
+    fn stages_start_soak_wait_for_their_window_and_their_approval() {
+        let t = simulate(
+            &promotion(),
+            &fleet(),
+            at("2026-03-02T10:00:00Z"),
+            &[],
+            &Options::default(),
+        );
+        use StepKind::*;
+        let k = |h: &str, s: &'static str, w| (h.to_string(), s, w);
+        assert_eq!(
+            kinds(&t),
+            vec![
+                k("10:00", "dev", Starts),
+                k("10:00", "dev", Deployed),
+                k("10:00", "dev", Soaks),
+                k("10:30", "dev", Passes),
+                k("10:30", "staging", Starts),
+                k("10:30", "staging", Deployed),
+                k("10:30", "staging", Soaks),
+                k("11:30", "staging", WaitsForWindow),
+                k("22:00", "staging", Passes),
+                k("22:00", "prod", Starts),
+                k("22:00", "prod", Deployed),
+                k("22:00", "prod", WaitsForApproval),
+                k("22:00", "prod", Blocked),
+            ]
+        );
+        assert_eq!(t.steps[0].clusters, Some(1));
+        assert_eq!(t.steps[4].clusters, Some(2));
+        assert_eq!(t.steps[2].until, Some(at("2026-03-02T10:30:00Z")));
+        assert_eq!(t.steps[7].until, Some(at("2026-03-02T22:00:01Z")));
+        assert_eq!(t.completes, None);
+    }
+
+    #[test]
+    fn an_approval_at_a_time_completes_the_rollout() {
+        let approvals = [("prod".to_string(), at("2026-03-03T09:00:00Z"))];
+        let t = simulate(
+            &promotion(),
+            &fleet(),
+            at("2026-03-02T10:00:00Z"),
+            &approvals,
+            &Options::default(),
+        );
+        let tail: Vec<_> = kinds(&t).into_iter().rev().take(3).collect();
+        assert_eq!(
+            tail,
+            vec![
+                ("09:00".to_string(), "prod", StepKind::Completes),
+                ("09:00".to_string(), "prod", StepKind::Passes),
+                ("09:00".to_string(), "prod", StepKind::Approved),
+            ]
+        );
+        assert_eq!(t.completes, Some(at("2026-03-03T09:00:00Z")));
+    }
+
+    #[test]
+    fn an_approval_given_early_is_used_when_the_gate_is_reached() {
+        let approvals = [("prod".to_string(), at("2026-03-02T10:05:00Z"))];
+        let t = simulate(
+            &promotion(),
+            &fleet(),
+            at("2026-03-02T10:00:00Z"),
+            &approvals,
+            &Options::default(),
+        );
+        assert_eq!(t.completes, Some(at("2026-03-02T22:00:01Z")));
+    }
+
+    #[test]
+    fn windows_follow_the_time_zone() {
+        let options = Options {
+            window_zone: chrono_tz::Europe::Paris,
+        };
+        let t = simulate(
+            &promotion(),
+            &fleet(),
+            at("2026-03-02T10:00:00Z"),
+            &[],
+            &options,
+        );
+        let window = t
+            .steps
+            .iter()
+            .find(|s| s.what == StepKind::WaitsForWindow)
+            .unwrap();
+        // 22:00 in Paris (UTC+1 in March) is 21:00 UTC; open from the second after.
+        assert_eq!(window.until, Some(at("2026-03-02T21:00:01Z")));
     }
 }

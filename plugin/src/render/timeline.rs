@@ -1,0 +1,189 @@
+//! `plan --timeline`: when each stage would start, soak, wait for a window or an approval, and
+//! complete, from the reconcile decision run on a simulated clock
+//! (`promotion_shared::reconcile::simulate`), assuming every cluster deploys at once and every
+//! health check passes.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+
+use promotion_shared::plan::Cluster;
+use promotion_shared::reconcile::simulate::{simulate, Step, StepKind, Timeline};
+use promotion_shared::reconcile::Options;
+
+use crate::duration;
+use crate::error::{Error, Result};
+use crate::render::{table, Style, Tone};
+use crate::view::API_VERSION;
+
+/// `--approve-at STAGE=TIME`: TIME is RFC 3339, or `+DURATION` after the start.
+pub fn parse_approval(text: &str, start: DateTime<Utc>) -> Result<(String, DateTime<Utc>)> {
+    let usage = |why: &str| {
+        Error::Usage(format!(
+            "--approve-at {text:?}: {why} (STAGE=2026-03-02T15:00:00Z or STAGE=+2h)"
+        ))
+    };
+    let (stage, time) = text
+        .split_once('=')
+        .ok_or_else(|| usage("expected STAGE=TIME"))?;
+    if stage.is_empty() {
+        return Err(usage("the stage is empty"));
+    }
+    let at = match time.strip_prefix('+') {
+        Some(offset) => {
+            let d = duration::parse(offset).map_err(|e| usage(&e))?;
+            let d = chrono::Duration::from_std(d).map_err(|_| usage("the offset is too large"))?;
+            start + d
+        }
+        None => DateTime::parse_from_rfc3339(time)
+            .map_err(|e| usage(&format!("not an RFC 3339 time: {e}")))?
+            .with_timezone(&Utc),
+    };
+    Ok((stage.to_string(), at))
+}
+
+/// `-o json|yaml`: the timeline with its identity.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TimelineDocument<'a> {
+    api_version: &'static str,
+    kind: &'static str,
+    name: &'a str,
+    window_time_zone: String,
+    #[serde(flatten)]
+    timeline: &'a Timeline,
+}
+
+pub fn document<'a>(
+    name: &'a str,
+    zone: chrono_tz::Tz,
+    timeline: &'a Timeline,
+) -> TimelineDocument<'a> {
+    TimelineDocument {
+        api_version: API_VERSION,
+        kind: "PromotionTimeline",
+        name,
+        window_time_zone: zone.name().to_string(),
+        timeline,
+    }
+}
+
+/// The rollout of `stored` (a ClusterPromotion as the API server stores it) over `fleet`.
+pub fn compute(
+    stored: &Value,
+    fleet: &[Cluster],
+    start: DateTime<Utc>,
+    approvals: &[(String, DateTime<Utc>)],
+    zone: chrono_tz::Tz,
+) -> Result<Timeline> {
+    let stages: Vec<&str> = stored
+        .pointer("/spec/stages")
+        .and_then(Value::as_array)
+        .map(|l| {
+            l.iter()
+                .filter_map(|s| s.get("name").and_then(Value::as_str))
+                .collect()
+        })
+        .unwrap_or_default();
+    for (stage, _) in approvals {
+        if !stages.contains(&stage.as_str()) {
+            return Err(Error::Usage(format!(
+                "--approve-at {stage}=…: the promotion has no stage {stage:?} (stages: {})",
+                stages.join(", ")
+            )));
+        }
+    }
+    Ok(simulate(
+        stored,
+        fleet,
+        start,
+        approvals,
+        &Options { window_zone: zone },
+    ))
+}
+
+fn when(t: DateTime<Utc>, zone: chrono_tz::Tz) -> String {
+    t.with_timezone(&zone)
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+fn what(step: &Step, zone: chrono_tz::Tz) -> (String, Tone) {
+    let until = |label: &str| match step.until {
+        Some(t) => format!("{label} until {}", when(t, zone)),
+        None => label.to_string(),
+    };
+    match step.what {
+        StepKind::Starts => (
+            format!(
+                "starts ({} {})",
+                step.clusters.unwrap_or(0),
+                if step.clusters == Some(1) {
+                    "cluster"
+                } else {
+                    "clusters"
+                }
+            ),
+            Tone::Active,
+        ),
+        StepKind::Deployed => ("deployed".into(), Tone::Active),
+        StepKind::Soaks => (until("soaks"), Tone::Waiting),
+        StepKind::WaitsForWindow => (until("waits for its promotion window"), Tone::Waiting),
+        StepKind::WaitsForApproval => ("waits for an approval".into(), Tone::Waiting),
+        StepKind::Approved => ("approved".into(), Tone::Good),
+        StepKind::Passes => ("passes its trigger".into(), Tone::Good),
+        StepKind::Completes => ("complete".into(), Tone::Good),
+        StepKind::Blocked => (
+            "blocked: nothing moves without someone acting".into(),
+            Tone::Bad,
+        ),
+    }
+}
+
+/// The human form: one row per step, then the outcome.
+pub fn render(name: &str, timeline: &Timeline, zone: chrono_tz::Tz, style: &Style) -> String {
+    let rows: Vec<Vec<String>> = timeline
+        .steps
+        .iter()
+        .map(|s| {
+            let (text, tone) = what(s, zone);
+            vec![
+                when(s.time, zone),
+                s.stage.clone(),
+                style.paint(&text, tone),
+            ]
+        })
+        .collect();
+    let mut out = format!(
+        "Timeline of {name} (assuming every cluster deploys at once and every check passes; \
+         times in {})\n",
+        zone.name()
+    );
+    out.push_str(&table::render(&["TIME", "STAGE", "EVENT"], &rows, false));
+    match timeline.completes {
+        Some(t) => out.push_str(&format!(
+            "Complete at {} ({} after the start)\n",
+            when(t, zone),
+            duration::human(t - timeline.start)
+        )),
+        None => {
+            let waiting = timeline
+                .steps
+                .iter()
+                .rev()
+                .find(|s| s.what != StepKind::Blocked)
+                .filter(|s| s.what == StepKind::WaitsForApproval);
+            match waiting {
+                Some(s) => out.push_str(&format!(
+                    "Does not complete: {} waits for an approval (explore with --approve-at \
+                     {}=TIME)\n",
+                    s.stage, s.stage
+                )),
+                None => out.push_str(
+                    "Does not complete: the last stage reached is blocked \
+                     (promotion-controller reconcile --dry-run says why)\n",
+                ),
+            }
+        }
+    }
+    out
+}
