@@ -142,10 +142,14 @@ pub fn eventually(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
 }
 
 /// An example manifest from `examples/`, as JSON.
+/// An example as a cluster would hold it: its status hashes are the ones Sveltos writes for its
+/// spec ([`fixtures::hash_status_as_sveltos`]).
 pub fn example(file: &str) -> Value {
-    fixtures::load_example(file)
+    let mut promotion = fixtures::load_example(file)
         .unwrap_or_else(|e| panic!("{e}"))
-        .promotion
+        .promotion;
+    fixtures::hash_status_as_sveltos(&mut promotion);
+    promotion
 }
 
 pub fn example_path(file: &str) -> PathBuf {
