@@ -344,3 +344,54 @@ fn stage_diff_when_the_next_stage_never_ran() {
     assert!(out.stderr.contains("+ helmCharts added"), "{}", out.stderr);
     assert!(out.stdout.contains("+helmCharts:"), "{}", out.stdout);
 }
+
+/// `diff` predicts a restart exactly when Sveltos' hashes differ: an unsorted list reordered is a
+/// restart, the same duration written another way is not (a comparison of what was written says
+/// the opposite of both).
+#[test]
+fn restarts_are_predicted_from_sveltos_hashes() {
+    let mut live = example("kyverno-manual-gate.yaml");
+    live["spec"]["stages"][1]["trigger"]["manual"]["approved"] = json!(true);
+    live["spec"]["profileSpec"]["preDeployChecks"] = json!([
+        {"name": "crds", "featureID": "Helm", "group": "apiextensions.k8s.io", "version": "v1",
+         "kind": "CustomResourceDefinition", "script": "function evaluate() return {healthy = true} end"},
+        {"name": "ns", "featureID": "Helm", "group": "", "version": "v1", "kind": "Namespace",
+         "script": "function evaluate() return {healthy = true} end"}
+    ]);
+    live["spec"]["profileSpec"]["helmCharts"][0]["options"] = json!({"timeout": "90s"});
+    let env = Env::start(vec![live.clone()]);
+
+    let mut reordered = live.clone();
+    reordered["spec"]["profileSpec"]["preDeployChecks"]
+        .as_array_mut()
+        .unwrap()
+        .reverse();
+    let path = write(&env, "reordered.yaml", &reordered);
+    let out = env
+        .run(&["diff", "kyverno-rollout-man", "-f", &path])
+        .expect(1);
+    assert!(
+        out.stderr
+            .contains("preDeployChecks reordered (Sveltos hashes this list in order)"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("approval of stage \"staging\""),
+        "{}",
+        out.stderr
+    );
+
+    let mut same_duration = live.clone();
+    same_duration["spec"]["profileSpec"]["helmCharts"][0]["options"]["timeout"] = json!("1m30s");
+    let path = write(&env, "duration.yaml", &same_duration);
+    let out = env
+        .run(&["diff", "kyverno-rollout-man", "-f", &path])
+        .expect(1);
+    assert!(
+        out.stderr.contains("the pipeline does not restart"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("reset"), "{}", out.stderr);
+}

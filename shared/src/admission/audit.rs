@@ -6,6 +6,7 @@ use super::gates::annotation;
 use super::{
     groups, username, UserInfo, APPROVALS_ANNOTATION, CLOCK_SKEW_TOLERANCE, SPEC_CHANGE_ANNOTATION,
 };
+use crate::rollout::RolloutId;
 use crate::tree::{tree_of, Tree};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
@@ -20,6 +21,10 @@ pub struct ApprovalRecord {
     pub time: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The rollout the approval was given in (the spec's hashes at the time): an approval
+    /// belongs to that rollout. Absent in records written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<RolloutId>,
 }
 
 /// Who last changed `spec.profileSpec` (started a new rollout), and when.
@@ -28,6 +33,10 @@ pub struct SpecChangeRecord {
     pub user: String,
     /// RFC 3339, second resolution, UTC.
     pub time: String,
+    /// The rollout the change started (the new spec's hashes). Absent in records written before
+    /// it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<RolloutId>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -94,12 +103,18 @@ pub(crate) fn is_current(time: &str, now: DateTime<Utc>) -> bool {
 }
 
 impl ApprovalRecord {
-    pub(crate) fn for_request(user: &UserInfo, now: DateTime<Utc>, reason: Option<String>) -> Self {
+    pub(crate) fn for_request(
+        user: &UserInfo,
+        now: DateTime<Utc>,
+        reason: Option<String>,
+        rollout: Option<RolloutId>,
+    ) -> Self {
         ApprovalRecord {
             user: username(user).to_string(),
             groups: groups(user).to_vec(),
             time: format_time(now),
             reason,
+            rollout,
         }
     }
 
@@ -111,10 +126,15 @@ impl ApprovalRecord {
 }
 
 impl SpecChangeRecord {
-    pub(crate) fn for_request(user: &UserInfo, now: DateTime<Utc>) -> Self {
+    pub(crate) fn for_request(
+        user: &UserInfo,
+        now: DateTime<Utc>,
+        rollout: Option<RolloutId>,
+    ) -> Self {
         SpecChangeRecord {
             user: username(user).to_string(),
             time: format_time(now),
+            rollout,
         }
     }
 
@@ -140,7 +160,12 @@ mod tests {
             groups: Some(vec!["ops".into()]),
             ..UserInfo::default()
         };
-        let record = ApprovalRecord::for_request(&user, now(), Some("CAB-12".into()));
+        let rollout = RolloutId {
+            stages_hash: "s".into(),
+            profile_spec_hash: "p".into(),
+        };
+        let record =
+            ApprovalRecord::for_request(&user, now(), Some("CAB-12".into()), Some(rollout));
         assert_eq!(record.time, "2026-02-16T07:29:41Z");
         let text = serde_json::to_string(&BTreeMap::from([("staging", &record)])).unwrap();
         let object = json!({"metadata": {"annotations": {APPROVALS_ANNOTATION: text}}});

@@ -29,7 +29,7 @@ use super::{
     SPEC_CHANGE_ANNOTATION,
 };
 use crate::approval::Used;
-use crate::rollout::{self, Restart};
+use crate::rollout::{self, Restart, RolloutId};
 use crate::tree::{field, to_owned_value, tree_of, Tree};
 
 /// Why an approval is removed.
@@ -157,6 +157,10 @@ pub fn plan_mutation_tree(
     plan.recorded_approvals = approving.iter().map(|g| g.name.to_string()).collect();
     let mut annotation_edits = AnnotationEdits::default();
     let reason = take_reason(new, &approving, &mut annotation_edits, &mut plan.warnings);
+    // Every record names the rollout it belongs to: the spec's hashes after this request.
+    let rollout = (!approving.is_empty() || plan.restart.is_some() || old.is_none())
+        .then(|| rollout::identity(new).ok().map(|i| i.id))
+        .flatten();
     record_approvals(
         old,
         new,
@@ -164,10 +168,11 @@ pub fn plan_mutation_tree(
         now,
         &approving,
         reason,
+        rollout.as_ref(),
         &mut annotation_edits,
     );
     if plan.restart.is_some() || old.is_none() {
-        record_spec_change(old, new, user, now, &mut annotation_edits);
+        record_spec_change(old, new, user, now, rollout.as_ref(), &mut annotation_edits);
     }
     ops.extend(annotation_edits.into_ops(new));
 
@@ -280,6 +285,7 @@ fn record_approvals(
     now: DateTime<Utc>,
     approving: &[Gate<'_>],
     reason: Option<String>,
+    rollout: Option<&RolloutId>,
     edits: &mut AnnotationEdits,
 ) {
     if approving.is_empty() {
@@ -303,7 +309,7 @@ fn record_approvals(
         if !own {
             desired.insert(
                 gate.name.to_string(),
-                ApprovalRecord::for_request(user, now, reason.clone()),
+                ApprovalRecord::for_request(user, now, reason.clone(), rollout.cloned()),
             );
         }
     }
@@ -315,6 +321,7 @@ fn record_spec_change(
     new: &Tree,
     user: &UserInfo,
     now: DateTime<Utc>,
+    rollout: Option<&RolloutId>,
     edits: &mut AnnotationEdits,
 ) {
     let before = old.and_then(|old| spec_change_record_in(old).ok().flatten());
@@ -326,7 +333,7 @@ fn record_spec_change(
         edits.set_json(
             new,
             SPEC_CHANGE_ANNOTATION,
-            &SpecChangeRecord::for_request(user, now),
+            &SpecChangeRecord::for_request(user, now, rollout.cloned()),
         );
     }
 }
@@ -526,12 +533,34 @@ mod tests {
             spec_change_record(&mutated).unwrap(),
             Some(SpecChangeRecord {
                 user: "carol".into(),
-                time: "2026-03-01T12:00:00Z".into()
+                time: "2026-03-01T12:00:00Z".into(),
+                // The rollout the change started: the new spec's hashes.
+                rollout: Some(crate::rollout::identity_of(&mutated).unwrap().id),
             })
         );
         assert!(mutated["spec"]["stages"][1]["trigger"]["manual"]
             .get("approved")
             .is_none());
+    }
+
+    #[test]
+    fn approvals_reset_exactly_when_sveltos_hashes_differ() {
+        let mut old = promotion(Some(true), &["dev", "staging"], "3.6.2");
+        old["spec"]["profileSpec"]["preDeployChecks"] =
+            json!([{"name": "a", "featureID": "Helm"}, {"name": "b", "featureID": "Helm"}]);
+        old["spec"]["profileSpec"]["helmCharts"][0]["options"] = json!({"timeout": "90s"});
+        // preDeployChecks are hashed in the order written: reordering them is a new rollout.
+        let mut reordered = old.clone();
+        reordered["spec"]["profileSpec"]["preDeployChecks"]
+            .as_array_mut()
+            .unwrap()
+            .reverse();
+        let plan = plan_mutation(Some(&old), &reordered, &user("bob"), now());
+        assert_eq!(plan.reset_approvals.len(), 1);
+        // A duration is hashed as Go prints it: 90s and 1m30s are the same rollout.
+        let mut same = old.clone();
+        same["spec"]["profileSpec"]["helmCharts"][0]["options"]["timeout"] = json!("1m30s");
+        assert!(plan_mutation(Some(&old), &same, &user("bob"), now()).is_empty());
     }
 
     #[test]
@@ -560,6 +589,8 @@ mod tests {
                 groups: vec!["system:authenticated".into(), "release".into()],
                 time: "2026-03-01T12:00:00Z".into(),
                 reason: Some("CAB-42 signed off".into()),
+                // Given in the rollout this request starts.
+                rollout: Some(crate::rollout::identity_of(&mutated).unwrap().id),
             }
         );
         let annotations = mutated["metadata"]["annotations"].as_object().unwrap();

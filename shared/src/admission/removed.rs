@@ -136,6 +136,7 @@ mod tests {
             groups: vec!["release".into()],
             time: "2026-03-01T12:00:00Z".into(),
             reason: reason.map(String::from),
+            rollout: None,
         }
     }
 
