@@ -161,18 +161,10 @@ pub fn plan_mutation_tree(
     let rollout = (!approving.is_empty() || plan.restart.is_some() || old.is_none())
         .then(|| rollout::identity(new).ok().map(|i| i.id))
         .flatten();
-    record_approvals(
-        old,
-        new,
-        user,
-        now,
-        &approving,
-        reason,
-        rollout.as_ref(),
-        &mut annotation_edits,
-    );
+    let writer = Writer { user, now, rollout };
+    record_approvals(old, new, &writer, &approving, reason, &mut annotation_edits);
     if plan.restart.is_some() || old.is_none() {
-        record_spec_change(old, new, user, now, rollout.as_ref(), &mut annotation_edits);
+        record_spec_change(old, new, &writer, &mut annotation_edits);
     }
     ops.extend(annotation_edits.into_ops(new));
 
@@ -278,16 +270,22 @@ fn take_reason(
     Some(text)
 }
 
+/// Who writes this request's records, when, and for which rollout.
+struct Writer<'a> {
+    user: &'a UserInfo,
+    now: DateTime<Utc>,
+    rollout: Option<RolloutId>,
+}
+
 fn record_approvals(
     old: Option<&Tree>,
     new: &Tree,
-    user: &UserInfo,
-    now: DateTime<Utc>,
+    writer: &Writer<'_>,
     approving: &[Gate<'_>],
     reason: Option<String>,
-    rollout: Option<&RolloutId>,
     edits: &mut AnnotationEdits,
 ) {
+    let (user, now) = (writer.user, writer.now);
     if approving.is_empty() {
         return;
     }
@@ -309,7 +307,7 @@ fn record_approvals(
         if !own {
             desired.insert(
                 gate.name.to_string(),
-                ApprovalRecord::for_request(user, now, reason.clone(), rollout.cloned()),
+                ApprovalRecord::for_request(user, now, reason.clone(), writer.rollout.clone()),
             );
         }
     }
@@ -319,11 +317,10 @@ fn record_approvals(
 fn record_spec_change(
     old: Option<&Tree>,
     new: &Tree,
-    user: &UserInfo,
-    now: DateTime<Utc>,
-    rollout: Option<&RolloutId>,
+    writer: &Writer<'_>,
     edits: &mut AnnotationEdits,
 ) {
+    let (user, now) = (writer.user, writer.now);
     let before = old.and_then(|old| spec_change_record_in(old).ok().flatten());
     let current = spec_change_record_in(new).ok().flatten();
     let own = current
@@ -333,7 +330,7 @@ fn record_spec_change(
         edits.set_json(
             new,
             SPEC_CHANGE_ANNOTATION,
-            &SpecChangeRecord::for_request(user, now, rollout.cloned()),
+            &SpecChangeRecord::for_request(user, now, writer.rollout.clone()),
         );
     }
 }
