@@ -59,7 +59,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Version(a) => commands::version::run(&ctx, a),
         Command::Completion(a) => commands::completion::run(&ctx, a),
-        Command::Lint(a) => Ok(commands::lint::run(a, ctx.out)),
+        Command::Lint(a) => Ok(commands::lint::run(&ctx, a)),
         Command::Describe(a) => block_on(commands::describe::run(&ctx, a)),
         Command::List(a) => block_on(commands::list::run(&ctx, a)),
         Command::Approve(a) => block_on(commands::approve::run(&ctx, a)),

@@ -36,6 +36,7 @@ fn in_process(args: &[&str]) -> (Vec<u8>, Option<i32>) {
         Command::Describe(a) => rt.block_on(commands::describe::run(&ctx, a)),
         Command::Plan(a) => rt.block_on(commands::plan::run(&ctx, a)),
         Command::Health(a) => rt.block_on(commands::health::run(&ctx, a)),
+        Command::Lint(a) => Ok(commands::lint::run(&ctx, a)),
         other => panic!("not an offline command: {other:?}"),
     }
     .expect("the command succeeds");
@@ -131,4 +132,13 @@ fn health_of_files_writes_into_the_context() {
     assert!(out.contains("Deployment cert-manager/"), "{out}");
     // Unhealthy: health's own code 1, the same in-process.
     assert_eq!(in_process(&args).1, Some(1));
+}
+
+#[test]
+fn lint_writes_its_findings_through_the_context() {
+    let file = example("lua-syntax-error.yaml");
+    let text = same(&["lint", &file]);
+    assert!(text.contains("lua-syntax"), "{text}");
+    let json = same(&["lint", &file, "-o", "json"]);
+    assert!(json.trim_start().starts_with('['), "{json}");
 }

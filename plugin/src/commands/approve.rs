@@ -269,14 +269,14 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
                 _ => format!("Sveltos acts on it on its next pass ({transition})"),
             };
             if matches!(format, OutputFormat::Default | OutputFormat::Wide) {
-                println!(
-                    "{} unchanged: stage {} is already approved; {state}",
+                ctx.write_out(&format!(
+                    "{} unchanged: stage {} is already approved; {state}\n",
                     output::resource_name(name),
                     gate.stage
-                );
+                ))?;
             } else {
                 // As `kubectl apply -o …` of an unchanged object: the object, as stored.
-                print_result(name, &gate, &object, args, &format)?;
+                print_result(ctx, name, &gate, &object, args, &format)?;
                 note(
                     ctx,
                     &format!(
@@ -368,7 +368,7 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
         );
     }
 
-    print_result(name, &gate, &stored, args, &format)?;
+    print_result(ctx, name, &gate, &stored, args, &format)?;
     if args.wait {
         return wait_after(ctx, &kube, name, &gate, args).await;
     }
@@ -415,6 +415,7 @@ async fn wait_after(
 }
 
 fn print_result(
+    ctx: &Ctx,
     name: &str,
     gate: &Gate,
     stored: &Value,
@@ -451,8 +452,7 @@ fn print_result(
             line + "\n"
         }
     };
-    print!("{text}");
-    Ok(())
+    ctx.write_out(&text)
 }
 
 #[cfg(test)]

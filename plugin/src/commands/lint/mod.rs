@@ -9,7 +9,7 @@ mod cross;
 mod document;
 mod inputs;
 
-use std::io::Write;
+use super::Ctx;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
@@ -90,7 +90,8 @@ fn load_crd(args: &LintArgs) -> Result<Crd, String> {
     Crd::parse(&text, &path.display().to_string()).map_err(|e| format!("--crd {e}"))
 }
 
-pub fn run(args: &LintArgs, style: Style) -> u8 {
+pub fn run(ctx: &Ctx, args: &LintArgs) -> u8 {
+    let style = ctx.out;
     let mut inputs: Vec<PathBuf> = args.paths.clone();
     inputs.extend(args.files.iter().cloned());
     if inputs.is_empty() {
@@ -123,7 +124,7 @@ pub fn run(args: &LintArgs, style: Style) -> u8 {
         .filter(|f| f.severity == Severity::Error)
         .count();
     let warnings = located.len() - errors;
-    if write_findings(&located, args.output, style).is_err() {
+    if write_findings(ctx, &located, args.output, style).is_err() {
         // A closed pipe (`| head`) is not a lint failure worth a message.
         return if errors > 0 { 1 } else { 0 };
     }
@@ -180,21 +181,26 @@ fn lint_inputs(crd: &Crd, inputs: &[PathBuf]) -> (Vec<Located>, Tally) {
     (located, run.tally)
 }
 
-fn write_findings(located: &[Located], format: LintFormat, style: Style) -> std::io::Result<()> {
-    let mut stdout = std::io::stdout().lock();
-    match format {
-        LintFormat::Json => serde_json::to_writer_pretty(&mut stdout, located)
-            .map_err(std::io::Error::from)
-            .and_then(|()| writeln!(stdout)),
-        LintFormat::Yaml => {
-            let text = crate::render::output::to_yaml(&located)
-                .map_err(|e| std::io::Error::other(e.to_string()))?;
-            stdout.write_all(text.as_bytes())
+fn write_findings(
+    ctx: &Ctx,
+    located: &[Located],
+    format: LintFormat,
+    style: Style,
+) -> crate::error::Result<()> {
+    let text = match format {
+        LintFormat::Json => {
+            let mut text = serde_json::to_string_pretty(located)
+                .map_err(|e| crate::error::Error::Io(e.to_string()))?;
+            text.push('\n');
+            text
         }
+        LintFormat::Yaml => crate::render::output::to_yaml(&located)?,
         LintFormat::Text => located
             .iter()
-            .try_for_each(|f| writeln!(stdout, "{}", render(f, style))),
-    }
+            .map(|f| format!("{}\n", render(f, style)))
+            .collect(),
+    };
+    ctx.write_out(&text)
 }
 
 fn render(f: &Located, style: Style) -> String {
