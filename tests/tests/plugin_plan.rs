@@ -388,3 +388,44 @@ fn describe_says_what_each_stage_not_started_will_reach() {
         "{text}"
     );
 }
+
+/// `plan NAME --timeline` reads the promotion and the fleet from the cluster and continues the
+/// rollout from the status: the manual-gate example waits at staging until it is approved.
+#[test]
+fn a_live_timeline_continues_from_the_status() {
+    let env = Env::start(example_world("kyverno-manual-gate.yaml"));
+    let timeline = plan_json(
+        &env,
+        &[
+            "kyverno-rollout-man",
+            "--timeline",
+            "--start",
+            "2026-02-16T08:00:00Z",
+        ],
+    );
+    assert_eq!(timeline["kind"], "PromotionTimeline");
+    let steps = timeline["steps"].as_array().unwrap();
+    assert!(
+        steps
+            .iter()
+            .any(|s| s["stage"] == "staging" && s["what"] == "waitsForApproval"),
+        "{timeline}"
+    );
+    assert!(
+        steps.iter().all(|s| s["stage"] != "production"),
+        "{timeline}"
+    );
+    assert_eq!(timeline.get("completes"), None);
+    let approved = plan_json(
+        &env,
+        &[
+            "kyverno-rollout-man",
+            "--timeline",
+            "--start",
+            "2026-02-16T08:00:00Z",
+            "--approve-at",
+            "staging=+1h",
+        ],
+    );
+    assert_eq!(approved["completes"], "2026-02-16T09:00:00Z", "{approved}");
+}
