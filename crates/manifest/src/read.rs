@@ -61,23 +61,25 @@ pub struct ReadError {
     pub reason: Reason,
 }
 
-impl fmt::Display for ReadError {
+impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let source = &self.source;
-        match &self.reason {
-            Reason::Unreadable(reason) => write!(f, "{source}: cannot read: {reason}"),
-            Reason::NotUtf8(pos) => write!(f, "{source}: not valid UTF-8: at {pos}"),
-            Reason::Yaml(e) => write!(f, "{source}: invalid YAML: {e}"),
+        match self {
+            Reason::Unreadable(reason) => write!(f, "cannot read: {reason}"),
+            Reason::NotUtf8(pos) => write!(f, "not valid UTF-8: at {pos}"),
+            Reason::Yaml(e) => write!(f, "invalid YAML: {e}"),
             Reason::NotAnObject { at, found } if at.is_empty() => {
-                write!(f, "{source}: expected a Kubernetes object, found {found}")
+                write!(f, "expected a Kubernetes object, found {found}")
             }
             Reason::NotAnObject { at, found } => {
-                write!(
-                    f,
-                    "{source}: {at}: expected a Kubernetes object, found {found}"
-                )
+                write!(f, "{at}: expected a Kubernetes object, found {found}")
             }
         }
+    }
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.source, self.reason)
     }
 }
 
@@ -102,27 +104,29 @@ fn io_reason(e: &std::io::Error) -> String {
 }
 
 /// Reads command-line inputs. Stdin is read at most once: a second `-` is an error rather than
-/// silently empty.
+/// silently empty. `recursive` (kubectl's `-R`): a directory's subdirectories are read too.
 pub struct Reader {
-    recursive: bool,
     stdin: Option<Box<dyn Read + Send>>,
 }
 
 impl fmt::Debug for Reader {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Reader")
-            .field("recursive", &self.recursive)
             .field("stdin_unread", &self.stdin.is_some())
             .finish()
     }
 }
 
+impl Default for Reader {
+    fn default() -> Self {
+        Reader::new()
+    }
+}
+
 impl Reader {
-    /// A reader of the process's stdin; `recursive`: a directory's subdirectories too
-    /// (kubectl's `-R`).
-    pub fn new(recursive: bool) -> Self {
+    /// A reader of the process's stdin.
+    pub fn new() -> Self {
         Reader {
-            recursive,
             stdin: Some(Box::new(std::io::stdin())),
         }
     }
@@ -137,7 +141,7 @@ impl Reader {
     /// (`*.yaml`, `*.yml`, `*.json`; with `recursive`, in subdirectories too) in path order;
     /// anything else is read as a file whatever its name (a named pipe, `<(…)`, included). A
     /// path that does not exist, or a directory that cannot be listed, is an error in place.
-    pub fn sources(&self, input: &Path) -> Vec<Result<Source, ReadError>> {
+    pub fn sources(&self, input: &Path, recursive: bool) -> Vec<Result<Source, ReadError>> {
         if input.as_os_str() == "-" {
             return vec![Ok(Source::Stdin)];
         }
@@ -166,7 +170,7 @@ impl Reader {
                 // Follows symbolic links, as kubectl's filepath.Walk of a named directory does
                 // for the named entries' types.
                 if path.is_dir() {
-                    if self.recursive {
+                    if recursive {
                         pending.push(path);
                     }
                 } else if is_manifest(&path) {
@@ -209,10 +213,11 @@ impl Reader {
     pub fn visit(
         &mut self,
         inputs: &[PathBuf],
+        recursive: bool,
         mut visit: impl FnMut(Result<Manifest, ReadError>) -> bool,
     ) {
         for input in inputs {
-            for source in self.sources(input) {
+            for source in self.sources(input, recursive) {
                 let manifest = source.and_then(|source| {
                     let bytes = self.read(&source)?;
                     Manifest::decode(&source.name(), &bytes)
@@ -225,10 +230,14 @@ impl Reader {
     }
 
     /// Every manifest of every input, or the first error.
-    pub fn manifests(&mut self, inputs: &[PathBuf]) -> Result<Vec<Manifest>, ReadError> {
+    pub fn manifests(
+        &mut self,
+        inputs: &[PathBuf],
+        recursive: bool,
+    ) -> Result<Vec<Manifest>, ReadError> {
         let mut manifests = Vec::new();
         let mut failed = None;
-        self.visit(inputs, |m| match m {
+        self.visit(inputs, recursive, |m| match m {
             Ok(m) => {
                 manifests.push(m);
                 true
@@ -455,8 +464,8 @@ mod tests {
             std::fs::write(root.join(f), "k: v\n").unwrap();
         }
         let names = |recursive: bool| -> Vec<PathBuf> {
-            Reader::new(recursive)
-                .sources(root)
+            Reader::new()
+                .sources(root, recursive)
                 .into_iter()
                 .map(|s| match s.unwrap() {
                     Source::File(p) => p.strip_prefix(root).unwrap().to_path_buf(),
@@ -471,11 +480,11 @@ mod tests {
         );
         // A file named on the command line is read whatever its extension.
         assert_eq!(
-            Reader::new(false).sources(&root.join("c.txt")),
+            Reader::new().sources(&root.join("c.txt"), false),
             [Ok(Source::File(root.join("c.txt")))]
         );
         let missing = root.join("missing.yaml");
-        let found = Reader::new(false).sources(&missing);
+        let found = Reader::new().sources(&missing, false);
         let [Err(e)] = found.as_slice() else {
             panic!("a missing path is an error: {found:?}")
         };
@@ -490,10 +499,10 @@ mod tests {
 
     #[test]
     fn stdin_is_read_once() {
-        let mut reader = Reader::new(false).with_stdin(&b"a: 1\n"[..]);
+        let mut reader = Reader::new().with_stdin(&b"a: 1\n"[..]);
         let inputs = [PathBuf::from("-"), PathBuf::from("-")];
         let mut seen = Vec::new();
-        reader.visit(&inputs, |m| {
+        reader.visit(&inputs, false, |m| {
             seen.push(m.map(|m| (m.source.clone(), m.documents.len())));
             true
         });
@@ -512,12 +521,15 @@ mod tests {
         std::fs::write(&good, "a: 1\n").unwrap();
         let bad = dir.path().join("bad.yaml");
         std::fs::write(&bad, "a: [\n").unwrap();
-        let mut reader = Reader::new(false);
+        let mut reader = Reader::new();
         assert_eq!(
-            reader.manifests(std::slice::from_ref(&good)).unwrap().len(),
+            reader
+                .manifests(std::slice::from_ref(&good), false)
+                .unwrap()
+                .len(),
             1
         );
-        let e = reader.manifests(&[good, bad.clone()]).unwrap_err();
+        let e = reader.manifests(&[good, bad.clone()], false).unwrap_err();
         assert_eq!(e.source, bad.display().to_string());
     }
 }
