@@ -14,6 +14,11 @@ use super::cross::Declared;
 use super::inputs::{read_error, Tally};
 use super::Located;
 
+/// Whether lint judges an entry of a file (a ClusterPromotion) rather than skip it.
+pub fn judges(entry: &Entry<'_>) -> bool {
+    is_cluster_promotion(entry.value)
+}
+
 /// What one run accumulates.
 pub(super) struct Run<'a> {
     pub crd: &'a Crd,
@@ -47,7 +52,7 @@ impl<'a> Run<'a> {
     /// else, skipped.
     fn lint_manifest(&mut self, manifest: &Manifest) {
         for entry in manifest.entries() {
-            if is_cluster_promotion(entry.value) {
+            if judges(&entry) {
                 self.lint_promotion(&manifest.source, &entry);
             } else {
                 self.tally.skipped += 1;

@@ -21,6 +21,7 @@ use promotion_shared::validation::{Severity, VALIDATION_STACK_BYTES};
 
 use crate::render::{Style, Tone};
 
+pub use document::judges;
 use document::Run;
 pub use inputs::Tally;
 
