@@ -14,6 +14,9 @@ use serde_json::{Map, Number, Value};
 
 use promotion_findings::{segments, FieldPath, Segment};
 
+pub mod read;
+pub use read::{Entry, Manifest, ReadError, Reader, Reason, Source};
+
 /// Deeper documents are refused: building and dropping values recurses.
 pub const MAX_DEPTH: usize = 200;
 
@@ -246,6 +249,41 @@ struct Builder {
     anchors: HashMap<usize, Value>,
     doc_start: Option<Pos>,
     root: Option<Value>,
+    /// Nodes of the document so far, those copied by aliases included, and those copied by
+    /// aliases: go-yaml's guard against expansion bombs (see [`excessive_aliasing`]).
+    decoded: usize,
+    aliased: usize,
+}
+
+/// go-yaml v2's `allowedAliasRatio` (decode.go): the share of a document's nodes that may come
+/// from alias expansion, 99% up to 400,000 nodes, falling to 10% at 4,000,000.
+fn excessive_aliasing(decoded: usize, aliased: usize) -> bool {
+    const LOW: f64 = 400_000.0;
+    const HIGH: f64 = 4_000_000.0;
+    let n = decoded as f64;
+    let allowed = if n <= LOW {
+        0.99
+    } else if n >= HIGH {
+        0.10
+    } else {
+        0.99 - 0.89 * ((n - LOW) / (HIGH - LOW))
+    };
+    aliased > 100 && decoded > 1000 && aliased as f64 / n > allowed
+}
+
+/// How many nodes a value holds (itself included); iterative, as values may nest deeply.
+fn node_count(value: &Value) -> usize {
+    let mut count = 0;
+    let mut pending = vec![value];
+    while let Some(v) = pending.pop() {
+        count += 1;
+        match v {
+            Value::Array(items) => pending.extend(items),
+            Value::Object(map) => pending.extend(map.values()),
+            _ => {}
+        }
+    }
+    count
 }
 
 impl Builder {
@@ -257,6 +295,8 @@ impl Builder {
                 self.nodes.clear();
                 self.anchors.clear();
                 self.root = None;
+                self.decoded = 0;
+                self.aliased = 0;
             }
             Event::DocumentEnd => {
                 let value = self.root.take().unwrap_or(Value::Null);
@@ -276,6 +316,7 @@ impl Builder {
                     *pending = Some((text.into_owned(), pos));
                     return Ok(());
                 }
+                self.decoded += 1;
                 let tag = tag.map(|t| t.suffix.clone());
                 let value = resolve_scalar(&text, style, tag.as_deref()).map_err(err)?;
                 let node_style = match style {
@@ -292,9 +333,17 @@ impl Builder {
                 self.attach(value, pos)?;
             }
             Event::Alias(id) => {
-                let Some(value) = self.anchors.get(&id).cloned() else {
+                let Some(anchored) = self.anchors.get(&id) else {
                     return Err(err("alias refers to an unknown anchor".into()));
                 };
+                // Counted before the copy is made, so that a bomb is refused before it explodes.
+                let copied = node_count(anchored);
+                self.decoded += copied;
+                self.aliased += copied;
+                if excessive_aliasing(self.decoded, self.aliased) {
+                    return Err(err("document contains excessive aliasing".into()));
+                }
+                let value = anchored.clone();
                 let path = self.child_path(pos)?;
                 self.record(&path, pos, pos, Style::Collection);
                 self.attach(value, pos)?;
@@ -305,6 +354,7 @@ impl Builder {
                         "document nests deeper than {MAX_DEPTH} levels"
                     )));
                 }
+                self.decoded += 1;
                 let path = self.child_path(pos)?;
                 self.record(&path, pos, pos, Style::Collection);
                 self.stack
@@ -706,6 +756,23 @@ mod tests {
         assert!(parse_documents(&deeper).is_err());
         assert!(parse_documents("a: [1, 2\nb: 3\n").is_err());
         assert!(parse_documents("key: 'unterminated\n").is_err());
+    }
+
+    #[test]
+    fn refuses_alias_expansion_bombs_as_go_yaml_does() {
+        // Nine levels of ten aliases: a billion nodes if expanded.
+        let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..9 {
+            let p = i - 1;
+            text.push_str(&format!(
+                "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+            ));
+        }
+        let e = parse_documents(&text).unwrap_err();
+        assert_eq!(e.message, "document contains excessive aliasing");
+        // Ordinary reuse stays allowed.
+        let d = one("base: &b {x: 1}\nlist: [*b, *b, *b]\n");
+        assert_eq!(d.value["list"][2]["x"], 1);
     }
 
     #[test]

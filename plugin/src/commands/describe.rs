@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use promotion_manifest::Reader;
 use promotion_shared::pipeline::{Phase, StageState};
 
 use super::Ctx;
@@ -93,7 +94,7 @@ pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
     let format = OutputFormat::of_flag(args.output.as_deref(), MODEL_FORMATS)?;
     let format = &format;
     if let Some(path) = &args.filename {
-        let object = output::read_promotion(path)?;
+        let object = super::manifests::promotion(&mut Reader::new(), path)?;
         let in_file = object
             .pointer("/metadata/name")
             .and_then(Value::as_str)

@@ -12,6 +12,7 @@ use clap::Args;
 use serde_json::{Map, Value};
 
 use crd_schema::Crd;
+use promotion_manifest::Reader;
 use promotion_shared::admission::{plan_mutation, removed_approvals, UserInfo};
 use promotion_shared::diff::{
     appended_check_names, comparable_profile_spec, semantic_diff, Change, ChangeKind,
@@ -102,10 +103,8 @@ struct Compared {
 }
 
 async fn diff_files(ctx: &Ctx, args: &DiffArgs) -> Result<u8> {
-    let mut found = Vec::new();
-    for path in &args.filename {
-        found.extend(output::read_promotions(path, args.recursive)?);
-    }
+    let mut found =
+        super::manifests::promotions(&mut Reader::new(), &args.filename, args.recursive)?;
     if let Some(n) = &args.name {
         found.retain(|(_, doc)| doc.pointer("/metadata/name").and_then(Value::as_str) == Some(n));
         if found.is_empty() {

@@ -8,6 +8,7 @@ pub mod diff;
 pub mod health;
 pub mod lint;
 pub mod list;
+pub mod manifests;
 pub mod plan;
 pub mod version;
 pub mod wait;

@@ -5,16 +5,16 @@
 //! Exit status: 0; 1 with `--strict` when there are hazards; 2 on input or connection errors
 //! (usage errors included), so a CI step can tell "the rollout is risky" from "plan broke".
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde::Serialize;
 use serde_json::Value;
 
+use promotion_manifest::Reader;
 use promotion_shared::plan::{self, ClusterType, Inventory, Plan, PlannedCluster, StagePlan};
 
-use super::{note, Ctx};
+use super::{manifests, note, Ctx};
 use crate::error::{self, exit::plan as exit, Error, Result};
 use crate::render::output::{self, ModelFormat};
 use crate::render::timeline;
@@ -123,6 +123,8 @@ async fn plan_and_print(ctx: &Ctx, args: &PlanArgs) -> Result<u8> {
             "-f - and --clusters - cannot both read stdin".into(),
         ));
     }
+    // One reader for both inputs: stdin is read once.
+    let mut reader = Reader::new();
     let kube = if args.filename.is_none() || args.clusters.is_none() {
         Some(ctx.kube().await?)
     } else {
@@ -130,7 +132,7 @@ async fn plan_and_print(ctx: &Ctx, args: &PlanArgs) -> Result<u8> {
     };
     let object = match (&args.filename, &kube) {
         (Some(path), _) => {
-            let object = output::read_promotion(path)?;
+            let object = manifests::promotion(&mut reader, path)?;
             let in_file = object
                 .pointer("/metadata/name")
                 .and_then(Value::as_str)
@@ -163,7 +165,7 @@ async fn plan_and_print(ctx: &Ctx, args: &PlanArgs) -> Result<u8> {
         },
     })?;
     let inventory = match (&args.clusters, &kube) {
-        (Some(path), _) => read_inventory(path)?,
+        (Some(path), _) => manifests::inventory(&mut reader, path)?,
         (None, Some(kube)) => crate::cluster::inventory::list_fleet(kube, args.chunk_size).await?,
         (None, None) => Inventory::new(),
     };
@@ -265,76 +267,6 @@ fn display(path: &Path) -> String {
     } else {
         path.display().to_string()
     }
-}
-
-/// The inventory in a file, a directory of files (`*.yaml`, `*.yml`, `*.json`, not recursive,
-/// in name order) or stdin.
-fn read_inventory(path: &Path) -> Result<Inventory> {
-    let mut inventory = Inventory::new();
-    if path == Path::new("-") {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|e| Error::file("<stdin>", e))?;
-        add_file(&mut inventory, "<stdin>", &text)?;
-        return Ok(inventory);
-    }
-    let label = display(path);
-    if path.is_dir() {
-        let entries = std::fs::read_dir(path).map_err(|e| Error::file(&label, e))?;
-        let mut files: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.is_file()
-                    && p.extension()
-                        .is_some_and(|x| x == "yaml" || x == "yml" || x == "json")
-            })
-            .collect();
-        if files.is_empty() {
-            return Err(Error::file(
-                &label,
-                "no *.yaml, *.yml or *.json file in this directory",
-            ));
-        }
-        files.sort();
-        for file in files {
-            let name = file.display().to_string();
-            let text = std::fs::read_to_string(&file).map_err(|e| Error::file(&name, e))?;
-            add_file(&mut inventory, &name, &text)?;
-        }
-    } else {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::file(&label, e))?;
-        add_file(&mut inventory, &label, &text)?;
-    }
-    Ok(inventory)
-}
-
-fn add_file(inventory: &mut Inventory, label: &str, text: &str) -> Result<()> {
-    let documents: Vec<Value> = if text.trim_start().starts_with('{') {
-        vec![serde_json::from_str(text)
-            .map_err(|e| Error::file(label, format!("invalid JSON: {e}")))?]
-    } else {
-        serde_saphyr::from_multiple_with_options::<Value>(text, yaml_options(text))
-            .map_err(|e| Error::file(label, format!("invalid YAML: {e}")))?
-    };
-    inventory
-        .add_documents(label, &documents)
-        .map_err(|e| Error::Io(e.to_string()))?;
-    Ok(())
-}
-
-/// The YAML parser's budget, grown with the input: an inventory has a dozen nodes per cluster,
-/// so a big fleet passes the default 250,000 nodes. Nodes, events and documents may number as
-/// many as the text can spell without aliases (each takes at least a byte or two); the alias,
-/// anchor and depth limits that stop expansion bombs stay as they are.
-fn yaml_options(text: &str) -> serde_saphyr::Options {
-    let mut budget = serde_saphyr::Budget::default();
-    budget.max_nodes = budget.max_nodes.max(text.len());
-    budget.max_events = budget.max_events.max(2 * text.len());
-    budget.max_documents = budget.max_documents.max(text.len() / 4);
-    let mut options = serde_saphyr::Options::default();
-    options.budget = Some(budget);
-    options
 }
 
 /// How many clusters of each type the inventory holds (for the header line).
@@ -612,43 +544,5 @@ mod tests {
         assert_eq!(v["unreached"], 30);
         assert_eq!(v["hazards"][1]["code"], "selector-typo");
         assert_eq!(v["hazards"][1]["suggestion"]["with"], "env=prod");
-    }
-
-    #[test]
-    fn inventory_files_are_json_or_yaml_and_errors_name_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let yaml = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: lib.projectsveltos.io/v1beta1\n  kind: SveltosCluster\n  metadata: {name: a, namespace: fleet, labels: {env: prod}}\n  status: {ready: true}\n";
-        std::fs::write(dir.path().join("a.yaml"), yaml).unwrap();
-        let json = json!({"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
-                          "metadata": {"name": "b", "namespace": "n"}});
-        std::fs::write(dir.path().join("b.json"), json.to_string()).unwrap();
-        std::fs::write(dir.path().join("notes.txt"), "ignored").unwrap();
-        let inv = read_inventory(dir.path()).unwrap();
-        assert_eq!(inv.len(), 2);
-        std::fs::write(dir.path().join("c.yml"), "items: [\n").unwrap();
-        let e = read_inventory(dir.path()).unwrap_err().to_string();
-        assert!(e.contains("c.yml: invalid YAML"), "{e}");
-        std::fs::remove_file(dir.path().join("c.yml")).unwrap();
-        // Bigger than the YAML parser's default budget of 250,000 nodes.
-        let mut big = String::from("apiVersion: v1\nkind: List\nitems:\n");
-        for i in 0..20_000 {
-            big.push_str(&format!(
-                "- apiVersion: lib.projectsveltos.io/v1beta1\n  kind: SveltosCluster\n  \
-                 metadata:\n    name: c{i}\n    namespace: fleet\n    labels:\n      env: prod\n      \
-                 region: eu\n      tier: web\n  spec:\n    paused: false\n  status:\n    ready: true\n    version: v1\n"
-            ));
-        }
-        std::fs::write(dir.path().join("big.yaml"), big).unwrap();
-        assert_eq!(read_inventory(dir.path()).unwrap().len(), 20_002);
-        let empty = tempfile::tempdir().unwrap();
-        let e = read_inventory(empty.path()).unwrap_err().to_string();
-        assert!(
-            e.ends_with("no *.yaml, *.yml or *.json file in this directory"),
-            "{e}"
-        );
-        let e = read_inventory(&empty.path().join("missing.yaml"))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("missing.yaml: "), "{e}");
     }
 }

@@ -13,7 +13,7 @@
 
 use serde_json::Value;
 
-use promotion_manifest::parse_documents;
+use promotion_manifest::Manifest;
 use promotion_shared::model::is_cluster_promotion;
 
 use crate::commands::lint::{exit_status, lint_bytes, Located};
@@ -93,24 +93,14 @@ fn position_inside(bytes: &[u8], line: usize, column: usize) -> bool {
 }
 
 fn check_paths(bytes: &[u8], located: &[Located], promotions: usize) {
-    // lint_bytes read the file, so it is UTF-8 and YAML.
-    let text = std::str::from_utf8(bytes).expect("lint read it as UTF-8");
-    let docs = parse_documents(text).expect("lint parsed it");
-    let mut objects: Vec<&Value> = Vec::new();
-    for doc in &docs {
-        let v = &doc.value;
-        if is_cluster_promotion(v) {
-            objects.push(v);
-        } else if v.get("kind").and_then(Value::as_str) == Some("List") {
-            let items = v.get("items").and_then(Value::as_array);
-            objects.extend(
-                items
-                    .into_iter()
-                    .flatten()
-                    .filter(|i| is_cluster_promotion(i)),
-            );
-        }
-    }
+    // lint_bytes read the file, so the reader decodes it.
+    let manifest = Manifest::decode(FILE, bytes).expect("lint decoded it");
+    let objects: Vec<&Value> = manifest
+        .entries()
+        .into_iter()
+        .map(|e| e.value)
+        .filter(|v| is_cluster_promotion(v))
+        .collect();
     assert_eq!(objects.len(), promotions, "ClusterPromotions counted");
     for f in located {
         assert!(

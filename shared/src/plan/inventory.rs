@@ -173,7 +173,9 @@ impl Inventory {
         Ok(self.clusters.len() - before)
     }
 
-    fn add_object(
+    /// Add the object if it is a SveltosCluster or a CAPI Cluster (anything else is skipped);
+    /// `label` says where it is in `source` (`items[3]`, `document 2`), for messages.
+    pub fn add_object(
         &mut self,
         source: &str,
         label: &str,

@@ -16,11 +16,10 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use health_runtime::{self as engine, CheckReport, Inputs, KindServed};
+use promotion_manifest::Reader;
 
-use super::Ctx;
+use super::{manifests, Ctx};
 use crate::error::{exit::health as exit, Error, Result};
-
-use crate::render::output;
 
 pub const LONG_ABOUT: &str = "\
 Run a ClusterPromotion's health checks (ValidateHealth: profileSpec.validateHealths and
@@ -130,9 +129,11 @@ async fn run_inner(ctx: &Ctx, args: &HealthArgs) -> Result<u8> {
     let path = args.filename.as_ref().ok_or_else(|| {
         Error::Usage("health needs NAME --stage STAGE, or -f FILE --object FILE".into())
     })?;
-    let promotion = output::read_promotion(path)?;
+    // One reader: `-f -` reads stdin, and a `--object -` after it is refused.
+    let mut reader = Reader::new();
+    let promotion = manifests::promotion(&mut reader, path)?;
     let checks = select_checks(&promotion, args)?;
-    let objects = inputs::read_objects(&args.objects)?;
+    let objects = manifests::objects(&mut reader, &args.objects)?;
     let reports: Vec<CheckReport> = checks
         .iter()
         .map(|c| engine::run_check(c, &objects, KindServed::Unknown, &inputs))

@@ -1,17 +1,23 @@
-//! One file: its YAML documents, each ClusterPromotion judged by the schema pass and the Sveltos
+//! One file: its entries (documents and `List` items, as the one reader gives them), each
+//! ClusterPromotion judged by the schema pass and the Sveltos
 //! rules (`promotion_shared::validation::lint`), findings placed at their file positions.
 
 use serde_json::Value;
 
 use crd_schema::Crd;
-use promotion_manifest::{parse_documents, position_of_byte, SourceDocument};
+use promotion_manifest::{Entry, Manifest};
 use promotion_shared::model::is_cluster_promotion;
 use promotion_shared::validation::lint;
 use promotion_shared::validation::Finding;
 
 use super::cross::Declared;
-use super::inputs::{not_yaml, Tally};
+use super::inputs::{read_error, Tally};
 use super::Located;
+
+/// Whether lint judges an entry of a file (a ClusterPromotion) rather than skip it.
+pub fn judges(entry: &Entry<'_>) -> bool {
+    is_cluster_promotion(entry.value)
+}
 
 /// What one run accumulates.
 pub(super) struct Run<'a> {
@@ -31,79 +37,46 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// One file's bytes: decoded by the one reader, or recorded as not YAML.
     pub(super) fn lint_bytes(&mut self, name: &str, bytes: &[u8]) {
-        let text = match std::str::from_utf8(bytes) {
-            Ok(t) => t,
+        match Manifest::decode(name, bytes) {
+            Ok(manifest) => self.lint_manifest(&manifest),
             Err(e) => {
                 self.tally.not_yaml += 1;
-                let pos = position_of_byte(bytes, e.valid_up_to());
-                self.located.push(not_yaml(
-                    name,
-                    pos,
-                    "invalid-utf8",
-                    "file is not valid UTF-8".into(),
-                ));
-                return;
+                self.located.push(read_error(&e));
             }
-        };
-        let docs = match parse_documents(text) {
-            Ok(d) => d,
-            Err(e) => {
-                self.tally.not_yaml += 1;
-                self.located.push(not_yaml(
-                    name,
-                    e.pos,
-                    "yaml",
-                    format!("not valid YAML: {}", e.message),
-                ));
-                return;
-            }
-        };
-        for doc in &docs {
-            self.lint_document(name, doc);
         }
     }
 
-    /// A document is a ClusterPromotion, a `List` holding some, or something else (skipped).
-    fn lint_document(&mut self, file: &str, doc: &SourceDocument) {
-        match &doc.value {
-            Value::Null => {}
-            v if is_cluster_promotion(v) => self.lint_promotion(file, doc, "", v),
-            v if v.get("kind").and_then(Value::as_str) == Some("List") => {
-                let items = v
-                    .get("items")
-                    .and_then(Value::as_array)
-                    .map(Vec::as_slice)
-                    .unwrap_or(&[]);
-                for (i, item) in items.iter().enumerate() {
-                    if is_cluster_promotion(item) {
-                        self.lint_promotion(file, doc, &format!("items[{i}]."), item);
-                    } else {
-                        self.tally.skipped += 1;
-                    }
-                }
+    /// Each entry is a ClusterPromotion (a document or a `List` item), judged, or something
+    /// else, skipped.
+    fn lint_manifest(&mut self, manifest: &Manifest) {
+        for entry in manifest.entries() {
+            if judges(&entry) {
+                self.lint_promotion(&manifest.source, &entry);
+            } else {
+                self.tally.skipped += 1;
             }
-            _ => self.tally.skipped += 1,
         }
     }
 
-    fn lint_promotion(&mut self, file: &str, doc: &SourceDocument, prefix: &str, v: &Value) {
+    fn lint_promotion(&mut self, file: &str, entry: &Entry<'_>) {
         self.tally.promotions += 1;
-        let mut found: Vec<Located> = lint(self.crd, v)
+        let mut found: Vec<Located> = lint(self.crd, entry.value)
             .into_iter()
-            .map(|f| locate(file, doc, prefix, f))
+            .map(|f| locate(file, entry, f))
             .collect();
         // Reading order within the document; ties keep the engine's order.
         found.sort_by_key(|f| (f.line, f.column));
         self.located.extend(found);
-        if let Some(declared) = declared(file, doc, prefix, v) {
+        if let Some(declared) = declared(file, entry) {
             self.declared.push(declared);
         }
     }
 }
 
-fn locate(file: &str, doc: &SourceDocument, prefix: &str, f: Finding) -> Located {
-    let pos = doc.locate(&format!("{prefix}{}", f.path), f.inner);
+fn locate(file: &str, entry: &Entry<'_>, f: Finding) -> Located {
+    let pos = entry.locate(&f.path, f.inner);
     Located {
         file: file.to_string(),
         line: pos.line,
@@ -116,7 +89,8 @@ fn locate(file: &str, doc: &SourceDocument, prefix: &str, f: Finding) -> Located
 }
 
 /// The promotion's name and stages, for the checks across documents.
-fn declared(file: &str, doc: &SourceDocument, prefix: &str, v: &Value) -> Option<Declared> {
+fn declared(file: &str, entry: &Entry<'_>) -> Option<Declared> {
+    let v = entry.value;
     let name = v.pointer("/metadata/name")?.as_str()?.to_string();
     let stages = v
         .pointer("/spec/stages")
@@ -127,13 +101,13 @@ fn declared(file: &str, doc: &SourceDocument, prefix: &str, v: &Value) -> Option
         .filter_map(|(i, stage)| {
             let stage_name = stage.get("name")?.as_str()?.to_string();
             let path = format!("spec.stages[{i}].name");
-            let pos = doc.locate(&format!("{prefix}{path}"), None);
+            let pos = entry.locate(&path, None);
             Some((stage_name, path, pos))
         })
         .collect();
     Some(Declared {
         file: file.to_string(),
-        name_pos: doc.locate(&format!("{prefix}metadata.name"), None),
+        name_pos: entry.locate("metadata.name", None),
         name,
         stages,
     })

@@ -16,10 +16,12 @@ use clap::{Args, ValueEnum};
 use serde::Serialize;
 
 use crd_schema::{Crd, EMBEDDED_SVELTOS};
+use promotion_manifest::Reader;
 use promotion_shared::validation::{Severity, VALIDATION_STACK_BYTES};
 
 use crate::render::{Style, Tone};
 
+pub use document::judges;
 use document::Run;
 pub use inputs::Tally;
 
@@ -163,11 +165,29 @@ pub fn lint_bytes(name: &str, bytes: &[u8]) -> (Vec<Located>, Tally) {
 fn lint_inputs(crd: &Crd, inputs: &[PathBuf]) -> (Vec<Located>, Tally) {
     let mut run = Run::new(crd);
     let mut order: Vec<String> = Vec::new();
+    let mut reader = Reader::new();
     for input in inputs {
-        for file in inputs::expand(input, &mut run.located, &mut run.tally) {
-            if let Some((name, bytes)) = inputs::read(&file, &mut run.located, &mut run.tally) {
-                order.push(name.clone());
-                run.lint_bytes(&name, &bytes);
+        // Directories recursively, as the help says.
+        for source in reader.sources(input, true) {
+            let source = match source {
+                Ok(source) => source,
+                Err(e) => {
+                    run.tally.unreadable += 1;
+                    run.located.push(inputs::read_error(&e));
+                    continue;
+                }
+            };
+            run.tally.files += 1;
+            match reader.read(&source) {
+                Ok(bytes) => {
+                    let name = source.name();
+                    order.push(name.clone());
+                    run.lint_bytes(&name, &bytes);
+                }
+                Err(e) => {
+                    run.tally.unreadable += 1;
+                    run.located.push(inputs::read_error(&e));
+                }
             }
         }
     }
