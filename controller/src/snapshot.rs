@@ -82,41 +82,24 @@ pub fn from_objects(
     })
 }
 
-/// Every object of a manifest text: its documents, and the items of `List`s.
-pub fn objects_of(source: &str, text: &str) -> Result<Vec<Value>> {
-    let documents = promotion_manifest::parse_documents(text)
-        .map_err(|e| Error::Input(format!("{source}: {e}")))?;
-    let mut out = Vec::new();
-    for doc in documents {
-        let value = doc.value;
-        if value.is_null() {
-            continue;
-        }
-        if value.get("kind").and_then(Value::as_str) == Some("List") {
-            if let Some(items) = value.get("items").and_then(Value::as_array) {
-                out.extend(items.iter().cloned());
-            }
-        } else {
-            out.push(value);
+/// Read a snapshot (`-` is standard input; a directory gives its manifests) through the one
+/// manifest reader every `-f` uses: documents, and the items of `List`s.
+pub fn read(path: &Path, promotion: Option<&str>) -> Result<Snapshot> {
+    let manifests = promotion_manifest::Reader::new()
+        .manifests(&[path.to_path_buf()], false)
+        .map_err(|e| Error::Input(e.to_string()))?;
+    let mut objects = Vec::new();
+    for manifest in &manifests {
+        for entry in manifest.entries() {
+            entry.object().map_err(|e| Error::Input(e.to_string()))?;
+            objects.push(entry.value.clone());
         }
     }
-    Ok(out)
-}
-
-/// Read a snapshot file (`-` is standard input).
-pub fn read(path: &Path, promotion: Option<&str>) -> Result<Snapshot> {
-    let (source, text) = if path == Path::new("-") {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-            .map_err(|e| Error::Input(format!("<stdin>: {e}")))?;
-        ("<stdin>".to_string(), text)
-    } else {
-        let source = path.display().to_string();
-        let text =
-            std::fs::read_to_string(path).map_err(|e| Error::Input(format!("{source}: {e}")))?;
-        (source, text)
+    let source = match manifests.as_slice() {
+        [one] => one.source.clone(),
+        _ => path.display().to_string(),
     };
-    from_objects(&source, objects_of(&source, &text)?, promotion)
+    from_objects(&source, objects, promotion)
 }
 
 /// A client as kubectl would connect: `--kubeconfig`, else `$KUBECONFIG` and `~/.kube/config`,
