@@ -163,40 +163,29 @@ fn stale_stages() -> Freshness {
     }
 }
 
-/// The CRDs' top-level `profileSpec` defaults (the same in ClusterPromotion's `profileSpec` and
-/// ClusterProfile's `spec`). The API server applies them only to an object that is there, so a
-/// promotion without `profileSpec` has none while its generated profile has them all.
-const PROFILE_SPEC_DEFAULTS: [(&str, DefaultValue); 6] = [
-    ("syncMode", DefaultValue::Str("Continuous")),
-    ("tier", DefaultValue::Int(100)),
-    ("continueOnConflict", DefaultValue::Bool(false)),
-    ("continueOnError", DefaultValue::Bool(false)),
-    ("reloader", DefaultValue::Bool(false)),
-    (
-        "stopMatchingBehavior",
-        DefaultValue::Str("WithdrawPolicies"),
-    ),
-];
-
-enum DefaultValue {
-    Str(&'static str),
-    Int(u64),
-    Bool(bool),
-}
-
+/// A profile spec with the CRD's defaults, nested ones included, applied as the API server
+/// applies them to a ClusterPromotion's `profileSpec` (ClusterProfile's `spec` has the same Go
+/// types and the same defaults). Always applied to an object that is there: a promotion without
+/// `profileSpec` has none, while its generated profile has them all.
 pub(crate) fn with_defaults(spec: Value) -> Value {
-    let mut map = match spec {
-        Value::Object(map) => map,
-        _ => serde_json::Map::new(),
+    let spec = match spec {
+        Value::Object(map) => Value::Object(map),
+        _ => Value::Object(serde_json::Map::new()),
     };
-    for (key, default) in PROFILE_SPEC_DEFAULTS {
-        map.entry(key).or_insert_with(|| match default {
-            DefaultValue::Str(s) => Value::from(s),
-            DefaultValue::Int(n) => Value::from(n),
-            DefaultValue::Bool(b) => Value::from(b),
-        });
+    let object = serde_json::json!({
+        "apiVersion": crate::model::API_VERSION,
+        "kind": crate::model::KIND,
+        "metadata": {"name": "defaults"},
+        "spec": {"profileSpec": spec, "stages": []},
+    });
+    match crd_schema::Crd::embedded().version(crate::model::API_VERSION) {
+        Some(version) => version
+            .decoded(&object)
+            .pointer("/spec/profileSpec")
+            .cloned()
+            .unwrap_or_else(|| serde_json::json!({})),
+        None => object["spec"]["profileSpec"].clone(),
     }
-    Value::Object(map)
 }
 
 #[cfg(test)]
