@@ -157,6 +157,8 @@ fn thousands_of_promotions_break_no_invariant() {
         tally.add("a profile name taken", o.taken_profiles > 0);
         tally.add("awaiting approval", o.awaiting_approval);
         tally.add("with warnings", o.warnings > 0);
+        tally.add("oracle: the frontier's state decided", o.oracle_frontier);
+        tally.add("oracle: the phase of a status decided", o.oracle_phase);
         if let Some(phase) = &o.phase {
             *tally.phases.entry(format!("{phase:?}")).or_default() += 1;
         }
