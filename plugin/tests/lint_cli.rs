@@ -386,3 +386,62 @@ fn no_input_is_a_usage_error() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("usage"));
 }
+
+/// A generated name is checked only where Sveltos creates it, against the limit that applies
+/// there: `preverification-<promotion>-<stage>` exists only with a preHealthCheckDeployment, and
+/// then must fit the 63-character label value Sveltos copies it into.
+#[test]
+fn the_pre_verification_name_is_checked_only_where_sveltos_creates_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let manifest = |pre: bool| {
+        let trigger = if pre {
+            "{auto: {delay: 5m, preHealthCheckDeployment: [{kind: ConfigMap, name: job, namespace: default}]}}"
+        } else {
+            "{auto: {delay: 5m}}"
+        };
+        format!(
+            "apiVersion: config.projectsveltos.io/v1beta1
+kind: ClusterPromotion
+metadata:
+  name: payments-platform-rollout
+spec:
+  profileSpec:
+    helmCharts:
+    - {{repositoryURL: \"https://charts.example\", repositoryName: pay, chartName: pay/pay, chartVersion: \"1.0.0\", releaseName: pay, releaseNamespace: pay}}
+  stages:
+  - name: europe-west-production-canary
+    clusterSelector: {{matchLabels: {{env: canary}}}}
+    trigger: {trigger}
+"
+        )
+    };
+    let plain = dir.path().join("plain.yaml");
+    std::fs::write(&plain, manifest(false)).unwrap();
+    let out = lint(&[plain.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_eq!(stdout(&out), "");
+
+    let with_pre = dir.path().join("pre.yaml");
+    std::fs::write(&with_pre, manifest(true)).unwrap();
+    let out = lint(&[with_pre.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(text.contains("error[stage-name-too-long]"), "{text}");
+    assert!(
+        text.contains(
+            "\"preverification-payments-platform-rollout-europe-west-production-canary\""
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("must be no more than 63 characters"),
+        "{text}"
+    );
+    assert!(!text.contains("RFC 1123 subdomain"), "{text}");
+}

@@ -15,9 +15,7 @@ pub fn dns1123_label(s: &str) -> Result<(), String> {
             s.len()
         ));
     }
-    let ok_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
-    let edge_ok = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    if !s.chars().all(ok_char) || !edge_ok(s.chars().next()) || !edge_ok(s.chars().last()) {
+    if !label_chars(s) {
         return Err(
             "must be a lowercase RFC 1123 label: lowercase letters, digits and '-', \
                     starting and ending with a letter or digit (e.g. 'staging')"
@@ -25,6 +23,13 @@ pub fn dns1123_label(s: &str) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// The characters of a DNS-1123 label: `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, any length.
+fn label_chars(s: &str) -> bool {
+    let ok_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
+    let edge_ok = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    s.chars().all(ok_char) && edge_ok(s.chars().next()) && edge_ok(s.chars().last())
 }
 
 /// Dot-separated DNS-1123 labels, at most 253 characters.
@@ -38,7 +43,9 @@ pub fn dns1123_subdomain(s: &str) -> Result<(), String> {
             s.len()
         ));
     }
-    if s.split('.').any(|part| dns1123_label(part).is_err()) {
+    // apimachinery's IsDNS1123Subdomain: the whole name is at most 253 characters and each
+    // dot-separated part has a label's characters; a part is not held to a label's 63.
+    if !s.split('.').all(label_chars) {
         return Err(
             "must be a lowercase RFC 1123 subdomain: lowercase letters, digits, '-' and \
                     '.', starting and ending with a letter or digit"
@@ -102,6 +109,16 @@ mod tests {
         assert!(dns1123_label("prod_1").is_err());
         assert!(dns1123_label(&"a".repeat(64)).is_err());
         assert!(dns1123_label("").is_err());
+    }
+
+    #[test]
+    fn a_subdomain_part_may_be_longer_than_a_label() {
+        // apimachinery IsDNS1123Subdomain: 253 in all, no 63 per dot-separated part.
+        let long = "preverification-payments-platform-rollout-europe-west-production-canary";
+        assert!(long.len() > 63);
+        assert_eq!(dns1123_subdomain(long), Ok(()));
+        assert!(dns1123_subdomain(&"a".repeat(254)).is_err());
+        assert!(dns1123_subdomain("a..b").is_err());
     }
 
     #[test]

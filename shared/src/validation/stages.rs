@@ -99,16 +99,39 @@ fn check_stage_name<'a>(
                 ),
             ));
         }
-        let verification = crate::model::preverification_profile_name(promotion, name);
-        if let Err(e) = names::dns1123_subdomain(&verification) {
-            out.push(Finding::error(
-                "stage-object-name-invalid",
-                &path,
-                format!("the generated ClusterProfile name {verification:?} {e}"),
-            ));
+        // The pre-verification profile exists only for a stage with a preHealthCheckDeployment;
+        // its name goes into the same label on its ClusterSummaries.
+        if has_pre_health_check_deployment(stage) {
+            let verification = crate::model::preverification_profile_name(promotion, name);
+            if let Err(e) = names::label_value(&verification) {
+                out.push(Finding::error(
+                    "stage-name-too-long",
+                    &path,
+                    format!(
+                        "with preHealthCheckDeployment, Sveltos names a second ClusterProfile \
+                         {verification:?} and uses it as a label value, which {e}; shorten the \
+                         promotion or stage name"
+                    ),
+                ));
+            }
         }
     }
     Some(name)
+}
+
+fn has_pre_health_check_deployment(stage: &Object) -> bool {
+    let Some(Tree::Object(trigger)) = stage.get("trigger") else {
+        return false;
+    };
+    ["auto", "manual"].iter().any(|kind| {
+        matches!(
+            trigger.get(kind).and_then(|t| match t {
+                Tree::Object(o) => o.get("preHealthCheckDeployment"),
+                _ => None,
+            }),
+            Some(Tree::Array(refs)) if !refs.is_empty()
+        )
+    })
 }
 
 fn check_trigger(
