@@ -10,7 +10,7 @@ START = "<!-- tour:start -->"
 END = "<!-- tour:end -->"
 
 INTRO = {
-    "lint": "Offline, in CI or a pre-commit hook: every finding with its file position. Exit 1 on errors (`--strict`: warnings too), 2 when an input cannot be read or is not YAML.",
+    "lint": "Offline, in CI or a pre-commit hook: every finding with its file position. Exit 1 on errors (`--strict`: warnings too) or when no input holds a ClusterPromotion, 2 when an input cannot be read or is not YAML.",
     "list": "On a cluster (here the project's stand-in API server loaded with `examples/`, with the real webhook behind it):",
     "describe": "Where a rollout stands, stage by stage, with the clusters behind each stage:",
     "plan": "Before a rollout starts: which clusters each stage will reach, and the hazards (a selector that matches nothing, a cluster in two stages, paused or not-ready clusters):",

@@ -167,7 +167,8 @@ mod tests {
                 exit_status(&tally, &located, true),
             )
         };
-        assert_eq!(status(""), (lint::OK, lint::OK));
+        // An empty file holds no ClusterPromotion: nothing was checked, which is no pass.
+        assert_eq!(status(""), (lint::NOTHING_CHECKED, lint::NOTHING_CHECKED));
         assert_eq!(
             status("apiVersion: config.projectsveltos.io/v1beta1\nkind: ClusterPromotion\nmetadata: {name: p}\nspec: {}\n"),
             (lint::FINDINGS, lint::FINDINGS)

@@ -184,6 +184,8 @@ pub mod exit {
         pub const OK: u8 = 0;
         /// Errors, or warnings with `--strict`.
         pub const FINDINGS: u8 = 1;
+        /// No ClusterPromotion in the inputs (kubectl apply's "no objects passed" is 1 too).
+        pub const NOTHING_CHECKED: u8 = 1;
         /// Some input could not be read or is not YAML, or `--crd` is not a usable CRD.
         pub const INPUT_ERROR: u8 = 2;
         pub const STATUSES: &[Status] = &[
@@ -193,7 +195,8 @@ pub mod exit {
             },
             Status {
                 code: FINDINGS,
-                help: "1 errors (or warnings with `--strict`)",
+                help:
+                    "1 errors (or warnings with `--strict`), or no ClusterPromotion in the inputs",
             },
             Status {
                 code: INPUT_ERROR,

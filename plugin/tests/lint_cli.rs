@@ -445,3 +445,49 @@ spec:
     );
     assert!(!text.contains("RFC 1123 subdomain"), "{text}");
 }
+
+/// As `kubectl apply -f` with nothing to apply: an empty directory, or files without a
+/// ClusterPromotion, are no pass.
+#[test]
+fn inputs_without_a_promotion_are_no_pass() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = lint(&[dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("0 ClusterPromotions checked in 0 files"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("error: no ClusterPromotion in the inputs: nothing was checked"),
+        "{}",
+        stderr(&out)
+    );
+    let cm = dir.path().join("cm.yaml");
+    std::fs::write(
+        &cm,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+    )
+    .unwrap();
+    let out = lint(&[cm.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("nothing was checked"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn approve_help_says_the_last_stage_is_approved_like_any_other() {
+    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-promotion"))
+        .args(["approve", "--help"])
+        .output()
+        .expect("runs");
+    let help = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(help.contains("The last stage's gate is approved like any other: approving it lets the pipeline complete."), "{help}");
+    assert!(!help.contains("and the last stage, listing"), "{help}");
+}

@@ -43,8 +43,9 @@ pub enum DryRun {
 Approve a stage's manual gate (spec.stages[i].trigger.manual.approved = true), which lets the
 pipeline promote from that stage to the next one.
 
-Without --stage, approves the stage that is awaiting approval. Refuses an unknown stage, a stage
-whose trigger is auto or absent, and the last stage, listing the stages that can be approved.
+Without --stage, approves the stage that is awaiting approval. Refuses an unknown stage and a stage
+whose trigger is auto or absent, listing the stages that can be approved. The last stage's gate
+is approved like any other: approving it lets the pipeline complete.
 Approving a stage the pipeline has not reached yet needs --pre-approve. Approving an already
 approved stage changes nothing.
 

@@ -1,8 +1,8 @@
 //! `kubectl promotion lint`: what `kubectl apply` (the CRD's schema) and Sveltos (the webhook's
 //! rules) would say about ClusterPromotion manifests, offline, with file positions.
 //!
-//! Exit status: 0 no errors; 1 errors (or warnings with `--strict`); 2 some input could not be
-//! read or is not YAML, or `--crd` is not a usable CRD. Findings go to stdout, the summary to
+//! Exit status: 0 no errors; 1 errors (or warnings with `--strict`), or no ClusterPromotion in the
+//! inputs; 2 some input could not be read or is not YAML, or `--crd` is not a usable CRD. Findings go to stdout, the summary to
 //! stderr, so `-o json|yaml` stays pure.
 
 mod cross;
@@ -131,10 +131,14 @@ pub fn run(ctx: &Ctx, args: &LintArgs) -> u8 {
         return if errors > 0 { 1 } else { 0 };
     }
     eprintln!("{}", summary(&tally, errors, warnings, args.strict));
+    if nothing_checked(&tally) {
+        eprintln!("error: no ClusterPromotion in the inputs: nothing was checked");
+    }
     exit_status(&tally, &located, args.strict)
 }
 
-/// 2 when some input could not be read or is not YAML; 1 on errors (or warnings with `strict`).
+/// 2 when some input could not be read or is not YAML; 1 on errors (or warnings with `strict`),
+/// or when no input held a ClusterPromotion.
 pub fn exit_status(tally: &Tally, located: &[Located], strict: bool) -> u8 {
     let errors = located
         .iter()
@@ -145,9 +149,17 @@ pub fn exit_status(tally: &Tally, located: &[Located], strict: bool) -> u8 {
         2
     } else if errors > 0 || (strict && warnings > 0) {
         1
+    } else if nothing_checked(tally) {
+        crate::error::exit::lint::NOTHING_CHECKED
     } else {
         0
     }
+}
+
+/// Every input was read and none held a ClusterPromotion: as `kubectl apply -f` with nothing to
+/// apply ("no objects passed to apply", exit 1), a lint that judged nothing is no pass.
+fn nothing_checked(tally: &Tally) -> bool {
+    tally.promotions == 0 && tally.unreadable == 0 && tally.not_yaml == 0
 }
 
 /// One file's contents judged as `lint FILE` judges them with the built-in CRD, the checks
