@@ -22,6 +22,16 @@ fn main() {
         })
         .unwrap_or_default();
     println!("cargo:rustc-env=KUBECTL_PROMOTION_GIT_COMMIT={commit}");
+    // One version line for `--version` and `version`.
+    let version = std::env::var("CARGO_PKG_VERSION").unwrap_or_default();
+    let shown = if commit.is_empty() {
+        "unknown"
+    } else {
+        commit.as_str()
+    };
+    println!(
+        "cargo:rustc-env=KUBECTL_PROMOTION_VERSION_LINE=v{version} (commit {shown}, {target})"
+    );
     if let Ok(head) = std::fs::read_to_string("../.git/HEAD") {
         println!("cargo:rerun-if-changed=../.git/HEAD");
         if let Some(r) = head.strip_prefix("ref: ") {

@@ -56,7 +56,7 @@ Environment:
     about = ABOUT,
     long_about = LONG_ABOUT,
     after_help = AFTER_HELP,
-    version,
+    version = env!("KUBECTL_PROMOTION_VERSION_LINE"),
     subcommand_required = true,
     arg_required_else_help = true,
     max_term_width = 100

@@ -380,11 +380,13 @@ fn completion_scripts_and_version() {
     let v = env.run(&["version"]).expect(0).stdout;
     assert!(
         v.starts_with(&format!(
-            "kubectl-promotion v{} (commit ",
+            "kubectl promotion v{} (commit ",
             env!("CARGO_PKG_VERSION")
         )),
         "{v}"
     );
+    // `--version` prints the very same line.
+    assert_eq!(env.run(&["--version"]).expect(0).stdout, v);
     let json: serde_json::Value =
         serde_json::from_str(&env.run(&["version", "-o", "json"]).expect(0).stdout).unwrap();
     assert_eq!(json["version"], env!("CARGO_PKG_VERSION"));

@@ -536,3 +536,35 @@ fn watch_on_a_terminal_redraws_in_place() {
     assert!(out.matches("\u{1b}[H\u{1b}[2J").count() >= 2, "{out}");
     assert!(out.contains("complete"), "{out}");
 }
+
+/// As `kubectl describe a nope b`: the promotions that exist are described, the missing one is an
+/// error after them, and the command fails.
+#[test]
+fn several_names_with_one_missing_describe_the_others_and_fail() {
+    let mut world = example_world("kyverno-manual-gate.yaml");
+    world.extend(example_world("payment-four-stages.yaml"));
+    let env = Env::start(world);
+    let out = env
+        .run(&[
+            "describe",
+            "kyverno-rollout-man",
+            "nope",
+            "core-payment-processor-ci",
+        ])
+        .expect(1);
+    assert!(
+        out.stdout.contains("Name:           kyverno-rollout-man"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("Name:           core-payment-processor-ci"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        out.stderr,
+        "error: clusterpromotion.config.projectsveltos.io \"nope\" not found\n"
+    );
+}

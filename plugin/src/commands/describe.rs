@@ -136,17 +136,33 @@ pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
         futures::future::join_all(names.iter().map(|n| fetch::snapshot(&kube, n))).await;
     let mut descriptions = Vec::new();
     let mut promotions = Vec::new();
+    // As `kubectl describe a b c`: the ones that exist are described, each missing one is an
+    // error after them, and the command fails.
+    let mut missing = Vec::new();
     for snap in snapshots {
-        let snap = snap?;
-        descriptions.push(Description::build(&snap)?);
-        promotions.push(snap.object);
+        match snap {
+            Ok(snap) => {
+                descriptions.push(Description::build(&snap)?);
+                promotions.push(snap.object);
+            }
+            Err(e @ Error::NotFound(_)) if names.len() > 1 => missing.push(e),
+            Err(e) => return Err(e),
+        }
     }
     add_reach(&kube, &mut descriptions, &promotions).await;
-    if descriptions.is_empty() {
+    if descriptions.is_empty() && missing.is_empty() {
         eprintln!("No resources found");
     }
-    print(ctx, args, format, &descriptions, all || names.len() > 1)?;
-    Ok(exit::OK)
+    if !descriptions.is_empty() {
+        print(ctx, args, format, &descriptions, all || names.len() > 1)?;
+    }
+    if missing.is_empty() {
+        return Ok(exit::OK);
+    }
+    for e in &missing {
+        crate::error::report(e, ctx.err.color);
+    }
+    Ok(exit::FAILURE)
 }
 
 /// What each stage not started will reach: the fleet is read once, and only when some stage

@@ -50,11 +50,11 @@ pub fn run(ctx: &Ctx, args: &VersionArgs) -> Result<u8> {
         Some(ModelFormat::Json) => output::to_json(&i)?,
         Some(ModelFormat::Yaml) => output::to_yaml(&i)?,
         None if args.short => format!("v{}\n", i.version),
+        // The same line as `--version` (clap prints the program name and this).
         None => format!(
-            "kubectl-promotion v{} (commit {}, {})\n",
-            i.version,
-            i.git_commit.unwrap_or("unknown"),
-            i.target
+            "{} {}\n",
+            crate::cli::PROGRAM,
+            env!("KUBECTL_PROMOTION_VERSION_LINE")
         ),
     };
     ctx.write_out(&text)?;
