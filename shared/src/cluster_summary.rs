@@ -144,7 +144,9 @@ impl ClusterFailure {
 
 /// The one-line summary of a stage's failed clusters, worst first: "2 clusters failed (1
 /// non-retriable: prod/prod33 Helm FailedNonRetriable: …)", or for retriable failures only "1
-/// cluster failing: dev/dev01 Helm Failed: …" (Sveltos retries those). `None` when no cluster failed.
+/// cluster failing: dev/dev01 Helm Failed: …" (Sveltos retries those); with several, the line
+/// names the first and says how many more there are (a colon before one cluster never stands for
+/// several). `None` when no cluster failed.
 pub fn failure_summary(clusters: &[ClusterState]) -> Option<(bool, String)> {
     let failures: Vec<ClusterFailure> = clusters.iter().filter_map(ClusterState::failure).collect();
     let plural = |n: usize| if n == 1 { "cluster" } else { "clusters" };
@@ -152,9 +154,13 @@ pub fn failure_summary(clusters: &[ClusterState]) -> Option<(bool, String)> {
     let worst = non_retriable.first().copied().or(failures.first())?;
     let n = failures.len();
     Some(if non_retriable.is_empty() {
+        let more = match n - 1 {
+            0 => String::new(),
+            k => format!(" (and {k} more)"),
+        };
         (
             true,
-            format!("{n} {} failing: {}", plural(n), worst.describe()),
+            format!("{n} {} failing: {}{more}", plural(n), worst.describe()),
         )
     } else {
         (
@@ -167,4 +173,37 @@ pub fn failure_summary(clusters: &[ClusterState]) -> Option<(bool, String)> {
             ),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failing(name: &str) -> ClusterState {
+        ClusterState {
+            namespace: "dev".into(),
+            name: name.into(),
+            cluster_type: "Sveltos".into(),
+            summary_name: Some(format!("p-dev-sveltos-{name}")),
+            features: vec![FeatureState {
+                feature_id: "Helm".into(),
+                status: FAILED.into(),
+                failure_message: Some("boom".into()),
+                last_applied_time: None,
+            }],
+            failure_message: None,
+        }
+    }
+
+    #[test]
+    fn several_failing_clusters_are_counted_not_hidden_behind_one() {
+        let (retriable, text) = failure_summary(&[failing("dev01"), failing("dev02")]).unwrap();
+        assert!(retriable);
+        assert_eq!(
+            text,
+            "2 clusters failing: dev/dev01 Helm Failed: boom (and 1 more)"
+        );
+        let (_, one) = failure_summary(&[failing("dev01")]).unwrap();
+        assert_eq!(one, "1 cluster failing: dev/dev01 Helm Failed: boom");
+    }
 }
