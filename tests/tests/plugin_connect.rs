@@ -456,3 +456,46 @@ fn runs_as_a_kubectl_plugin() {
         out.stderr
     );
 }
+
+/// What is wrong with a file named by a connection flag is said in kubectl's words: the path
+/// once, the reason, no Rust `(os error N)`; an empty CA file is not "no such file".
+#[test]
+fn connection_files_are_named_once_with_what_is_wrong() {
+    let run = |args: &[&str]| {
+        let out = Command::new(plugin_bin())
+            .args(args)
+            .env_clear()
+            .env("HOME", "/nonexistent")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("kc");
+    let (code, err) = run(&["list", "--kubeconfig", missing.to_str().unwrap()]);
+    assert_ne!(code, Some(0));
+    assert_eq!(
+        err,
+        format!(
+            "error: --kubeconfig {}: no such file or directory\n",
+            missing.display()
+        )
+    );
+    let (code, err) = run(&[
+        "list",
+        "-s",
+        "https://127.0.0.1:1",
+        "--token",
+        "t",
+        "--certificate-authority",
+        "/dev/null",
+    ]);
+    assert_ne!(code, Some(0));
+    assert_eq!(
+        err,
+        "error: /dev/null: --certificate-authority: no PEM certificate in the file\n"
+    );
+}

@@ -86,7 +86,9 @@ impl fmt::Display for ReadError {
 impl std::error::Error for ReadError {}
 
 /// `No such file or directory (os error 2)` without the OS error number.
-fn io_reason(e: &std::io::Error) -> String {
+/// An I/O error in the words kubectl (Go) uses: `no such file or directory`, without Rust's
+/// `(os error N)`.
+pub fn io_reason(e: &std::io::Error) -> String {
     match e.kind() {
         std::io::ErrorKind::NotFound => "no such file or directory".into(),
         std::io::ErrorKind::PermissionDenied => "permission denied".into(),

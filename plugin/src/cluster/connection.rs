@@ -102,6 +102,15 @@ impl ConnectionFlags {
     /// The kubeconfig to use and where it came from (for messages); `None` when there is none.
     pub fn load_kubeconfig(&self) -> Result<Option<(Kubeconfig, String)>> {
         if let Some(path) = &self.kubeconfig {
+            // The file's own problem first, in kubectl's words (kube's error quotes the path
+            // twice and keeps Rust's "(os error N)").
+            if let Err(e) = std::fs::File::open(path) {
+                return Err(Error::Kubeconfig(format!(
+                    "--kubeconfig {}: {}",
+                    path.display(),
+                    promotion_manifest::io_reason(&e)
+                )));
+            }
             let kc = Kubeconfig::read_from(path).map_err(|e| {
                 Error::Kubeconfig(format!("--kubeconfig {}: {}", path.display(), reason(&e)))
             })?;
@@ -196,10 +205,21 @@ impl ConnectionFlags {
             config.accept_invalid_certs = true;
         }
         if let Some(ca) = &self.certificate_authority {
-            if !ca.is_file() {
+            // Say what is wrong with the file: missing, unreadable, or holding no certificate
+            // (an empty file such as /dev/null exists; it just has no PEM block).
+            let text = std::fs::read(ca).map_err(|e| {
+                Error::file(
+                    ca.display(),
+                    format!(
+                        "--certificate-authority: {}",
+                        promotion_manifest::io_reason(&e)
+                    ),
+                )
+            })?;
+            if !String::from_utf8_lossy(&text).contains("-----BEGIN CERTIFICATE-----") {
                 return Err(Error::file(
                     ca.display(),
-                    "--certificate-authority: no such file",
+                    "--certificate-authority: no PEM certificate in the file",
                 ));
             }
             config.root_cert_file = Some(ca.clone());
