@@ -327,3 +327,32 @@ fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
 fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
     std::fs::copy(from, to).map(|_| ())
 }
+
+/// Send each line of `pipe`, tagged with `tag` (which stream it came from), until the pipe
+/// closes or the receiver is gone: how a test follows a running process's output as it is
+/// written, to wait for a line instead of for time.
+pub fn forward_lines<T: Copy + Send + 'static>(
+    tag: T,
+    pipe: impl std::io::Read + Send + 'static,
+    tx: std::sync::mpsc::Sender<(T, String)>,
+) -> std::thread::JoinHandle<()> {
+    use std::io::BufRead;
+    std::thread::spawn(move || {
+        let mut reader = std::io::BufReader::new(pipe);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {
+                    if tx
+                        .send((tag, String::from_utf8_lossy(&line).into_owned()))
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            }
+        }
+    })
+}

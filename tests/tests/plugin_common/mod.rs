@@ -3,7 +3,6 @@
 //! Building the binary, the client environment and the objects all come from `promotion_e2e`.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -214,29 +213,6 @@ pub struct Running {
     pub stderr: String,
 }
 
-fn forward(
-    stream: Stream,
-    pipe: impl Read + Send + 'static,
-    tx: mpsc::Sender<(Stream, String)>,
-) -> JoinHandle<()> {
-    std::thread::spawn(move || {
-        let mut reader = BufReader::new(pipe);
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            match reader.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {
-                    let text = String::from_utf8_lossy(&line).into_owned();
-                    if tx.send((stream, text)).is_err() {
-                        return;
-                    }
-                }
-            }
-        }
-    })
-}
-
 impl Running {
     pub fn start(env: &Env, args: &[&str]) -> Running {
         let mut child = env
@@ -251,8 +227,8 @@ impl Running {
         let stdout = child.stdout.take().expect("piped stdout");
         let stderr = child.stderr.take().expect("piped stderr");
         let readers = vec![
-            forward(Stream::Stdout, stdout, tx.clone()),
-            forward(Stream::Stderr, stderr, tx),
+            bins::forward_lines(Stream::Stdout, stdout, tx.clone()),
+            bins::forward_lines(Stream::Stderr, stderr, tx),
         ];
         Running {
             child,

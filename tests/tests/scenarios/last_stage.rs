@@ -7,7 +7,6 @@
 //! progress note), never after a pause: playing it earlier would let the waiter read the
 //! consumed approval and approve again.
 
-use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread::JoinHandle;
@@ -174,10 +173,10 @@ impl Waiter {
         let (tx, lines) = mpsc::channel();
         let mut readers = Vec::new();
         if let Some(pipe) = child.stdout.take() {
-            readers.push(forward(false, pipe, tx.clone()));
+            readers.push(promotion_e2e::bins::forward_lines(false, pipe, tx.clone()));
         }
         if let Some(pipe) = child.stderr.take() {
-            readers.push(forward(true, pipe, tx));
+            readers.push(promotion_e2e::bins::forward_lines(true, pipe, tx));
         }
         Waiter {
             child,
@@ -267,30 +266,4 @@ impl Drop for Waiter {
             let _ = self.child.wait();
         }
     }
-}
-
-/// Send each line of `pipe` (tagged: from stderr or not) until it closes.
-fn forward(
-    is_stderr: bool,
-    pipe: impl Read + Send + 'static,
-    tx: mpsc::Sender<(bool, String)>,
-) -> JoinHandle<()> {
-    std::thread::spawn(move || {
-        let mut reader = BufReader::new(pipe);
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            match reader.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {
-                    if tx
-                        .send((is_stderr, String::from_utf8_lossy(&line).into_owned()))
-                        .is_err()
-                    {
-                        return;
-                    }
-                }
-            }
-        }
-    })
 }
