@@ -15,7 +15,7 @@ use serde_json::{Map, Number, Value};
 use promotion_findings::{segments, FieldPath, Segment};
 
 pub mod read;
-pub use read::{io_reason, Entry, Manifest, ReadError, Reader, Reason, Source};
+pub use read::{io_reason, json_type, Entry, Manifest, ReadError, Reader, Reason, Source};
 
 /// Deeper documents are refused: building and dropping values recurses.
 pub const MAX_DEPTH: usize = 200;

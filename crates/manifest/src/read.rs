@@ -371,7 +371,8 @@ impl<'a> Entry<'a> {
     }
 }
 
-fn json_type(v: &Value) -> &'static str {
+/// A JSON value's kind in the words messages use: `a string`, `a list`, `an object`…
+pub fn json_type(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

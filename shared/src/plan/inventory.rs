@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
+use promotion_manifest::json_type;
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -312,17 +313,6 @@ fn prefix(here: &str) -> String {
         String::new()
     } else {
         format!("{here}: ")
-    }
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
     }
 }
 
