@@ -24,6 +24,97 @@ pub enum Command {
     /// (wakeAt) and, in one sentence, why (explanation). Exit 0 when the decision was made; 1 when
     /// the snapshot or the cluster could not be read; 2 for a usage error.
     Reconcile(ReconcileArgs),
+    /// Run the reconciler against the cluster until stopped (SIGTERM or Ctrl-C).
+    ///
+    /// Watches ClusterPromotions, their ClusterProfiles and ClusterSummaries, SveltosClusters and
+    /// (once their CRD exists) CAPI Clusters, and carries out each reconcile's decision with
+    /// guarded writes. Exit 0 after a graceful shutdown; 1 when it cannot start (connection,
+    /// listeners); 2 for a usage error.
+    Run(RunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// The kubeconfig context to use.
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+
+    /// Take part in leader election on a Lease: only the holder writes; the others keep their
+    /// caches warm and take over when the Lease expires.
+    #[arg(long)]
+    pub leader_elect: bool,
+
+    /// The namespace of the leader-election Lease (default: the service account's namespace
+    /// in-cluster, else `default`).
+    #[arg(long, value_name = "NS")]
+    pub leader_elect_namespace: Option<String>,
+
+    /// The name of the leader-election Lease.
+    #[arg(long, value_name = "NAME", default_value = "promotion-controller")]
+    pub leader_elect_lease_name: String,
+
+    /// How long a leader's Lease lasts without renewal, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 15, hide = true)]
+    pub leader_elect_lease_duration: u64,
+
+    /// Where `/metrics` (Prometheus text format) is served.
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8080")]
+    pub metrics_listen: String,
+
+    /// Where `/healthz` and `/readyz` are served.
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8081")]
+    pub health_listen: String,
+
+    /// Reconcile only the promotions whose labels match this selector (to split promotions
+    /// between installations), e.g. `team=payments` or `tier in (1,2)`.
+    #[arg(long, value_name = "LABELSELECTOR")]
+    pub selector: Option<String>,
+
+    /// Reconcile promotions whose status another field manager wrote last (another
+    /// reconciler, a person's edit) instead of leaving them alone.
+    #[arg(long)]
+    pub take_over: bool,
+
+    /// The time zone promotion windows are evaluated in (IANA name); see `reconcile --help`.
+    #[arg(long, value_name = "TZ", default_value = "UTC")]
+    pub window_time_zone: String,
+
+    /// Look at every promotion again after this long even when nothing changed (a safety net:
+    /// reconciles are driven by watches and by the decision's own deadlines).
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    pub resync_period: std::time::Duration,
+
+    /// How many promotions are reconciled at once.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub concurrent_reconciles: u16,
+
+    /// Log format: `json` (one object per line) or `text`.
+    #[arg(long, value_enum, default_value = "json")]
+    pub log_format: LogFormat,
+
+    /// Log filter (tracing's EnvFilter syntax), e.g. `info` or `promotion_controller=debug`.
+    #[arg(long, value_name = "FILTER", default_value = "info")]
+    pub log_level: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Json,
+    Text,
+}
+
+/// A Go duration (`90s`, `10m`, `1h30m`), as Kubernetes controllers take them.
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let ns = go_text::duration::parse_go_duration(text)?;
+    let ns = u64::try_from(ns).map_err(|_| format!("{text:?} is negative"))?;
+    if ns == 0 {
+        return Err(format!("{text:?} must be longer than zero"));
+    }
+    Ok(std::time::Duration::from_nanos(ns))
 }
 
 #[derive(Debug, Args)]

@@ -4,9 +4,11 @@
 //!
 //! - [`cli`]: the command line;
 //! - [`snapshot`]: a [`promotion_shared::reconcile::Snapshot`] from manifests or from the cluster;
-//! - [`commands`]: one module per command (`reconcile --dry-run`).
+//! - [`live`]: the live reconciler of `run` (watches, caches, guarded writes, Lease, metrics);
+//! - [`commands`]: one module per command (`reconcile --dry-run`, `run`).
 
 pub mod cli;
 pub mod commands;
 pub mod error;
+pub mod live;
 pub mod snapshot;

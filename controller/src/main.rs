@@ -9,7 +9,7 @@ use promotion_controller::commands;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
@@ -22,6 +22,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match &cli.command {
             Command::Reconcile(args) => commands::reconcile::run(args).await,
+            Command::Run(args) => commands::run::run(args).await,
         }
     });
     match result {

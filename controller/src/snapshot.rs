@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use kube::api::{Api, DynamicObject, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde_json::Value;
@@ -15,6 +15,7 @@ use promotion_shared::plan::{ClusterType, Inventory};
 use promotion_shared::reconcile::Snapshot;
 
 use crate::error::{Error, Result};
+use crate::live::resources::resource;
 
 /// A snapshot from the objects of a manifest: the one ClusterPromotion (or the one named
 /// `promotion`), every ClusterProfile and ClusterSummary, and the clusters. Clusters are the
@@ -72,7 +73,7 @@ pub fn from_objects(
         inventory
             .add_documents(source, &clusters)
             .map_err(|e| Error::Input(e.to_string()))?;
-        Some(inventory.into_clusters())
+        Some(inventory.into_clusters().into())
     };
     Ok(Snapshot {
         promotion: chosen,
@@ -124,16 +125,6 @@ pub async fn client(kubeconfig: Option<&Path>, context: Option<&str>) -> Result<
         None => Config::infer().await.map_err(|e| connecting(&e))?,
     };
     Client::try_from(config).map_err(|e| Error::Cluster(format!("connecting: {e}")))
-}
-
-fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
-    ApiResource {
-        group: group.into(),
-        version: version.into(),
-        api_version: format!("{group}/{version}"),
-        kind: kind.into(),
-        plural: plural.into(),
-    }
 }
 
 /// The snapshot of promotion `name` as the cluster holds it now.
@@ -247,6 +238,6 @@ pub async fn live(client: &Client, name: &str) -> Result<Snapshot> {
         promotion,
         profiles,
         summaries,
-        fleet: Some(inventory.into_clusters()),
+        fleet: Some(inventory.into_clusters().into()),
     })
 }

@@ -31,6 +31,7 @@ pub mod reconcile;
 pub mod rollout;
 pub mod selector;
 pub mod status;
+pub mod status_writer;
 pub mod tree;
 pub mod validation;
 pub mod window;

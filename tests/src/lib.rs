@@ -1,8 +1,10 @@
 //! Test support for end-to-end tests: the stand-in Kubernetes API server, fixtures generated from
 //! the example manifests, and helpers to find and run the workspace's binaries.
 
+pub mod addon_double;
 pub mod apiserver;
 pub mod backend;
 pub mod bins;
+pub mod controller_process;
 pub mod envtest;
 pub mod fixtures;

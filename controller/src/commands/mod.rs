@@ -1,3 +1,4 @@
 //! One module per command.
 
 pub mod reconcile;
+pub mod run;

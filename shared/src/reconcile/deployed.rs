@@ -49,6 +49,70 @@ pub fn summaries_of<'a>(profile_name: &str, summaries: &'a [Value]) -> Vec<&'a V
     found
 }
 
+/// The parts of a ClusterSummary this check reads, and nothing else: what a controller's cache
+/// keeps (each ClusterSummary carries a whole profile spec, Helm values included, which the
+/// check never looks at). [`check`] gives the same answer on the result as on the whole object.
+pub fn retained(summary: &Value) -> Value {
+    let mut out = serde_json::Map::new();
+    let mut meta = serde_json::Map::new();
+    for key in ["name", "namespace", "uid", "resourceVersion"] {
+        if let Some(v) = summary.pointer(&format!("/metadata/{key}")) {
+            meta.insert(key.into(), v.clone());
+        }
+    }
+    if let Some(profile) = summary
+        .pointer("/metadata/labels")
+        .and_then(|l| l.get(CLUSTER_PROFILE_NAME_LABEL))
+    {
+        meta.insert(
+            "labels".into(),
+            serde_json::json!({ CLUSTER_PROFILE_NAME_LABEL: profile }),
+        );
+    }
+    out.insert("metadata".into(), meta.into());
+    let mut spec = serde_json::Map::new();
+    for key in ["clusterNamespace", "clusterName", "clusterType"] {
+        if let Some(v) = summary.pointer(&format!("/spec/{key}")) {
+            spec.insert(key.into(), v.clone());
+        }
+    }
+    let mut profile_spec = serde_json::Map::new();
+    for key in [
+        "helmCharts",
+        "policyRefs",
+        "kustomizationRefs",
+        "validateHealths",
+    ] {
+        if let Some(v) = summary.pointer(&format!("/spec/clusterProfileSpec/{key}")) {
+            profile_spec.insert(key.into(), v.clone());
+        }
+    }
+    spec.insert("clusterProfileSpec".into(), profile_spec.into());
+    out.insert("spec".into(), spec.into());
+    if let Some(features) = summary
+        .pointer("/status/featureSummaries")
+        .and_then(Value::as_array)
+    {
+        let kept: Vec<Value> = features
+            .iter()
+            .map(|f| {
+                let mut k = serde_json::Map::new();
+                for key in ["featureID", "status"] {
+                    if let Some(v) = f.get(key) {
+                        k.insert(key.into(), v.clone());
+                    }
+                }
+                Value::Object(k)
+            })
+            .collect();
+        out.insert(
+            "status".into(),
+            serde_json::json!({ "featureSummaries": kept }),
+        );
+    }
+    Value::Object(out)
+}
+
 /// A ClusterProfile name is copied into the label `projectsveltos.io/cluster-profile-name` of
 /// its ClusterSummaries: it must be a valid label value (at most 63 characters).
 pub fn label_value_problem(name: &str) -> Option<String> {

@@ -29,6 +29,7 @@
 
 pub mod bodies;
 pub mod deployed;
+pub mod promoting;
 pub mod simulate;
 mod status_edit;
 #[cfg(test)]
@@ -50,6 +51,7 @@ use crate::window::{self, WindowState};
 
 use bodies::{preverification_profile, stage_profile, PROFILE_API_VERSION, PROFILE_KIND};
 use deployed::Deployment;
+use promoting::Promoting;
 use status_edit::Status;
 
 /// What one reconcile reads.
@@ -61,8 +63,9 @@ pub struct Snapshot {
     pub profiles: Vec<Value>,
     /// ClusterSummaries (those of other profiles are ignored).
     pub summaries: Vec<Value>,
-    /// SveltosClusters and CAPI Clusters, when they were read.
-    pub fleet: Option<Vec<Cluster>>,
+    /// SveltosClusters and CAPI Clusters, when they were read (shared: a controller hands the
+    /// same fleet to every promotion's reconcile).
+    pub fleet: Option<std::sync::Arc<[Cluster]>>,
 }
 
 /// How the decision reads the clock's wall time.
@@ -129,6 +132,15 @@ pub struct Decision {
     /// The rollout this decision works for (the spec's hashes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rollout: Option<RolloutId>,
+    /// The step committed together with the consumption of an approval that resets
+    /// automatically: written in the same guarded patch that removes `approved`, before the
+    /// status ([`promoting`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub promoting: Option<Promoting>,
+    /// The committed-step annotation found on the promotion, to remove once the status is
+    /// written (its exact text guards the removal): the step is done, or it is not this one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clear_promoting: Option<String>,
 }
 
 impl Decision {
@@ -143,6 +155,8 @@ impl Decision {
             explanation: String::new(),
             finalizer: None,
             rollout: None,
+            promoting: None,
+            clear_promoting: None,
         }
     }
 
@@ -326,11 +340,18 @@ impl<'a> Reconcile<'a> {
         let Some(current) = current.filter(|_| recorded.as_ref() == Some(&id)) else {
             self.restart(d, &mut status, first, &id, recorded.as_ref());
             d.status = status.changed();
+            d.clear_promoting = promoting::recorded(&self.snapshot.promotion).1;
             return;
         };
         self.repair(d, &status, &current);
-        self.advance(d, &mut status, &current);
+        let (committed, text) = promoting::recorded(&self.snapshot.promotion);
+        let committed = committed.filter(|p| p.stage == current && p.rollout == id);
+        let promoted = self.advance(d, &mut status, &current, committed.as_ref());
         d.status = status.changed();
+        // Kept only while its step is still to be done: it stands for an approval already used.
+        if promoted || committed.is_none() {
+            d.clear_promoting = text;
+        }
     }
 
     /// §8, with D1 and D7 fixed.
@@ -399,11 +420,19 @@ impl<'a> Reconcile<'a> {
         }
     }
 
-    /// §12 R7–R8 and §13–§14.
-    fn advance(&self, d: &mut Decision, status: &mut Status, current: &str) {
+    /// §12 R7–R8 and §13–§14. `committed`: this very step was committed by an earlier
+    /// reconcile (its approval is already used). Whether the stage was promoted (or the
+    /// promotion completed).
+    fn advance(
+        &self,
+        d: &mut Decision,
+        status: &mut Status,
+        current: &str,
+        committed: Option<&Promoting>,
+    ) -> bool {
         let stages = &self.promotion.spec.stages;
         let Some(index) = stages.iter().position(|s| s.name == current) else {
-            return;
+            return false;
         };
         let stage = &stages[index];
         let next = stages.get(index + 1);
@@ -413,7 +442,7 @@ impl<'a> Reconcile<'a> {
                 Deployment::NotDeployed(why) => {
                     status.check(current, false, Some(why.clone()));
                     d.explanation = format!("{current} is being deployed: {why}");
-                    return;
+                    return false;
                 }
                 Deployment::Deployed(msg) => {
                     d.event(format!("Stage {current} provisioned"));
@@ -425,20 +454,20 @@ impl<'a> Reconcile<'a> {
             d.explanation = format!(
                 "complete: the last stage, {current}, has its trigger satisfied for this rollout"
             );
-            return;
+            return true;
         }
-        match self.gate(d, status, stage, &profile_name) {
+        match self.gate(d, status, stage, &profile_name, committed) {
             Gate::Pass => {}
             Gate::Wait { description, wake } => {
                 status.describe(current, &description);
                 d.wake_at = wake;
                 d.explanation = format!("{current} waits: {description}; nothing else blocks");
-                return;
+                return false;
             }
             Gate::Error(why) => {
                 d.warning("TriggerError", format!("stage {current}: {why}"));
                 d.explanation = format!("{current} cannot advance: {why}");
-                return;
+                return false;
             }
         }
         status.check(current, true, None);
@@ -470,6 +499,7 @@ impl<'a> Reconcile<'a> {
                     format!("{current} is done: the promotion is complete for this rollout");
             }
         }
+        true
     }
 
     /// The stage is provisioned and its delay (if any) is over.
@@ -513,6 +543,7 @@ impl<'a> Reconcile<'a> {
         status: &mut Status,
         stage: &Stage,
         profile_name: &str,
+        committed: Option<&Promoting>,
     ) -> Gate {
         let Some(trigger) = &stage.trigger else {
             return Gate::Pass;
@@ -584,6 +615,10 @@ impl<'a> Reconcile<'a> {
             };
         }
         if let Some(manual) = manual {
+            if committed.is_some() {
+                // The approval was used for this step by the reconcile that committed it.
+                return Gate::Pass;
+            }
             if !manual.is_approved() {
                 return Gate::Wait {
                     description: descriptions::AWAITING_APPROVAL.to_string(),
@@ -591,6 +626,12 @@ impl<'a> Reconcile<'a> {
                 };
             }
             d.consume_approvals.push(stage.name.clone());
+            if manual.resets_automatically() {
+                d.promoting = d.rollout.clone().map(|rollout| Promoting {
+                    stage: stage.name.clone(),
+                    rollout,
+                });
+            }
             return Gate::Pass;
         }
         if let Some(window) = trigger

@@ -75,7 +75,7 @@ pub fn simulate(
         promotion: promotion.clone(),
         profiles: Vec::new(),
         summaries: Vec::new(),
-        fleet: Some(fleet.to_vec()),
+        fleet: Some(fleet.into()),
     };
     if let Some(meta) = snapshot
         .promotion

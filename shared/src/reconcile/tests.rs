@@ -263,7 +263,7 @@ fn the_fleet_says_which_clusters_must_deploy() {
         &Snapshot {
             promotion: p,
             profiles: vec![prof],
-            fleet: Some(fleet),
+            fleet: Some(fleet.into()),
             ..Snapshot::default()
         },
         NOW,
@@ -297,7 +297,7 @@ fn no_clusters_is_believed_only_when_something_says_so() {
         &Snapshot {
             promotion: p,
             profiles: vec![prof],
-            fleet: Some(vec![cluster("x", "prod")]),
+            fleet: Some(vec![cluster("x", "prod")].into()),
             ..Snapshot::default()
         },
         NOW,
@@ -1011,4 +1011,108 @@ fn nothing_new_writes_no_status() {
     );
     assert_eq!(d.status, None);
     let _ = Duration::zero();
+}
+
+#[test]
+fn consuming_a_resetting_approval_commits_the_step_on_the_promotion() {
+    let (p, profiles, summaries) = at_staging(Some(true), stages());
+    let id = identity_of(&p).unwrap().id;
+    let d = decide_at(
+        &Snapshot {
+            promotion: p,
+            profiles,
+            summaries,
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert_eq!(
+        d.promoting,
+        Some(Promoting {
+            stage: "staging".into(),
+            rollout: id
+        })
+    );
+    assert_eq!(d.clear_promoting, None);
+}
+
+#[test]
+fn a_committed_step_passes_its_gate_once_without_the_approval() {
+    // The crash case: `approved` was removed with the annotation, the status was never written.
+    let (mut p, profiles, summaries) = at_staging(None, stages());
+    let id = identity_of(&p).unwrap().id;
+    let committed = Promoting {
+        stage: "staging".into(),
+        rollout: id.clone(),
+    }
+    .to_annotation();
+    p["metadata"]["annotations"] = json!({ promoting::PROMOTING_ANNOTATION: committed.clone() });
+    let snapshot = Snapshot {
+        promotion: p.clone(),
+        profiles: profiles.clone(),
+        summaries: summaries.clone(),
+        ..Snapshot::default()
+    };
+    let d = decide_at(&snapshot, NOW);
+    assert!(d.consume_approvals.is_empty());
+    assert_eq!(d.promoting, None);
+    assert_eq!(applied_names(&d), ["p-prod"]);
+    assert_eq!(d.clear_promoting.as_deref(), Some(committed.as_str()));
+
+    // Committed in another rollout (the spec changed since): worth nothing, and removed.
+    let other = Promoting {
+        stage: "staging".into(),
+        rollout: RolloutId {
+            stages_hash: "other".into(),
+            profile_spec_hash: id.profile_spec_hash.clone(),
+        },
+    }
+    .to_annotation();
+    p["metadata"]["annotations"] = json!({ promoting::PROMOTING_ANNOTATION: other.clone() });
+    let d = decide_at(
+        &Snapshot {
+            promotion: p,
+            profiles,
+            summaries,
+            ..Snapshot::default()
+        },
+        NOW,
+    );
+    assert!(d.apply.is_empty(), "{:?}", applied_names(&d));
+    assert_eq!(
+        d.explanation,
+        "staging waits: Paused: Awaiting Manual Approval; nothing else blocks"
+    );
+    assert_eq!(d.clear_promoting.as_deref(), Some(other.as_str()));
+}
+
+#[test]
+fn the_summary_fields_a_cache_keeps_decide_the_same() {
+    let (p, profiles, summaries) = at_staging(Some(true), stages());
+    let mut fat = summaries.clone();
+    for s in &mut fat {
+        s["spec"]["clusterProfileSpec"]["helmCharts"][0]["values"] = json!("x: 1\n".repeat(100));
+        s["metadata"]["annotations"] = json!({"big": "y".repeat(1000)});
+    }
+    for summaries in [summaries, fat] {
+        let whole = decide_at(
+            &Snapshot {
+                promotion: p.clone(),
+                profiles: profiles.clone(),
+                summaries: summaries.clone(),
+                ..Snapshot::default()
+            },
+            NOW,
+        );
+        let kept = decide_at(
+            &Snapshot {
+                promotion: p.clone(),
+                profiles: profiles.clone(),
+                summaries: summaries.iter().map(deployed::retained).collect(),
+                ..Snapshot::default()
+            },
+            NOW,
+        );
+        assert_eq!(whole, kept);
+    }
 }

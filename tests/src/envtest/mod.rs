@@ -17,7 +17,7 @@
 
 pub mod assets;
 pub mod certs;
-mod http;
+pub mod http;
 pub mod objects;
 pub mod process;
 mod runtime;

@@ -1,0 +1,200 @@
+//! `promotion-controller run`: connect as kubectl does, serve health and metrics, campaign for
+//! the Lease (with `--leader-elect`), start the watches and the reconciler, and stop gracefully
+//! on SIGTERM or Ctrl-C (in-flight reconciles finish; the Lease is released).
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
+use kube::api::{Api, DynamicObject};
+use kube::runtime::controller::{Config as ControllerConfig, Controller};
+use kube::runtime::events::Reporter;
+use kube::runtime::{reflector, watcher, WatchStreamExt};
+use tokio::sync::watch;
+use tracing::{info, warn};
+
+use promotion_shared::reconcile::Options;
+
+use crate::cli::{LogFormat, RunArgs};
+use crate::error::{Error, Result};
+use crate::live::cache::Cache;
+use crate::live::leader::{self, Election};
+use crate::live::metrics::Metrics;
+use crate::live::reconciler::{self, Context};
+use crate::live::watches::{self, Triggers};
+use crate::live::writes::Writer;
+use crate::live::{http, resources};
+use crate::snapshot;
+
+fn init_logging(args: &RunArgs) -> Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_new(&args.log_level)
+        .map_err(|e| Error::Usage(format!("--log-level {:?}: {e}", args.log_level)))?;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let installed = match args.log_format {
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+    installed.map_err(|e| Error::Cluster(format!("installing the logger: {e}")))
+}
+
+/// What a change of a promotion must change to ask for a reconcile: its generation, labels or
+/// annotations (upstream's `GenerationChanged`/`LabelChanged`/`AnnotationChanged` predicates).
+fn reconcile_worthy(object: &DynamicObject) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    object.metadata.generation.hash(&mut h);
+    object.metadata.labels.hash(&mut h);
+    object.metadata.annotations.hash(&mut h);
+    Some(h.finish())
+}
+
+pub async fn run(args: &RunArgs) -> Result<()> {
+    let window_zone: chrono_tz::Tz = args.window_time_zone.parse().map_err(|_| {
+        Error::Usage(format!(
+            "--window-time-zone {:?}: not an IANA time zone name (for example UTC, Europe/Paris)",
+            args.window_time_zone
+        ))
+    })?;
+    init_logging(args)?;
+    let client = snapshot::client(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
+    let metrics_listener = http::bind(&args.metrics_listen, "metrics")
+        .await
+        .map_err(Error::Cluster)?;
+    let health_listener = http::bind(&args.health_listen, "health")
+        .await
+        .map_err(Error::Cluster)?;
+    info!(
+        metrics = %metrics_listener.local_addr().map(|a| a.to_string()).unwrap_or_default(),
+        health = %health_listener.local_addr().map(|a| a.to_string()).unwrap_or_default(),
+        "listening"
+    );
+    let cache = Arc::new(Cache::default());
+    let metrics = Arc::new(Metrics::default());
+    http::serve_metrics(metrics_listener, metrics.clone());
+    http::serve_health(health_listener, cache.clone());
+
+    let (leader_tx, leader_rx, lease) = if args.leader_elect {
+        let election = Election {
+            namespace: args
+                .leader_elect_namespace
+                .clone()
+                .unwrap_or_else(leader::default_namespace),
+            lease_name: args.leader_elect_lease_name.clone(),
+            identity: leader::identity(),
+            duration_seconds: args.leader_elect_lease_duration,
+        };
+        info!(lease = %election.lease_name, namespace = %election.namespace,
+              identity = %election.identity, "campaigning for leadership");
+        let lease = leader::Lease::campaign(client.clone(), election)
+            .await
+            .map_err(Error::Cluster)?;
+        (None, lease.leading(), Some(lease))
+    } else {
+        let (tx, rx) = watch::channel(true);
+        (Some(tx), rx, None)
+    };
+
+    let ar = resources::promotions();
+    let promotions: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+    let mut config = watcher::Config::default();
+    if let Some(selector) = &args.selector {
+        config = config.labels(selector);
+    }
+    let writer = reflector::store::Writer::new(ar.clone());
+    let reader = writer.as_reader();
+    // Upstream's event filter: generation, labels or annotations (and deletion, which bumps the
+    // generation). Status-only changes — our own writes above all — do not trigger a reconcile;
+    // the watches of profiles, summaries and clusters, and each decision's deadline, do.
+    let trigger = watcher::watcher(promotions.clone(), config)
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects()
+        .predicate_filter(reconcile_worthy, Default::default());
+
+    let reporter = Reporter {
+        controller: promotion_shared::status_writer::CONTROLLER_FIELD_MANAGER.into(),
+        instance: std::env::var("POD_NAME").ok(),
+    };
+    let ctx = Arc::new(Context {
+        writer: Writer {
+            promotions,
+            profiles: Api::all_with(client.clone(), &resources::profiles()),
+        },
+        cache: cache.clone(),
+        metrics: metrics.clone(),
+        recorders: Mutex::new(Default::default()),
+        client: client.clone(),
+        reporter,
+        options: Options { window_zone },
+        take_over: args.take_over,
+        resync: args.resync_period,
+        leader: leader_rx.clone(),
+        warned_foreign: Mutex::new(HashSet::new()),
+        asked: Mutex::new(Default::default()),
+    });
+
+    let (one_tx, one_rx) = futures::channel::mpsc::unbounded();
+    let (all_tx, all_rx) = futures::channel::mpsc::unbounded();
+    watches::spawn_all(
+        &client,
+        cache.clone(),
+        Triggers {
+            one: one_tx,
+            all: all_tx.clone(),
+            ctx: ctx.clone(),
+        },
+    );
+    // Gaining the Lease: look at every promotion (a standby kept no queue).
+    let mut leading = leader_rx.clone();
+    let metrics_for_leader = metrics.clone();
+    tokio::spawn(async move {
+        loop {
+            let now = *leading.borrow_and_update();
+            metrics_for_leader.set_leader(now);
+            if now {
+                info!("leading: reconciling every promotion");
+                let _ = all_tx.unbounded_send(());
+            } else {
+                info!("not leading: standing by");
+            }
+            if leading.changed().await.is_err() {
+                return;
+            }
+        }
+    });
+
+    info!(
+        selector = args.selector.as_deref().unwrap_or(""),
+        take_over = args.take_over,
+        "promotion-controller started"
+    );
+    Controller::for_stream_with(trigger, reader, ar)
+        .with_config(ControllerConfig::default().concurrency(args.concurrent_reconciles))
+        .reconcile_on(one_rx)
+        .reconcile_all_on(all_rx)
+        .shutdown_on_signal()
+        .run(reconciler::reconcile, reconciler::error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                match e {
+                    kube::runtime::controller::Error::ReconcilerFailed(..) => {}
+                    // A profile or summary of a promotion outside --selector (or already gone).
+                    kube::runtime::controller::Error::ObjectNotFound(..) => {}
+                    other => warn!(error = %other, "controller"),
+                }
+            }
+        })
+        .await;
+    info!("shutting down");
+    drop(leader_tx);
+    if let Some(lease) = lease {
+        lease.release().await;
+    }
+    Ok(())
+}

@@ -1,0 +1,19 @@
+//! `promotion-controller run`: the decision of [`promotion_shared::reconcile`] carried out live,
+//! driven by watches and by each decision's own deadline.
+//!
+//! - [`resources`]: the kinds read and written;
+//! - [`cache`]: what the watches have seen, stripped to what the decision reads, indexed;
+//! - [`watches`]: profiles, summaries and clusters, each change mapped to its promotion;
+//! - [`reconciler`]: one reconcile — snapshot, decision, ordered writes;
+//! - [`writes`]: the guarded writes;
+//! - [`leader`]: leader election on a Lease;
+//! - [`metrics`], [`http`]: Prometheus metrics, `/healthz` and `/readyz`.
+
+pub mod cache;
+pub mod http;
+pub mod leader;
+pub mod metrics;
+pub mod reconciler;
+pub mod resources;
+pub mod watches;
+pub mod writes;

@@ -1,0 +1,401 @@
+//! One live reconcile: the snapshot from the caches, the decision
+//! ([`promotion_shared::reconcile::decide`]), and its writes in the order that makes every crash
+//! point safe:
+//!
+//! 1. the finalizer;
+//! 2. the commit: approvals used and the committed step, in one guarded patch of the promotion;
+//! 3. the status, guarded by the version the commit produced (or the one read);
+//! 4. the committed step cleared;
+//! 5. profiles deleted, then applied (a stage's profile is applied only after the status that
+//!    records the promotion to it is stored: a failed status write never leaves a stage deployed
+//!    that the status does not show; a profile missing after a crash is repaired, D10);
+//! 6. the finalizer removed (deletion).
+//!
+//! A crash between any two of them leaves a state the next reconcile completes: after 2 the
+//! committed step passes the gate without the (already used) approval; after 3 the committed step
+//! is cleared and the profiles applied; after 4–5 the repair applies what is missing.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use kube::api::DynamicObject;
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event as KubeEvent, EventType, Recorder};
+use kube::Resource;
+use serde_json::Value;
+use tokio::sync::watch;
+use tracing::{debug, info, warn, Instrument};
+
+use promotion_shared::freshness::Freshness;
+use promotion_shared::model::ClusterPromotion;
+use promotion_shared::pipeline;
+use promotion_shared::reconcile::{decide, Decision, FinalizerChange, Options, Snapshot};
+use promotion_shared::status_writer::{status_writer, take_over_requested, StatusWriter};
+
+use super::cache::{Cache, Source};
+use super::metrics::Metrics;
+use super::resources;
+use super::writes::{version_of, version_of_object, WriteError, Writer};
+
+/// The watches a reconcile needs to have listed once (CAPI Clusters are optional).
+pub const REQUIRED: [Source; 3] = [Source::Profiles, Source::Summaries, Source::SveltosClusters];
+
+pub struct Context {
+    pub writer: Writer,
+    pub cache: Arc<Cache>,
+    pub metrics: Arc<Metrics>,
+    /// One recorder per distinct message: kube-runtime's recorder counts every Event with the
+    /// same type, reason and action as one series (keeping the first message), and all of
+    /// upstream's Events share those; per message, a repeat is still counted as a series.
+    pub recorders: Mutex<HashMap<(String, String), Recorder>>,
+    pub client: kube::Client,
+    pub reporter: kube::runtime::events::Reporter,
+    pub options: Options,
+    pub take_over: bool,
+    pub resync: Duration,
+    /// Whether this replica may write (always true without leader election).
+    pub leader: watch::Receiver<bool>,
+    /// (promotion, manager) pairs already reported as foreign: one Warning each, not one per
+    /// reconcile.
+    pub warned_foreign: Mutex<HashSet<(String, String)>>,
+    /// When a watch event first asked for each promotion's next reconcile (for the lag metric).
+    pub asked: Mutex<HashMap<String, Instant>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error(transparent)]
+    Write(#[from] WriteError),
+}
+
+impl Context {
+    /// A watch event asks for `promotion`'s reconcile (the lag metric starts here).
+    pub fn asked_for(&self, promotion: &str) {
+        let mut asked = self
+            .asked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        asked
+            .entry(promotion.to_string())
+            .or_insert_with(Instant::now);
+    }
+
+    fn take_asked(&self, promotion: &str) -> Option<Instant> {
+        self.asked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(promotion)
+    }
+
+    async fn publish(&self, object: &DynamicObject, type_: EventType, reason: &str, note: String) {
+        let reference = object.object_ref(&resources::promotions());
+        let event = KubeEvent {
+            type_,
+            reason: reason.to_string(),
+            note: Some(note),
+            action: "ClusterPromotion".into(),
+            secondary: None,
+        };
+        let recorder = {
+            let mut recorders = self
+                .recorders
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if recorders.len() > 10_000 {
+                recorders.clear();
+            }
+            recorders
+                .entry((reason.to_string(), event.note.clone().unwrap_or_default()))
+                .or_insert_with(|| Recorder::new(self.client.clone(), self.reporter.clone()))
+                .clone()
+        };
+        if let Err(e) = recorder.publish(&event, &reference).await {
+            warn!(error = %e, reason, "cannot record an Event");
+        }
+    }
+}
+
+pub async fn reconcile(
+    object: Arc<DynamicObject>,
+    ctx: Arc<Context>,
+) -> Result<Action, ReconcileError> {
+    let name = object.metadata.name.clone().unwrap_or_default();
+    // Every log line of the reconcile names the promotion (and, where it concerns one, the
+    // stage).
+    let span = tracing::info_span!("reconcile", promotion = %name);
+    reconcile_one(object, ctx, name).instrument(span).await
+}
+
+async fn reconcile_one(
+    object: Arc<DynamicObject>,
+    ctx: Arc<Context>,
+    name: String,
+) -> Result<Action, ReconcileError> {
+    if let Some(asked) = ctx.take_asked(&name) {
+        ctx.metrics.lag(asked.elapsed().as_secs_f64());
+    }
+    if !*ctx.leader.borrow() {
+        ctx.metrics.reconciled("skipped");
+        return Ok(Action::await_change());
+    }
+    ctx.cache.synced(&REQUIRED).await;
+    let promotion = serde_json::to_value(object.as_ref()).unwrap_or(Value::Null);
+    if let Some(manager) = foreign_writer(&promotion, ctx.take_over) {
+        ctx.metrics.foreign(&manager);
+        ctx.metrics.reconciled("skipped");
+        let first = ctx
+            .warned_foreign
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert((name.clone(), manager.clone()));
+        if first {
+            warn!(manager = %manager, "status last written by another field manager: left alone");
+            ctx.publish(
+                &object,
+                EventType::Warning,
+                "ForeignStatusWriter",
+                format!(
+                    "status last written by {manager:?}; promotion-controller leaves this \
+                     promotion alone (annotate it {}=\"true\" or run with --take-over to take it \
+                     over)",
+                    promotion_shared::status_writer::TAKE_OVER_ANNOTATION
+                ),
+            )
+            .await;
+        }
+        return Ok(Action::requeue(ctx.resync));
+    }
+    let snapshot = snapshot(&ctx.cache, &promotion, &name);
+    let now = Utc::now();
+    let decision = decide(&snapshot, now, &ctx.options);
+    debug!(explanation = %decision.explanation, "decided");
+    let result = carry_out(&ctx, &object, &promotion, &decision).await;
+    match result {
+        Ok(()) => {
+            ctx.metrics.reconciled("ok");
+            record_phase(&ctx, &name, &promotion, &decision);
+            observe(&ctx, &promotion, &decision, now);
+            let wait = decision
+                .wake_at
+                .and_then(|t| (t - Utc::now()).to_std().ok())
+                .map(|d| d.min(ctx.resync))
+                .unwrap_or(ctx.resync);
+            Ok(Action::requeue(wait))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The status writer that is not us, unless taking over is allowed.
+fn foreign_writer(promotion: &Value, take_over: bool) -> Option<String> {
+    if take_over || take_over_requested(promotion) {
+        return None;
+    }
+    match status_writer(promotion) {
+        StatusWriter::Other { manager, .. } => Some(manager),
+        StatusWriter::Nobody | StatusWriter::Us { .. } => None,
+    }
+}
+
+fn snapshot(cache: &Cache, promotion: &Value, name: &str) -> Snapshot {
+    let profiles = cache.profiles_of(name);
+    let stage_profiles: Vec<String> = promotion
+        .pointer("/spec/stages")
+        .and_then(Value::as_array)
+        .map(|stages| {
+            stages
+                .iter()
+                .filter_map(|s| s.get("name").and_then(Value::as_str))
+                .map(|s| promotion_shared::model::stage_profile_name(name, s))
+                .collect()
+        })
+        .unwrap_or_default();
+    Snapshot {
+        promotion: promotion.clone(),
+        profiles,
+        summaries: cache.summaries_of(&stage_profiles),
+        fleet: Some(cache.fleet()),
+    }
+}
+
+async fn carry_out(
+    ctx: &Context,
+    object: &DynamicObject,
+    promotion: &Value,
+    d: &Decision,
+) -> Result<(), WriteError> {
+    let name = object.metadata.name.clone().unwrap_or_default();
+    let mut version = version_of_object(object);
+    if d.finalizer == Some(FinalizerChange::Add) {
+        let stored = ctx.writer.add_finalizer(promotion).await?;
+        version = version_of(&stored);
+        info!("finalizer added");
+    }
+    let to_use = approvals_to_remove(promotion, &d.consume_approvals);
+    if !to_use.is_empty() || d.promoting.is_some() {
+        let mut guarded = promotion.clone();
+        guarded["metadata"]["resourceVersion"] = version.clone();
+        let stored = ctx
+            .writer
+            .commit(&guarded, &to_use, d.promoting.as_ref())
+            .await?;
+        version = version_of(&stored);
+        for (_, stage) in &to_use {
+            info!(stage = %stage, "approval used");
+        }
+    }
+    if let Some(status) = &d.status {
+        ctx.writer.status(&name, &version, status).await?;
+        debug!("status written");
+    }
+    // The committed step (written above, or found from an earlier reconcile) is done.
+    let done = d
+        .promoting
+        .as_ref()
+        .map(|p| p.to_annotation())
+        .or_else(|| d.clear_promoting.clone());
+    if let Some(text) = done {
+        ctx.writer.clear_promoting(&name, &text).await?;
+    }
+    for key in &d.delete {
+        let uid = ctx.cache.profile_uid(&key.name);
+        ctx.writer.delete_profile(&key.name, uid.as_deref()).await?;
+        info!(profile = %key.name, "ClusterProfile deleted");
+    }
+    for body in &d.apply {
+        ctx.writer.apply_profile(body).await?;
+        let profile = body
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        info!(profile = %profile, "ClusterProfile applied");
+    }
+    for event in &d.events {
+        let type_ = if event.event_type == "Warning" {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        };
+        ctx.publish(object, type_, event.reason, event.message.clone())
+            .await;
+    }
+    if d.finalizer == Some(FinalizerChange::Remove) {
+        let mut guarded = promotion.clone();
+        guarded["metadata"]["resourceVersion"] = version;
+        ctx.writer.remove_finalizer(&guarded).await?;
+        info!("finalizer removed");
+    }
+    Ok(())
+}
+
+/// The approvals the decision uses that must be removed (`automaticReset` not false), with the
+/// index of their stage.
+fn approvals_to_remove(promotion: &Value, stages: &[String]) -> Vec<(usize, String)> {
+    let Ok(p) = serde_json::from_value::<ClusterPromotion>(promotion.clone()) else {
+        return Vec::new();
+    };
+    stages
+        .iter()
+        .filter_map(|name| {
+            let index = p.stage_index(name)?;
+            let manual = p.spec.stages[index].trigger.as_ref()?.manual.as_ref()?;
+            (manual.is_approved() && manual.resets_automatically()).then(|| (index, name.clone()))
+        })
+        .collect()
+}
+
+fn record_phase(ctx: &Context, name: &str, promotion: &Value, d: &Decision) {
+    let mut after = promotion.clone();
+    if let Some(status) = &d.status {
+        after["status"] = status.clone();
+    }
+    let phase = if promotion.pointer("/metadata/deletionTimestamp").is_some() {
+        if d.finalizer == Some(FinalizerChange::Remove) {
+            None
+        } else {
+            Some("deleting")
+        }
+    } else {
+        serde_json::from_value::<ClusterPromotion>(after)
+            .ok()
+            .map(|p| {
+                pipeline::derive(&p, None, &Freshness::Current)
+                    .phase
+                    .label()
+            })
+    };
+    ctx.metrics.phase(name, phase);
+}
+
+/// Stage durations and approval waits, observed when a stage is promoted.
+fn observe(ctx: &Context, promotion: &Value, d: &Decision, now: chrono::DateTime<Utc>) {
+    let Some(status) = &d.status else { return };
+    let before = promotion
+        .pointer("/status/stages")
+        .and_then(Value::as_array)
+        .map(Vec::len)
+        .unwrap_or(0);
+    let after = status
+        .get("stages")
+        .and_then(Value::as_array)
+        .map(Vec::len)
+        .unwrap_or(0);
+    if after <= before || before == 0 {
+        return;
+    }
+    // The stage promoted from is the one before the new entry.
+    let Some(promoted) = status.pointer(&format!("/stages/{}", after - 2)) else {
+        return;
+    };
+    let since = |key: &str| {
+        promoted
+            .get(key)
+            .and_then(Value::as_str)
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| (now - t.with_timezone(&Utc)).num_milliseconds() as f64 / 1000.0)
+    };
+    if let Some(s) = since("lastUpdateReconciledTime") {
+        ctx.metrics.stage_promoted(s.max(0.0));
+    }
+    if !d.consume_approvals.is_empty() {
+        if let Some(s) = since("lastSuccessfulAppliedTime") {
+            ctx.metrics.approval_used(s.max(0.0));
+        }
+    }
+}
+
+/// Retry: a conflict at once (the cache catches up within the watch's latency), anything else
+/// after upstream's `normalRequeueAfter` (10 s). An admission failure is reported as an Event:
+/// a webhook outage under `failurePolicy: Fail` blocks promotions, and must not do so silently.
+pub fn error_policy(
+    object: Arc<DynamicObject>,
+    error: &ReconcileError,
+    ctx: Arc<Context>,
+) -> Action {
+    let ReconcileError::Write(e) = error;
+    ctx.metrics.reconciled("error");
+    ctx.metrics.error(e.reason());
+    let name = object.metadata.name.clone().unwrap_or_default();
+    match e {
+        WriteError::Conflict { .. } => {
+            debug!(promotion = %name, error = %e, "conflict");
+            Action::requeue(Duration::from_millis(200))
+        }
+        WriteError::Admission { .. } => {
+            warn!(promotion = %name, error = %e, "write refused by admission");
+            let ctx2 = ctx.clone();
+            let note = format!("promotion-controller could not write: {e}");
+            tokio::spawn(async move {
+                ctx2.publish(&object, EventType::Warning, "AdmissionBlocked", note)
+                    .await;
+            });
+            Action::requeue(Duration::from_secs(10))
+        }
+        _ => {
+            warn!(promotion = %name, error = %e, "reconcile failed");
+            Action::requeue(Duration::from_secs(10))
+        }
+    }
+}

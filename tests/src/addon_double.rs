@@ -1,0 +1,215 @@
+//! A test double of Sveltos' addon-controller, for the promotion-controller scenarios: what it
+//! does with a ClusterProfile, played one step at a time so a scenario decides when Sveltos acts.
+//!
+//! [`AddonController::sync`] is one pass, as addon-controller v1.13.0's ClusterProfile and
+//! ClusterSummary reconcilers would leave things:
+//! - each ClusterProfile of the scenario gets `status.matchingClusters`: the scenario's
+//!   SveltosClusters its `clusterSelector` matches (`lib/clusterproxy` `GetMatchingClusters`);
+//! - each (profile, matching cluster) gets a ClusterSummary `<profile>-sveltos-<cluster>` in the
+//!   cluster's namespace, labelled `projectsveltos.io/cluster-profile-name`, owned by the
+//!   profile, whose `spec.clusterProfileSpec` is the profile's spec as it is now;
+//! - its `status.featureSummaries` says each feature the spec uses is `Provisioned` (or
+//!   `Provisioning`, with `provisioned: false`);
+//! - ClusterSummaries of profiles that are gone, or of clusters no longer matched, are deleted
+//!   (the garbage collector and the ClusterProfile reconciler do that in Sveltos).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use serde_json::{json, Value};
+
+use promotion_shared::model::{CLUSTER_PROFILE_NAME_LABEL, PROMOTION_NAME_LABEL};
+use promotion_shared::selector;
+
+use crate::backend::{BackendError, Cluster, SESSION_LABEL};
+use crate::envtest::objects::{CLUSTER_PROFILE, CLUSTER_SUMMARY, SVELTOS_CLUSTER};
+
+const CONFIG_API_VERSION: &str = "config.projectsveltos.io/v1beta1";
+
+pub struct AddonController<'a> {
+    cluster: &'a Cluster,
+}
+
+/// What one pass did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Pass {
+    /// ClusterSummaries written (`namespace/name`).
+    pub written: Vec<String>,
+    pub deleted: Vec<String>,
+}
+
+fn labels_of(object: &Value) -> BTreeMap<String, String> {
+    object
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn text<'v>(object: &'v Value, pointer: &str) -> &'v str {
+    object
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+impl<'a> AddonController<'a> {
+    pub fn new(cluster: &'a Cluster) -> Self {
+        AddonController { cluster }
+    }
+
+    fn ours(&self, object: &Value) -> bool {
+        labels_of(object).get(SESSION_LABEL).map(String::as_str) == Some(self.cluster.session())
+    }
+
+    /// The generated profiles of this scenario's promotions (those are labelled with the
+    /// promotion's name, which carries the session).
+    fn profiles(&self) -> Result<Vec<Value>, BackendError> {
+        let session = self.cluster.session();
+        Ok(self
+            .cluster
+            .list(CLUSTER_PROFILE, None)?
+            .into_iter()
+            .filter(|p| {
+                labels_of(p)
+                    .get(PROMOTION_NAME_LABEL)
+                    .is_some_and(|n| n.ends_with(&format!("-{session}")))
+            })
+            .collect())
+    }
+
+    /// One pass (see the module documentation). `provisioned`: whether the features are
+    /// reported `Provisioned` (else `Provisioning`).
+    pub fn sync(&self, provisioned: bool) -> Result<Pass, BackendError> {
+        let namespace = self.cluster.namespace();
+        let clusters: Vec<Value> = self
+            .cluster
+            .list(SVELTOS_CLUSTER, Some(&namespace))?
+            .into_iter()
+            .filter(|c| self.ours(c))
+            .collect();
+        let profiles = self.profiles()?;
+        let mut pass = Pass::default();
+        let mut wanted = Vec::new();
+        for profile in &profiles {
+            if profile.pointer("/metadata/deletionTimestamp").is_some() {
+                continue;
+            }
+            let name = text(profile, "/metadata/name").to_string();
+            let selector: LabelSelector = profile
+                .pointer("/spec/clusterSelector")
+                .cloned()
+                .and_then(|s| serde_json::from_value(s).ok())
+                .unwrap_or_default();
+            let matching: Vec<&Value> = clusters
+                .iter()
+                .filter(|c| selector::matches(&selector, &labels_of(c)))
+                .collect();
+            let refs: Vec<Value> = matching
+                .iter()
+                .map(|c| {
+                    json!({"apiVersion": "lib.projectsveltos.io/v1beta1", "kind": "SveltosCluster",
+                           "namespace": text(c, "/metadata/namespace"),
+                           "name": text(c, "/metadata/name")})
+                })
+                .collect();
+            let mut status = profile.get("status").cloned().unwrap_or_else(|| json!({}));
+            status["matchingClusters"] = json!(refs);
+            self.cluster
+                .put_status(CLUSTER_PROFILE, None, &name, &status)?;
+            for c in matching {
+                let summary = summary(profile, c, provisioned, self.cluster.session());
+                let key = format!(
+                    "{}/{}",
+                    text(&summary, "/metadata/namespace"),
+                    text(&summary, "/metadata/name")
+                );
+                let stored = self.cluster.get(
+                    CLUSTER_SUMMARY,
+                    Some(text(&summary, "/metadata/namespace")),
+                    text(&summary, "/metadata/name"),
+                )?;
+                let same = stored.as_ref().is_some_and(|s| {
+                    s.pointer("/spec") == summary.pointer("/spec")
+                        && s.pointer("/status/featureSummaries")
+                            == summary.pointer("/status/featureSummaries")
+                });
+                if !same {
+                    self.cluster.put(&summary)?;
+                    pass.written.push(key.clone());
+                }
+                wanted.push(key);
+            }
+        }
+        for s in self.cluster.list(CLUSTER_SUMMARY, Some(&namespace))? {
+            let key = format!(
+                "{}/{}",
+                text(&s, "/metadata/namespace"),
+                text(&s, "/metadata/name")
+            );
+            if self.ours(&s) && !wanted.contains(&key) {
+                self.cluster.delete(
+                    CLUSTER_SUMMARY,
+                    Some(text(&s, "/metadata/namespace")),
+                    text(&s, "/metadata/name"),
+                )?;
+                pass.deleted.push(key);
+            }
+        }
+        Ok(pass)
+    }
+}
+
+/// The ClusterSummary addon-controller keeps for `profile` on `cluster`.
+fn summary(profile: &Value, cluster: &Value, provisioned: bool, session: &str) -> Value {
+    let profile_name = text(profile, "/metadata/name");
+    let cluster_name = text(cluster, "/metadata/name");
+    let spec = profile.get("spec").cloned().unwrap_or_else(|| json!({}));
+    let state = if provisioned {
+        "Provisioned"
+    } else {
+        "Provisioning"
+    };
+    let features: Vec<Value> = [
+        ("helmCharts", "Helm"),
+        ("policyRefs", "Resources"),
+        ("kustomizationRefs", "Kustomize"),
+    ]
+    .iter()
+    .filter(|(key, _)| {
+        spec.get(*key)
+            .and_then(Value::as_array)
+            .is_some_and(|l| !l.is_empty())
+    })
+    .map(|(_, feature)| json!({"featureID": feature, "status": state}))
+    .collect();
+    json!({
+        "apiVersion": CONFIG_API_VERSION,
+        "kind": "ClusterSummary",
+        "metadata": {
+            "name": format!("{profile_name}-sveltos-{cluster_name}"),
+            "namespace": text(cluster, "/metadata/namespace"),
+            "labels": {
+                CLUSTER_PROFILE_NAME_LABEL: profile_name,
+                "projectsveltos.io/cluster-name": cluster_name,
+                "projectsveltos.io/cluster-type": "Sveltos",
+                SESSION_LABEL: session,
+            },
+            "ownerReferences": [{
+                "apiVersion": CONFIG_API_VERSION, "kind": "ClusterProfile", "name": profile_name,
+                "uid": text(profile, "/metadata/uid"),
+            }],
+        },
+        "spec": {
+            "clusterNamespace": text(cluster, "/metadata/namespace"),
+            "clusterName": cluster_name,
+            "clusterType": "Sveltos",
+            "clusterProfileSpec": spec,
+        },
+        "status": {"featureSummaries": features},
+    })
+}

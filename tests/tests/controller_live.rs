@@ -1,0 +1,539 @@
+//! `promotion-controller run` on a real kube-apiserver (envtest), with the real webhook
+//! installed, the real `kubectl` and plugin, and a test double of Sveltos' addon-controller
+//! ([`promotion_e2e::addon_double`]) played step by step: the scenario decides when Sveltos
+//! deploys, and waits for the controller's reaction by reading the cluster.
+//!
+//! Every controller runs with `--resync-period 1h` and the promotions have no delays: each
+//! reaction within the scenarios' deadlines was caused by a watch event, never by a poll.
+//!
+//! Needs `KUBEBUILDER_ASSETS` (see `scenarios.rs`): without it (and without `CI=true`) the
+//! scenarios are reported as ignored.
+
+use std::time::Duration;
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use serde_json::{json, Value};
+
+use promotion_e2e::addon_double::AddonController;
+use promotion_e2e::backend::{BackendKind, Cluster, SESSION_LABEL};
+use promotion_e2e::controller_process::{eventually, ControllerProcess};
+use promotion_e2e::envtest::objects::CLUSTER_PROFILE;
+use promotion_e2e::envtest::webhook::WebhookServer;
+use promotion_e2e::envtest::{self, Gate, User};
+use promotion_shared::reconcile::promoting::{Promoting, PROMOTING_ANNOTATION};
+use promotion_shared::rollout::identity_of;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+type Scenario = fn(&Cluster) -> Result<(), String>;
+
+const SCENARIOS: &[(&str, Scenario)] = &[
+    (
+        "apply_approve_promote_complete_through_webhook_and_controller",
+        mission,
+    ),
+    (
+        "a_step_committed_before_a_crash_is_completed_without_a_new_approval",
+        crash_after_commit,
+    ),
+    (
+        "a_foreign_status_writer_is_left_alone_until_taken_over",
+        foreign_writer,
+    ),
+    (
+        "deletion_with_preserve_releases_the_profiles_and_without_deletes_them",
+        deletion,
+    ),
+    ("a_standby_takes_over_when_the_leader_dies", failover),
+];
+
+fn main() {
+    let args = Arguments::from_args();
+    let gate = envtest::gate();
+    if let Gate::Skip(reason) = &gate {
+        eprintln!("controller scenarios ignored: {reason}");
+    }
+    let skip = matches!(gate, Gate::Skip(_));
+    let trials = SCENARIOS
+        .iter()
+        .map(|&(name, scenario)| {
+            Trial::test(format!("envtest::{name}"), move || {
+                let cluster =
+                    Cluster::new(BackendKind::Envtest).map_err(|e| Failed::from(e.to_string()))?;
+                scenario(&cluster).map_err(Failed::from)
+            })
+            .with_ignored_flag(skip)
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
+}
+
+fn e<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> String + '_ {
+    move |err| format!("{what}: {err}")
+}
+
+/// Three SveltosClusters (dev, staging, prod) and a promotion over them: dev promotes at once,
+/// staging waits for a manual approval, prod is last. Selectors carry the session so that other
+/// scenarios' clusters on the shared server never match.
+fn promotion(cluster: &Cluster, base: &str) -> Value {
+    let session = cluster.session();
+    let selector = |env: &str| json!({"matchLabels": {"env": env, SESSION_LABEL: session}});
+    cluster.adopt(json!({
+        "apiVersion": "config.projectsveltos.io/v1beta1",
+        "kind": "ClusterPromotion",
+        "metadata": {"name": base},
+        "spec": {
+            "profileSpec": {
+                "syncMode": "Continuous",
+                "helmCharts": [{
+                    "repositoryURL": "https://kyverno.github.io/kyverno/",
+                    "repositoryName": "kyverno", "chartName": "kyverno/kyverno",
+                    "chartVersion": "3.6.2", "releaseName": "kyverno-latest",
+                    "releaseNamespace": "kyverno", "helmChartAction": "Install"}],
+            },
+            "stages": [
+                {"name": "dev", "clusterSelector": selector("dev"), "trigger": {"auto": {}}},
+                {"name": "staging", "clusterSelector": selector("staging"),
+                 "trigger": {"manual": {}}},
+                {"name": "prod", "clusterSelector": selector("prod")},
+            ],
+        },
+    }))
+}
+
+fn clusters(cluster: &Cluster) -> Result<(), String> {
+    let session = cluster.session();
+    for env in ["dev", "staging", "prod"] {
+        cluster
+            .put(&json!({
+                "apiVersion": "lib.projectsveltos.io/v1beta1", "kind": "SveltosCluster",
+                "metadata": {"name": format!("{env}-1"), "namespace": cluster.namespace(),
+                             "labels": {"env": env, SESSION_LABEL: session}},
+                "spec": {},
+                "status": {"ready": true},
+            }))
+            .map_err(e("creating a SveltosCluster"))?;
+    }
+    Ok(())
+}
+
+fn webhook(cluster: &Cluster) -> Result<WebhookServer, String> {
+    let webhook = cluster
+        .start_webhook(&[])
+        .map_err(e("starting the webhook"))?;
+    let configs = webhook.configurations().map_err(e("rendering manifests"))?;
+    cluster
+        .register_webhooks(configs)
+        .map_err(e("registering the webhook"))?;
+    Ok(webhook)
+}
+
+fn controller(cluster: &Cluster, extra: &[&str]) -> Result<ControllerProcess, String> {
+    let selector = format!("{SESSION_LABEL}={}", cluster.session());
+    cluster
+        .install_plugin()
+        .map_err(e("installing the plugin"))?;
+    let mut args = vec!["--selector", &selector, "--resync-period", "1h"];
+    args.extend_from_slice(extra);
+    ControllerProcess::start(&cluster.kubeconfig(User::Admin), &args).map_err(e("controller"))
+}
+
+fn stored(cluster: &Cluster, name: &str) -> Result<Value, String> {
+    cluster
+        .promotion(name)
+        .map_err(e("reading the promotion"))?
+        .ok_or_else(|| format!("promotion {name} is gone"))
+}
+
+fn profile_exists(cluster: &Cluster, name: &str) -> bool {
+    matches!(cluster.get(CLUSTER_PROFILE, None, name), Ok(Some(_)))
+}
+
+fn current_stage(promotion: &Value) -> &str {
+    promotion
+        .pointer("/status/currentStageName")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+fn description(promotion: &Value, stage: &str) -> String {
+    promotion
+        .pointer("/status/stages")
+        .and_then(Value::as_array)
+        .and_then(|l| {
+            l.iter()
+                .find(|s| s.get("name").and_then(Value::as_str) == Some(stage))
+        })
+        .and_then(|s| s.get("currentStatusDescription"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string()
+}
+
+/// Wait until the stored promotion satisfies `check`.
+fn until(
+    cluster: &Cluster,
+    name: &str,
+    what: &str,
+    check: impl Fn(&Value) -> bool,
+) -> Result<Value, String> {
+    eventually(what, WAIT, || {
+        cluster.promotion(name).ok().flatten().filter(|p| check(p))
+    })
+}
+
+fn kubectl_ok(cluster: &Cluster, user: User, args: &[&str]) -> Result<String, String> {
+    let out = cluster.kubectl(user, args).map_err(e("running kubectl"))?;
+    if out.code != 0 {
+        return Err(format!(
+            "kubectl {}: exit {}\n{}{}",
+            args.join(" "),
+            out.code,
+            out.stdout,
+            out.stderr
+        ));
+    }
+    Ok(out.stdout)
+}
+
+/// Bring a promotion to staging's gate: applied, dev deployed and promoted, staging deployed.
+fn to_the_gate(
+    cluster: &Cluster,
+    addon: &AddonController,
+    promotion: &Value,
+) -> Result<String, String> {
+    let name = promotion["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let file = cluster
+        .write_manifest("promotion.yaml", promotion)
+        .map_err(e("writing the manifest"))?;
+    kubectl_ok(
+        cluster,
+        User::Admin,
+        &["apply", "-f", &file.to_string_lossy()],
+    )?;
+    eventually("the dev profile applied", WAIT, || {
+        profile_exists(cluster, &format!("{name}-dev")).then_some(())
+    })?;
+    addon.sync(true).map_err(e("addon double"))?;
+    eventually("staging's profile applied", WAIT, || {
+        profile_exists(cluster, &format!("{name}-staging")).then_some(())
+    })?;
+    addon.sync(true).map_err(e("addon double"))?;
+    until(cluster, &name, "staging awaiting approval", |p| {
+        description(p, "staging").starts_with("Paused: Awaiting Manual Approval")
+    })?;
+    Ok(name)
+}
+
+fn mission(cluster: &Cluster) -> Result<(), String> {
+    clusters(cluster)?;
+    let _webhook = webhook(cluster)?;
+    let mut ctl = controller(cluster, &[])?;
+    let addon = AddonController::new(cluster);
+    let name = to_the_gate(cluster, &addon, &promotion(cluster, "mission"))?;
+
+    let describe = kubectl_ok(cluster, User::Viewer, &["promotion", "describe", &name])?;
+    assert_contains(
+        &describe,
+        &["awaiting approval", "staging"],
+        "describe at the gate",
+    )?;
+
+    kubectl_ok(
+        cluster,
+        User::ReleaseManager,
+        &[
+            "promotion",
+            "approve",
+            &name,
+            "--stage",
+            "staging",
+            "--reason",
+            "dev soaked",
+        ],
+    )?;
+    // The controller uses the approval and promotes: prod's profile exists, `approved` is gone,
+    // and the committed step is cleared once the status records the promotion.
+    eventually("prod's profile applied", WAIT, || {
+        profile_exists(cluster, &format!("{name}-prod")).then_some(())
+    })?;
+    let p = until(cluster, &name, "the approval used and the step done", |p| {
+        p.pointer("/spec/stages/1/trigger/manual/approved")
+            .is_none()
+            && current_stage(p) == "prod"
+            && p.pointer(&format!(
+                "/metadata/annotations/{}",
+                PROMOTING_ANNOTATION.replace('/', "~1")
+            ))
+            .is_none()
+    })?;
+    let approvals = p
+        .pointer("/metadata/annotations/audit.kubectl-promotion.dev~1approvals")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    assert_contains(
+        approvals,
+        &["release-manager", "dev soaked"],
+        "the approval record",
+    )?;
+
+    addon.sync(true).map_err(e("addon double"))?;
+    kubectl_ok(
+        cluster,
+        User::Viewer,
+        &[
+            "promotion",
+            "wait",
+            &name,
+            "--for=complete",
+            "--timeout=60s",
+        ],
+    )?;
+    let history = kubectl_ok(cluster, User::Admin, &["promotion", "describe", &name])?;
+    assert_contains(&history, &["release-manager"], "describe after completion")?;
+    // Upstream's Events, from our controller.
+    let events = kubectl_ok(
+        cluster,
+        User::Admin,
+        &[
+            "get",
+            "events",
+            "-A",
+            "--field-selector",
+            &format!("involvedObject.name={name}"),
+            "-o",
+            "json",
+        ],
+    )?;
+    assert_contains(
+        &events,
+        &[
+            "Provisioning stage dev (Restart)",
+            "Provisioning stage staging",
+            "Provisioning stage prod",
+            "Stage prod provisioned",
+        ],
+        "Events",
+    )?;
+    let metrics = promotion_e2e::envtest::http::get(
+        ctl.metrics.parse().map_err(e("metrics address"))?,
+        "/metrics",
+    )
+    .map_err(e("GET /metrics"))?;
+    assert_contains(
+        &metrics.1,
+        &[
+            "promotion_controller_reconciles_total{result=\"ok\"}",
+            "promotion_controller_promotions{phase=\"complete\"} 1",
+        ],
+        "/metrics",
+    )?;
+    let ready = promotion_e2e::envtest::http::get(
+        ctl.health.parse().map_err(e("health address"))?,
+        "/readyz",
+    )
+    .map_err(e("GET /readyz"))?;
+    if ready.0 != 200 {
+        return Err(format!("/readyz: {ready:?}"));
+    }
+    // A log line names the promotion and the stage of what it did.
+    ctl.wait_line("approval used, with promotion and stage", WAIT, |l| {
+        l.get("message").and_then(Value::as_str) == Some("approval used")
+            && l.get("stage").and_then(Value::as_str) == Some("staging")
+            && l.pointer("/span/promotion").and_then(Value::as_str) == Some(name.as_str())
+    })
+    .map_err(|e| e.to_string())?;
+    match ctl.terminate() {
+        Some(s) if s.success() => Ok(()),
+        other => Err(format!("SIGTERM: exit {other:?}\n{}", ctl.log())),
+    }
+}
+
+/// The commit (approval removed, step recorded) happened, then the process died before the
+/// status: the next controller completes the step without asking for a new approval.
+fn crash_after_commit(cluster: &Cluster) -> Result<(), String> {
+    clusters(cluster)?;
+    let addon = AddonController::new(cluster);
+    let mut ctl = controller(cluster, &[])?;
+    let name = to_the_gate(cluster, &addon, &promotion(cluster, "crash"))?;
+    ctl.kill();
+    // What the dead controller's commit left: `approved` removed, the step recorded.
+    let mut p = stored(cluster, &name)?;
+    let id = identity_of(&p).map_err(|e| format!("{e:?}"))?.id;
+    p["metadata"]["annotations"][PROMOTING_ANNOTATION] = json!(Promoting {
+        stage: "staging".into(),
+        rollout: id
+    }
+    .to_annotation());
+    if let Some(status) = p.as_object_mut() {
+        status.remove("status");
+    }
+    cluster.put(&p).map_err(e("writing the committed step"))?;
+    let _ctl = controller(cluster, &[])?;
+    eventually("prod's profile applied", WAIT, || {
+        profile_exists(cluster, &format!("{name}-prod")).then_some(())
+    })?;
+    until(cluster, &name, "the step done and cleared", |p| {
+        current_stage(p) == "prod"
+            && p.pointer("/metadata/annotations")
+                .and_then(|a| a.get(PROMOTING_ANNOTATION))
+                .is_none()
+    })?;
+    Ok(())
+}
+
+fn foreign_writer(cluster: &Cluster) -> Result<(), String> {
+    clusters(cluster)?;
+    let addon = AddonController::new(cluster);
+    let mut ctl = controller(cluster, &[])?;
+    let name = to_the_gate(cluster, &addon, &promotion(cluster, "foreign"))?;
+    ctl.kill();
+    // Someone else writes the status (as another reconciler would): kubectl as field manager
+    // "addon-controller".
+    let p = stored(cluster, &name)?;
+    let mut status = p["status"].clone();
+    status["stages"][1]["currentStatusDescription"] =
+        json!("Paused: Awaiting Manual Approval (by them)");
+    let patch = json!({"status": status}).to_string();
+    kubectl_ok(
+        cluster,
+        User::Admin,
+        &[
+            "patch",
+            "clusterpromotion",
+            &name,
+            "--subresource=status",
+            "--type=merge",
+            "--field-manager=addon-controller",
+            "-p",
+            &patch,
+        ],
+    )?;
+    let mut ctl = controller(cluster, &[])?;
+    ctl.wait_line("the foreign writer named", WAIT, |l| {
+        l.get("manager").and_then(Value::as_str) == Some("addon-controller")
+    })
+    .map_err(|e| e.to_string())?;
+    // An approval now is not acted on while the other writer owns the status.
+    kubectl_ok(
+        cluster,
+        User::Admin,
+        &["promotion", "approve", &name, "--stage", "staging"],
+    )?;
+    let left = stored(cluster, &name)?;
+    if current_stage(&left) != "staging" {
+        return Err(format!("a foreign promotion was advanced: {left}"));
+    }
+    // Taken over by annotation: the controller acts.
+    kubectl_ok(
+        cluster,
+        User::Admin,
+        &[
+            "annotate",
+            "clusterpromotion",
+            &name,
+            "promotion-controller.kubectl-promotion.dev/take-over=true",
+        ],
+    )?;
+    until(cluster, &name, "promoted after the take-over", |p| {
+        current_stage(p) == "prod"
+    })?;
+    Ok(())
+}
+
+fn deletion(cluster: &Cluster) -> Result<(), String> {
+    clusters(cluster)?;
+    let addon = AddonController::new(cluster);
+    let _ctl = controller(cluster, &[])?;
+    let mut preserved = promotion(cluster, "keep");
+    preserved["spec"]["preserveClusterProfilesOnDelete"] = json!(true);
+    let keep = to_the_gate(cluster, &addon, &preserved)?;
+    let gone = to_the_gate(cluster, &addon, &promotion(cluster, "drop"))?;
+    for name in [&keep, &gone] {
+        kubectl_ok(
+            cluster,
+            User::Admin,
+            &["delete", "clusterpromotion", name, "--wait=false"],
+        )?;
+    }
+    eventually("the preserving promotion gone", WAIT, || {
+        matches!(cluster.promotion(&keep), Ok(None)).then_some(())
+    })?;
+    for stage in ["dev", "staging"] {
+        let profile = cluster
+            .get(CLUSTER_PROFILE, None, &format!("{keep}-{stage}"))
+            .map_err(e("reading a profile"))?
+            .ok_or_else(|| format!("{keep}-{stage} was not preserved"))?;
+        if profile
+            .pointer("/metadata/ownerReferences")
+            .is_some_and(|o| o.as_array().is_some_and(|a| !a.is_empty()))
+        {
+            return Err(format!(
+                "{keep}-{stage} still names its owner: the garbage collector would delete it"
+            ));
+        }
+    }
+    eventually("the other promotion and its profiles gone", WAIT, || {
+        (matches!(cluster.promotion(&gone), Ok(None))
+            && !profile_exists(cluster, &format!("{gone}-dev"))
+            && !profile_exists(cluster, &format!("{gone}-staging")))
+        .then_some(())
+    })?;
+    Ok(())
+}
+
+fn failover(cluster: &Cluster) -> Result<(), String> {
+    clusters(cluster)?;
+    let addon = AddonController::new(cluster);
+    let lease = cluster.name("lease");
+    let ns = cluster.namespace();
+    let election = [
+        "--leader-elect",
+        "--leader-elect-namespace",
+        ns.as_str(),
+        "--leader-elect-lease-name",
+        lease.as_str(),
+        "--leader-elect-lease-duration",
+        "3",
+    ];
+    let mut first = controller(cluster, &election)?;
+    first
+        .wait_line("leading", WAIT, |l| {
+            l.get("message").and_then(Value::as_str) == Some("leading: reconciling every promotion")
+        })
+        .map_err(|e| e.to_string())?;
+    let mut second = controller(cluster, &election)?;
+    second
+        .wait_line("standing by", WAIT, |l| {
+            l.get("message").and_then(Value::as_str) == Some("not leading: standing by")
+        })
+        .map_err(|e| e.to_string())?;
+    let name = to_the_gate(cluster, &addon, &promotion(cluster, "failover"))?;
+    first.kill();
+    second
+        .wait_line("the standby leads", WAIT, |l| {
+            l.get("message").and_then(Value::as_str) == Some("leading: reconciling every promotion")
+        })
+        .map_err(|e| e.to_string())?;
+    kubectl_ok(
+        cluster,
+        User::Admin,
+        &["promotion", "approve", &name, "--stage", "staging"],
+    )?;
+    until(cluster, &name, "promoted by the new leader", |p| {
+        current_stage(p) == "prod"
+    })?;
+    Ok(())
+}
+
+fn assert_contains(haystack: &str, needles: &[&str], context: &str) -> Result<(), String> {
+    for needle in needles {
+        if !haystack.contains(needle) {
+            return Err(format!("{context}: wanted {needle:?} in:\n{haystack}"));
+        }
+    }
+    Ok(())
+}
