@@ -1,8 +1,9 @@
 # syntax=docker/dockerfile:1.7
 #
-# promotion-webhook container image.
+# promotion-webhook (the default target) and promotion-controller images.
 #
 #   docker build -t ghcr.io/kubectl-promotion/promotion-webhook:v0.1.0 .
+#   docker build --target controller -t ghcr.io/kubectl-promotion/promotion-controller:v0.1.0 .
 #   docker buildx build --platform linux/amd64,linux/arm64 -t … --push .
 #
 # The runtime is distroless/cc (glibc, CA roots, no shell) rather than
@@ -21,9 +22,23 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry,sharing=locked \
     --mount=type=cache,target=/usr/local/cargo/git,sharing=locked \
     --mount=type=cache,target=/src/target,sharing=locked \
     cargo build --locked --release -p promotion-webhook --bin promotion-webhook \
- && install -D -m 0755 target/release/promotion-webhook /out/promotion-webhook
+                                   -p promotion-controller --bin promotion-controller \
+ && install -D -m 0755 target/release/promotion-webhook /out/promotion-webhook \
+ && install -D -m 0755 target/release/promotion-controller /out/promotion-controller
 
-FROM gcr.io/distroless/cc-debian12:nonroot
+# `--target controller`: the open-source ClusterPromotion reconciler.
+FROM gcr.io/distroless/cc-debian12:nonroot AS controller
+LABEL org.opencontainers.image.title="promotion-controller" \
+      org.opencontainers.image.description="Open-source stage reconciler for Sveltos ClusterPromotion" \
+      org.opencontainers.image.source="https://github.com/kubectl-promotion/kubectl-promotion" \
+      org.opencontainers.image.licenses="Apache-2.0"
+COPY --from=builder /out/promotion-controller /usr/local/bin/promotion-controller
+USER 65532:65532
+EXPOSE 8080 8081
+ENTRYPOINT ["/usr/local/bin/promotion-controller"]
+CMD ["run"]
+
+FROM gcr.io/distroless/cc-debian12:nonroot AS webhook
 LABEL org.opencontainers.image.title="promotion-webhook" \
       org.opencontainers.image.description="Validating and mutating admission webhook for Sveltos ClusterPromotion" \
       org.opencontainers.image.source="https://github.com/kubectl-promotion/kubectl-promotion" \

@@ -129,13 +129,37 @@ fn webhook(cluster: &Cluster) -> Result<WebhookServer, String> {
 }
 
 fn controller(cluster: &Cluster, extra: &[&str]) -> Result<ControllerProcess, String> {
+    controller_as(cluster, User::Admin, extra)
+}
+
+/// The install's RBAC for the controller (`manifests/controller/rbac.yaml`), in force.
+fn install_rbac(cluster: &Cluster) -> Result<(), String> {
+    cluster
+        .put(&json!({"apiVersion": "v1", "kind": "Namespace",
+                     "metadata": {"name": "kubectl-promotion-system"}}))
+        .map_err(e("creating the install namespace"))?;
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests/controller/rbac.yaml");
+    let text = std::fs::read_to_string(&path).map_err(e("reading rbac.yaml"))?;
+    let objects: Vec<Value> = serde_saphyr::from_multiple(&text).map_err(e("parsing rbac.yaml"))?;
+    for object in objects {
+        cluster.put(&object).map_err(e("applying rbac.yaml"))?;
+    }
+    Ok(())
+}
+
+fn controller_as(
+    cluster: &Cluster,
+    user: User,
+    extra: &[&str],
+) -> Result<ControllerProcess, String> {
     let selector = format!("{SESSION_LABEL}={}", cluster.session());
     cluster
         .install_plugin()
         .map_err(e("installing the plugin"))?;
     let mut args = vec!["--selector", &selector, "--resync-period", "1h"];
     args.extend_from_slice(extra);
-    ControllerProcess::start(&cluster.kubeconfig(User::Admin), &args).map_err(e("controller"))
+    ControllerProcess::start(&cluster.kubeconfig(user), &args).map_err(e("controller"))
 }
 
 fn stored(cluster: &Cluster, name: &str) -> Result<Value, String> {
@@ -231,7 +255,9 @@ fn to_the_gate(
 fn mission(cluster: &Cluster) -> Result<(), String> {
     clusters(cluster)?;
     let _webhook = webhook(cluster)?;
-    let mut ctl = controller(cluster, &[])?;
+    // Exactly the install's permissions: a verb missing from rbac.yaml fails the mission.
+    install_rbac(cluster)?;
+    let mut ctl = controller_as(cluster, User::Controller, &[])?;
     let addon = AddonController::new(cluster);
     let name = to_the_gate(cluster, &addon, &promotion(cluster, "mission"))?;
 
@@ -488,24 +514,25 @@ fn deletion(cluster: &Cluster) -> Result<(), String> {
 fn failover(cluster: &Cluster) -> Result<(), String> {
     clusters(cluster)?;
     let addon = AddonController::new(cluster);
+    // The install's RBAC: the Lease lives in its namespace.
+    install_rbac(cluster)?;
     let lease = cluster.name("lease");
-    let ns = cluster.namespace();
     let election = [
         "--leader-elect",
         "--leader-elect-namespace",
-        ns.as_str(),
+        "kubectl-promotion-system",
         "--leader-elect-lease-name",
         lease.as_str(),
         "--leader-elect-lease-duration",
         "3",
     ];
-    let mut first = controller(cluster, &election)?;
+    let mut first = controller_as(cluster, User::Controller, &election)?;
     first
         .wait_line("leading", WAIT, |l| {
             l.get("message").and_then(Value::as_str) == Some("leading: reconciling every promotion")
         })
         .map_err(|e| e.to_string())?;
-    let mut second = controller(cluster, &election)?;
+    let mut second = controller_as(cluster, User::Controller, &election)?;
     second
         .wait_line("standing by", WAIT, |l| {
             l.get("message").and_then(Value::as_str) == Some("not leading: standing by")

@@ -803,12 +803,85 @@ fn cert_manager_overlay_renders_an_installable_webhook() {
 }
 
 #[test]
-fn default_kustomization_installs_the_cert_manager_overlay() {
+fn default_kustomization_installs_the_cert_manager_overlay_and_the_controller() {
     let root = repo_root().join("manifests");
+    let all = render(&root).objects;
+    let is_controller =
+        |o: &&Value| o["metadata"]["labels"]["app.kubernetes.io/name"] == "promotion-controller";
+    let webhook: Vec<Value> = all.iter().filter(|o| !is_controller(o)).cloned().collect();
     assert_eq!(
-        render(&root).objects,
+        webhook,
         render(&root.join("overlays/cert-manager")).objects,
-        "`kubectl apply -k manifests` is the cert-manager install"
+        "`kubectl apply -k manifests` is the cert-manager install plus the controller"
+    );
+    let controller: BTreeSet<String> = all
+        .iter()
+        .filter(is_controller)
+        .map(|o| format!("{}/{}", s(o, "/kind"), s(o, "/metadata/name")))
+        .collect();
+    assert_eq!(
+        controller,
+        [
+            "ClusterRole/promotion-controller",
+            "ClusterRoleBinding/promotion-controller",
+            "Deployment/promotion-controller",
+            "PodDisruptionBudget/promotion-controller",
+            "Role/promotion-controller-leader-election",
+            "RoleBinding/promotion-controller-leader-election",
+            "ServiceAccount/promotion-controller",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect()
+    );
+}
+
+#[test]
+fn the_controller_component_runs_the_released_image_with_leader_election() {
+    let install = render(&repo_root().join("manifests"));
+    let deployment = install.named("Deployment", "promotion-controller");
+    let pod = &deployment["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    assert_eq!(
+        s(container, "/image"),
+        format!(
+            "ghcr.io/kubectl-promotion/promotion-controller:v{}",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
+    let args = strings(&container["args"]);
+    assert_eq!(args[0], "run");
+    assert!(args.contains(&"--leader-elect"), "{args:?}");
+    // The probes and the metrics port are where the process listens.
+    let health = flag(&args, "--health-listen").expect("--health-listen");
+    let metrics = flag(&args, "--metrics-listen").expect("--metrics-listen");
+    for (probe, addr) in [("readinessProbe", health), ("livenessProbe", health)] {
+        assert_eq!(
+            container_port(container, &container[probe]["httpGet"]["port"]),
+            port_of(addr),
+            "{probe}"
+        );
+    }
+    assert!(container["ports"]
+        .as_array()
+        .expect("ports")
+        .iter()
+        .any(|p| p["containerPort"].as_u64() == Some(port_of(metrics))));
+    // The Lease's identity comes from the downward API; the runtime user is the image's.
+    assert_eq!(s(container, "/env/0/name"), "POD_NAME");
+    let (uid, gid) = dockerfile_user();
+    assert_eq!(n(pod, "/securityContext/runAsUser"), uid);
+    assert_eq!(n(pod, "/securityContext/runAsGroup"), gid);
+    // The service account is bound to exactly the controller's roles.
+    let binding = install.named("ClusterRoleBinding", "promotion-controller");
+    assert_eq!(
+        s(binding, "/subjects/0/name"),
+        s(pod, "/serviceAccountName")
+    );
+    let dockerfile = std::fs::read_to_string(repo_root().join("Dockerfile")).expect("Dockerfile");
+    assert!(
+        dockerfile.contains("AS controller"),
+        "the Dockerfile has a controller target"
     );
 }
 

@@ -8,6 +8,7 @@
 //! | `release-manager` | `release-managers` | read like a viewer; `patch`/`update` ClusterPromotions (approve) |
 //! | `developer` | `developers` | read like a viewer; edit ConfigMaps, Secrets and Services (what profiles deploy); promotions read-only |
 //! | `viewer` | `viewers` | read like the built-in `view` role: core resources including core/v1 Events, not Secrets, not `events.k8s.io` Events; read Sveltos resources |
+//! | `system:serviceaccount:kubectl-promotion-system:promotion-controller` | the service-account groups | nothing from this table: a scenario grants it the roles of `manifests/controller/rbac.yaml`, as the install does |
 //!
 //! kube-apiserver without kube-controller-manager never fills the aggregated `view`/`edit` roles
 //! (their `rules` stay null), so the viewer's role spells out the rules of
@@ -22,14 +23,17 @@ pub enum User {
     ReleaseManager,
     Developer,
     Viewer,
+    /// promotion-controller's service account, as the install names it.
+    Controller,
 }
 
 impl User {
-    pub const ALL: [User; 4] = [
+    pub const ALL: [User; 5] = [
         User::Admin,
         User::ReleaseManager,
         User::Developer,
         User::Viewer,
+        User::Controller,
     ];
 
     pub fn name(self) -> &'static str {
@@ -38,6 +42,9 @@ impl User {
             User::ReleaseManager => "release-manager",
             User::Developer => "developer",
             User::Viewer => "viewer",
+            User::Controller => {
+                "system:serviceaccount:kubectl-promotion-system:promotion-controller"
+            }
         }
     }
 
@@ -47,6 +54,10 @@ impl User {
             User::ReleaseManager => &["release-managers"],
             User::Developer => &["developers"],
             User::Viewer => &["viewers"],
+            User::Controller => &[
+                "system:serviceaccounts",
+                "system:serviceaccounts:kubectl-promotion-system",
+            ],
         }
     }
 }
