@@ -34,6 +34,12 @@ impl ControllerProcess {
     /// and `extra` flags; returns once it has logged where it listens.
     pub fn start(kubeconfig: &Path, extra: &[&str]) -> Result<ControllerProcess, ControllerError> {
         let binary = bins::binary("promotion-controller")?;
+        // Debug lines (each decision's explanation) unless the caller chose a level.
+        let level: &[&str] = if extra.contains(&"--log-level") {
+            &[]
+        } else {
+            &["--log-level", "info,promotion_controller=debug"]
+        };
         let mut child = Command::new(binary)
             .arg("run")
             .arg("--kubeconfig")
@@ -43,9 +49,8 @@ impl ControllerProcess {
                 "127.0.0.1:0",
                 "--health-listen",
                 "127.0.0.1:0",
-                "--log-level",
-                "info,promotion_controller=debug",
             ])
+            .args(level)
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -1,0 +1,300 @@
+//! `promotion-controller run` at fleet scale on the stand-in API server:
+//! 1,000 promotions over 20,000 SveltosClusters, one ClusterSummary per cluster and stage
+//! (`cargo bench -p promotion-e2e --bench controller_fleet`; `-- --promotions N --clusters M` for
+//! another size).
+//!
+//! Each promotion owns 20 clusters: 4 in its `canary` stage and all 20 in its `main` stage. The
+//! seeded state is the one the controller itself would have written (its own decision computes
+//! it): every promotion at `canary`, whose profile exists, with three of its four ClusterSummaries
+//! provisioned. Reported, all from one run:
+//! - the controller's resident memory once its caches are full and every promotion reconciled
+//!   (goal ≤ 200 MiB);
+//! - reconciles per second over that first pass;
+//! - reaction: from the last canary ClusterSummary of a promotion turning `Provisioned` to the
+//!   status write that records `main` (goal p99 ≤ 2 s), p50 and p99 over sampled promotions;
+//! - the baseline: one LIST of all ClusterSummaries through the same server, and each figure as
+//!   a ratio of it.
+
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use serde_json::{json, Value};
+
+use promotion_e2e::apiserver::{StandIn, StandInOptions, UserInfo};
+use promotion_e2e::bins::Kubeconfig;
+use promotion_e2e::controller_process::ControllerProcess;
+use promotion_e2e::envtest::http;
+use promotion_shared::model::CLUSTER_PROFILE_NAME_LABEL;
+use promotion_shared::reconcile::{decide, Options, Snapshot};
+
+const API: &str = "config.projectsveltos.io/v1beta1";
+const NAMESPACE: &str = "fleet";
+const PER_PROMOTION: usize = 20;
+const CANARY: usize = 4;
+
+struct Args {
+    promotions: usize,
+    samples: usize,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        promotions: 1000,
+        samples: 200,
+    };
+    let argv: Vec<String> = std::env::args().collect();
+    let value = |flag: &str| {
+        argv.iter()
+            .position(|x| x == flag)
+            .and_then(|i| argv.get(i + 1))
+            .and_then(|v| v.parse::<usize>().ok())
+    };
+    if let Some(p) = value("--promotions") {
+        a.promotions = p;
+    }
+    if let Some(c) = value("--clusters") {
+        a.promotions = (c / PER_PROMOTION).max(1);
+    }
+    if let Some(s) = value("--samples") {
+        a.samples = s;
+    }
+    a.samples = a.samples.min(a.promotions);
+    a
+}
+
+fn promotion(i: usize) -> Value {
+    let group = format!("g{i}");
+    json!({
+        "apiVersion": API, "kind": "ClusterPromotion",
+        "metadata": {"name": format!("p{i}"), "uid": format!("00000000-0000-0000-0000-{i:012}"),
+                     "generation": 1,
+                     "finalizers": ["config.projectsveltos.io/clusterpromotion"]},
+        "spec": {
+            "profileSpec": {"syncMode": "Continuous", "helmCharts": [{
+                "repositoryURL": "https://charts.example", "repositoryName": "example",
+                "chartName": "example/app", "chartVersion": "1.0.0",
+                "releaseName": "app", "releaseNamespace": "app", "helmChartAction": "Install"}]},
+            "stages": [
+                {"name": "canary", "clusterSelector": {"matchLabels": {"group": group, "ring": "canary"}},
+                 "trigger": {"auto": {}}},
+                {"name": "main", "clusterSelector": {"matchLabels": {"group": group}}},
+            ],
+        },
+    })
+}
+
+fn cluster(i: usize, k: usize) -> Value {
+    let ring = if k < CANARY { "canary" } else { "main" };
+    json!({
+        "apiVersion": "lib.projectsveltos.io/v1beta1", "kind": "SveltosCluster",
+        "metadata": {"name": format!("c{i}-{k}"), "namespace": NAMESPACE,
+                     "labels": {"group": format!("g{i}"), "ring": ring}},
+        "spec": {}, "status": {"ready": true},
+    })
+}
+
+fn summary(profile: &Value, i: usize, k: usize, state: &str) -> Value {
+    let name = profile["metadata"]["name"].as_str().unwrap_or_default();
+    json!({
+        "apiVersion": API, "kind": "ClusterSummary",
+        "metadata": {"name": format!("{name}-sveltos-c{i}-{k}"), "namespace": NAMESPACE,
+                     "labels": {CLUSTER_PROFILE_NAME_LABEL: name}},
+        "spec": {"clusterNamespace": NAMESPACE, "clusterName": format!("c{i}-{k}"),
+                 "clusterType": "Sveltos", "clusterProfileSpec": profile["spec"].clone()},
+        "status": {"featureSummaries": [{"featureID": "Helm", "status": state}]},
+    })
+}
+
+/// The seeded world: what the controller's own first reconcile writes, and Sveltos' answer.
+fn world(promotions: usize) -> Vec<Value> {
+    let now = Utc::now();
+    let mut objects = vec![json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": NAMESPACE}})];
+    for i in 0..promotions {
+        let mut p = promotion(i);
+        let d = decide(
+            &Snapshot {
+                promotion: p.clone(),
+                ..Snapshot::default()
+            },
+            now,
+            &Options::default(),
+        );
+        p["status"] = d.status.clone().unwrap_or(Value::Null);
+        let mut profile = d.apply[0].clone();
+        profile["metadata"]["uid"] = json!(format!("10000000-0000-0000-0000-{i:012}"));
+        for k in 0..PER_PROMOTION {
+            objects.push(cluster(i, k));
+        }
+        for k in 0..CANARY {
+            let state = if k + 1 == CANARY {
+                "Provisioning"
+            } else {
+                "Provisioned"
+            };
+            objects.push(summary(&profile, i, k, state));
+        }
+        objects.push(p);
+        objects.push(profile);
+    }
+    objects
+}
+
+fn rss_mib(pid: u32) -> (f64, f64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse::<f64>().ok())
+            .map(|kb| kb / 1024.0)
+            .unwrap_or(0.0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+fn counter(metrics: &str, line_prefix: &str) -> f64 {
+    metrics
+        .lines()
+        .find(|l| l.starts_with(line_prefix))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn main() {
+    let args = args();
+    let clusters = args.promotions * PER_PROMOTION;
+    eprintln!(
+        "controller_fleet: {} promotions, {clusters} SveltosClusters, {} ClusterSummaries seeded",
+        args.promotions,
+        args.promotions * CANARY
+    );
+    let token = "bench-admin-token";
+    let server = StandIn::start(
+        StandInOptions::default()
+            .with_token(token, UserInfo::new("admin", &["system:masters"]))
+            .with_objects(world(args.promotions)),
+    )
+    .expect("the stand-in starts with the seeded fleet");
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let kubeconfig = dir.path().join("kubeconfig");
+    Kubeconfig::new("admin", server.url(), token)
+        .with_ca(server.ca_pem())
+        .write(&kubeconfig)
+        .expect("kubeconfig written");
+
+    // Baseline: one LIST of all ClusterSummaries, through the same server.
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let list_time = runtime.block_on(async {
+        let client = promotion_e2e::envtest::client_from_kubeconfig("admin", &kubeconfig)
+            .expect("a client");
+        let api: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(
+            client,
+            &kube::api::ApiResource {
+                group: "config.projectsveltos.io".into(),
+                version: "v1beta1".into(),
+                api_version: API.into(),
+                kind: "ClusterSummary".into(),
+                plural: "clustersummaries".into(),
+            },
+        );
+        let began = Instant::now();
+        let list = api
+            .list(&Default::default())
+            .await
+            .expect("LIST clustersummaries");
+        assert_eq!(list.items.len(), args.promotions * CANARY);
+        began.elapsed()
+    });
+
+    let started = Instant::now();
+    let mut ctl = ControllerProcess::start(
+        &kubeconfig,
+        &["--resync-period", "1h", "--log-level", "warn"],
+    )
+    .expect("promotion-controller starts");
+    let health: std::net::SocketAddr = ctl.health.parse().expect("health address");
+    let metrics: std::net::SocketAddr = ctl.metrics.parse().expect("metrics address");
+    while http::get(health, "/readyz").map(|r| r.0).unwrap_or(0) != 200 {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ready = started.elapsed();
+    let ok = "promotion_controller_reconciles_total{result=\"ok\"}";
+    loop {
+        let text = http::get(metrics, "/metrics").map(|r| r.1).unwrap_or_default();
+        if counter(&text, ok) >= args.promotions as f64 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let first_pass = started.elapsed() - ready;
+    let (rss, peak) = rss_mib(ctl.pid());
+
+    // Reaction: the last canary ClusterSummary of sampled promotions turns Provisioned.
+    let store = server.store();
+    let step = (args.promotions / args.samples.max(1)).max(1);
+    let mut reactions = Vec::new();
+    for i in (0..args.promotions).step_by(step).take(args.samples) {
+        let profile = json!({"metadata": {"name": format!("p{i}-canary")},
+            "spec": store.get("clusterprofiles", None, &format!("p{i}-canary"))
+                .map(|p| p["spec"].clone()).unwrap_or(Value::Null)});
+        let mut last = summary(&profile, i, CANARY - 1, "Provisioned");
+        if let Some(stored) = store.get(
+            "clustersummaries",
+            Some(NAMESPACE),
+            last["metadata"]["name"].as_str().unwrap_or_default(),
+        ) {
+            last["metadata"] = stored["metadata"].clone();
+        }
+        let began = Instant::now();
+        store.put(last).expect("the summary turns Provisioned");
+        let deadline = began + Duration::from_secs(30);
+        loop {
+            let at_main = store
+                .get("clusterpromotions", None, &format!("p{i}"))
+                .is_some_and(|p| p["status"]["currentStageName"] == "main");
+            if at_main {
+                reactions.push(began.elapsed());
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "p{i} not promoted within 30 s; controller log:\n{}",
+                ctl.log()
+            );
+            std::thread::sleep(Duration::from_micros(500));
+        }
+    }
+    reactions.sort();
+    let p50 = percentile(&reactions, 50.0);
+    let p99 = percentile(&reactions, 99.0);
+    let ratio = |d: Duration| d.as_secs_f64() / list_time.as_secs_f64();
+    println!("baseline: one LIST of {} ClusterSummaries: {list_time:.1?}", args.promotions * CANARY);
+    println!(
+        "startup: ready (caches listed) in {ready:.1?} ({:.1}x the baseline LIST)",
+        ratio(ready)
+    );
+    println!(
+        "first pass: {} reconciles in {first_pass:.1?} = {:.0} reconciles/s",
+        args.promotions,
+        args.promotions as f64 / first_pass.as_secs_f64()
+    );
+    println!("memory: RSS {rss:.1} MiB after the first pass (peak {peak:.1} MiB); goal <= 200 MiB");
+    println!(
+        "reaction ({} samples): p50 {p50:.1?} ({:.2}x the LIST), p99 {p99:.1?} ({:.2}x the LIST); goal p99 <= 2 s",
+        reactions.len(),
+        ratio(p50),
+        ratio(p99)
+    );
+    ctl.kill();
+}
