@@ -97,19 +97,108 @@ pub enum Refusal {
     BothTriggers { stage: String },
     /// The pipeline has not reached the stage; approving it needs `--pre-approve`.
     NotReached { stage: String, activity: Activity },
-    /// The pipeline already went past the stage in this rollout; an approval now is for a later
-    /// rollout and needs `--pre-approve`.
-    AlreadyPromoted { stage: String, next: Option<String> },
+    /// The pipeline already went past the stage in the rollout now in the spec. With
+    /// `automaticReset: false` (`persists`) an approval now carries over to later rollouts and
+    /// needs `--pre-approve`; otherwise it would count as used at once and the next rollout
+    /// removes it, so it is refused even with `--pre-approve`: the next rollout needs its own.
+    AlreadyPromoted {
+        stage: String,
+        next: Option<String>,
+        persists: bool,
+    },
+}
+
+/// Why `approve --revoke` will not withdraw an approval: the stage is unknown or not a manual
+/// gate (the [`Refusal`] `approve` gives), or it has no approval to withdraw.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RevokeRefusal {
+    Gate(Refusal),
+    /// `approved` is not `true`.
+    NotApproved {
+        stage: String,
+    },
+    /// The approval already did what it allowed in its rollout (its `transition`).
+    Used {
+        stage: String,
+        transition: String,
+    },
+}
+
+/// The gate whose approval `approve --stage NAME --revoke` withdraws: a manual gate whose
+/// approval is set and not used yet, or persists (`automaticReset: false`: it also opens the
+/// gate of every later rollout, so withdrawing it still means something). Unlike approving, a stale status does not stop it: an
+/// approval can always be taken back before it is used.
+pub fn revoke_target(pipeline: &Pipeline, requested: &str) -> Result<Gate, RevokeRefusal> {
+    let view = pipeline.stage(requested).ok_or_else(|| {
+        RevokeRefusal::Gate(Refusal::UnknownStage {
+            requested: requested.to_string(),
+            stages: pipeline.stages.iter().map(|s| s.name.clone()).collect(),
+            approvable: approvable_names(pipeline),
+        })
+    })?;
+    let (stage, next) = (view.name.clone(), view.next_stage.clone());
+    let refused = match view.trigger.kind {
+        TriggerKind::Manual => None,
+        TriggerKind::Auto => Some(Refusal::AutoTrigger {
+            stage: stage.clone(),
+            next: next.clone(),
+            trigger: Box::new(view.trigger.clone()),
+            approvable: approvable_names(pipeline),
+        }),
+        TriggerKind::None => Some(Refusal::NoTrigger {
+            stage: stage.clone(),
+            next: next.clone(),
+            approvable: approvable_names(pipeline),
+        }),
+        TriggerKind::Both => Some(Refusal::BothTriggers {
+            stage: stage.clone(),
+        }),
+    };
+    if let Some(refusal) = refused {
+        return Err(RevokeRefusal::Gate(refusal));
+    }
+    let persists = !approval::resets_automatically(view.trigger.automatic_reset);
+    let withdrawable = match view.approval {
+        Approval::Pending => true,
+        Approval::Consumed => persists,
+        Approval::NotApproved | Approval::NotRequired => false,
+    };
+    match view.approval {
+        _ if withdrawable => Ok(Gate {
+            index: view.index,
+            stage,
+            next,
+            already_approved: true,
+            ahead_of_time: false,
+            approval: view.approval,
+        }),
+        Approval::Pending | Approval::Consumed => Err(RevokeRefusal::Used {
+            transition: transition(&stage, next.as_deref()),
+            stage,
+        }),
+        Approval::NotApproved | Approval::NotRequired => Err(RevokeRefusal::NotApproved { stage }),
+    }
 }
 
 /// The stages whose gate `approve --stage NAME` can open (some only with `--pre-approve`), in
-/// spec order: a manual trigger without an auto one, on the first stage of its name.
+/// spec order: a manual trigger without an auto one, on the first stage of its name, and not a
+/// stage the current rollout has passed whose approval would reset ([`Refusal::AlreadyPromoted`]).
 pub fn approvable(pipeline: &Pipeline) -> Vec<&StageView> {
     pipeline
         .stages
         .iter()
         .filter(|s| is_gate(&s.trigger.kind) && is_first_of_name(pipeline, s))
+        .filter(|s| !passed_for_good(pipeline, s))
         .collect()
+}
+
+/// The current rollout went past the stage, which is not approved, and an approval would reset:
+/// one given now would count as used at once, and the next rollout removes it.
+fn passed_for_good(pipeline: &Pipeline, stage: &StageView) -> bool {
+    pipeline.stale.is_none()
+        && stage.state == StageState::Promoted
+        && stage.trigger.approved != Some(true)
+        && approval::resets_automatically(stage.trigger.automatic_reset)
 }
 
 /// [`approval::approvable`], read from the derived trigger kind.
@@ -179,9 +268,22 @@ pub fn approval_target(
     let already_approved = view.trigger.approved == Some(true);
     let ahead_of_time = pipeline.stale.is_some()
         || matches!(view.state, StageState::NotStarted | StageState::Promoted);
+    let passed = pipeline.stale.is_none() && view.state == StageState::Promoted;
+    let persists = !approval::resets_automatically(view.trigger.automatic_reset);
+    if passed_for_good(pipeline, view) {
+        return Err(Refusal::AlreadyPromoted {
+            stage,
+            next,
+            persists,
+        });
+    }
     if ahead_of_time && !already_approved && !pre_approve {
-        return Err(if view.state == StageState::Promoted {
-            Refusal::AlreadyPromoted { stage, next }
+        return Err(if passed {
+            Refusal::AlreadyPromoted {
+                stage,
+                next,
+                persists,
+            }
         } else {
             Refusal::NotReached {
                 stage,
@@ -439,19 +541,37 @@ mod tests {
     }
 
     #[test]
-    fn a_stage_already_promoted_is_for_a_later_rollout() {
-        let p = pipeline(
-            json!([
-                {"name": "dev", "trigger": {"manual": {}}},
-                {"name": "prod"}
-            ]),
-            json!({"stages": [{"name": "dev"}, {"name": "prod"}]}),
-        );
+    fn a_stage_the_rollout_passed_is_refused_unless_its_approval_persists() {
+        let passed = |manual: Value| {
+            pipeline(
+                json!([
+                    {"name": "dev", "trigger": {"manual": manual}},
+                    {"name": "prod"}
+                ]),
+                json!({"stages": [{"name": "dev"}, {"name": "prod"}]}),
+            )
+        };
+        // An approval that resets would be used at once and removed by the next rollout:
+        // --pre-approve does not help.
+        let p = passed(json!({}));
+        for pre_approve in [false, true] {
+            assert_eq!(
+                approval_target(&p, Some("dev"), pre_approve),
+                Err(Refusal::AlreadyPromoted {
+                    stage: "dev".into(),
+                    next: Some("prod".into()),
+                    persists: false,
+                })
+            );
+        }
+        // automaticReset: false keeps it for later rollouts: that takes --pre-approve.
+        let p = passed(json!({"automaticReset": false}));
         assert_eq!(
             approval_target(&p, Some("dev"), false),
             Err(Refusal::AlreadyPromoted {
                 stage: "dev".into(),
                 next: Some("prod".into()),
+                persists: true,
             })
         );
         let g = approval_target(&p, Some("dev"), true).unwrap();
@@ -546,8 +666,52 @@ mod tests {
     }
 
     #[test]
+    fn only_an_approval_not_used_yet_can_be_revoked() {
+        let g = revoke_target(&gates(Some(true)), "staging").unwrap();
+        assert_eq!((g.index, g.approval), (1, Approval::Pending));
+        assert_eq!(
+            revoke_target(&gates(None), "staging"),
+            Err(RevokeRefusal::NotApproved {
+                stage: "staging".into()
+            })
+        );
+        assert!(matches!(
+            revoke_target(&gates(None), "dev"),
+            Err(RevokeRefusal::Gate(Refusal::AutoTrigger { .. }))
+        ));
+        assert!(matches!(
+            revoke_target(&gates(None), "uat"),
+            Err(RevokeRefusal::Gate(Refusal::UnknownStage { .. }))
+        ));
+        let used = |manual: Value| {
+            pipeline(
+                json!([{"name": "dev", "trigger": {"manual": manual}}, {"name": "prod"}]),
+                json!({"stages": [{"name": "dev"}, {"name": "prod"}]}),
+            )
+        };
+        // A persistent approval opens every later rollout's gate: it can be withdrawn.
+        let persistent = used(json!({"approved": true, "automaticReset": false}));
+        assert!(revoke_target(&persistent, "dev").is_ok());
+        assert_eq!(
+            revoke_target(&used(json!({"approved": true})), "dev"),
+            Err(RevokeRefusal::Used {
+                stage: "dev".into(),
+                transition: "dev → prod".into(),
+            })
+        );
+    }
+
+    #[test]
     fn approvable_is_what_a_named_approval_with_pre_approve_accepts() {
-        for p in [gates(None), gates(Some(true))] {
+        let passed = pipeline(
+            json!([
+                {"name": "dev", "trigger": {"manual": {}}},
+                {"name": "qa", "trigger": {"manual": {"automaticReset": false}}},
+                {"name": "prod", "trigger": {"manual": {}}}
+            ]),
+            json!({"stages": [{"name": "dev"}, {"name": "qa"}, {"name": "prod"}]}),
+        );
+        for p in [gates(None), gates(Some(true)), passed] {
             for s in &p.stages {
                 let accepted =
                     approval_target(&p, Some(&s.name), true).is_ok_and(|g| g.index == s.index);

@@ -286,9 +286,42 @@ impl ClusterPromotion {
         self.stage_status(stage).is_some()
     }
 
+    /// The rollout identity the status carries, when it has both hashes.
+    pub fn status_rollout(&self) -> Option<crate::rollout::RolloutId> {
+        let status = self.status.as_ref()?;
+        let text = |s: &Option<String>| s.clone().filter(|s| !s.is_empty());
+        Some(crate::rollout::RolloutId {
+            stages_hash: text(&status.stages_hash)?,
+            profile_spec_hash: text(&status.profile_spec_hash)?,
+        })
+    }
+
+    /// The webhook's record of the write that left stage `stage`'s approval as it is
+    /// ([`crate::admission::credited`]), if there is one and it can be read.
+    pub fn approval_record(&self, stage: &str) -> Option<crate::admission::ApprovalRecord> {
+        let annotations = self.metadata.annotations.as_ref()?;
+        let object = serde_json::json!({"metadata": {"annotations": annotations}});
+        let record = crate::admission::approval_records(&object)
+            .ok()?
+            .remove(stage)?;
+        crate::admission::credited(&record, self.metadata.generation).then_some(record)
+    }
+
     /// What the approval on stage `index` has been used for, if it has
-    /// ([`crate::approval::used`]).
-    pub fn approval_used(&self, index: usize) -> Option<crate::approval::Used<'_>> {
+    /// ([`crate::approval::used`]). `status_is_specs`: the status describes the rollout in the
+    /// spec ([`crate::freshness`]).
+    pub fn approval_used(
+        &self,
+        index: usize,
+        status_is_specs: bool,
+    ) -> Option<crate::approval::Used<'_>> {
+        let status_id = self.status_rollout();
+        let recorded = status_id.as_ref().and_then(|_| {
+            let stage = self.spec.stages.get(index)?;
+            self.approval_record(&stage.name)?.rollout
+        });
+        let same_rollout =
+            crate::approval::same_rollout(status_id.as_ref(), recorded.as_ref(), status_is_specs);
         let names: Vec<&str> = self.spec.stages.iter().map(|s| s.name.as_str()).collect();
         let reached: Vec<&str> = self
             .stage_statuses()
@@ -299,7 +332,7 @@ impl ClusterPromotion {
             .last()
             .and_then(|n| self.stage_status(n))
             .and_then(|s| s.current_status_description.as_deref());
-        crate::approval::used(&names, index, &reached, last)
+        crate::approval::used(&names, index, same_rollout, &reached, last)
     }
 
     /// Names of the stages whose gate `approve` can open ([`crate::approval::approvable`]), in

@@ -305,7 +305,7 @@ pub fn derive(
                 .filter(|_| first_of_name(stages, i))
                 .and_then(|o| o.get(&stage.name))
                 .cloned();
-            stage_view(promotion, i, stage, clusters)
+            stage_view(promotion, i, stage, clusters, !freshness.is_stale())
         })
         .collect();
 
@@ -390,6 +390,7 @@ fn stage_view(
     index: usize,
     stage: &Stage,
     clusters: Option<Vec<ClusterState>>,
+    status_is_specs: bool,
 ) -> StageView {
     let stages = &promotion.spec.stages;
     let status = first_of_name(stages, index)
@@ -400,8 +401,8 @@ fn stage_view(
     let next_reached =
         next.is_some_and(|n| first_of_name(stages, index + 1) && promotion.stage_reached(&n.name));
     // Used: the next stage reached, or the last stage completed (which needs it reached).
-    let used =
-        promotion.approval_used(index).is_some() && (next_reached || (is_last && status.is_some()));
+    let used = promotion.approval_used(index, status_is_specs).is_some()
+        && (next_reached || (is_last && status.is_some()));
     let manual = stage.manual();
     let approval = match manual {
         None => Approval::NotRequired,

@@ -106,7 +106,10 @@ fn approved_gate_is_pending_until_the_next_stage_is_reached() {
     assert_eq!(pipeline.stages[1].state, StageState::Promoted);
     assert_eq!(pipeline.stages[1].approval, Approval::Consumed);
     assert_eq!(pipeline.stages[2].state, StageState::Provisioning);
-    assert_eq!(p.approval_used(1), Some(Used::PromotedTo("production")));
+    assert_eq!(
+        p.approval_used(1, true),
+        Some(Used::PromotedTo("production"))
+    );
 }
 
 #[test]

@@ -10,6 +10,7 @@
 
 mod scenarios {
     pub mod approve;
+    pub mod bound;
     pub mod consumed;
     pub mod diff_sorted_reorder;
     pub mod forged;
@@ -33,6 +34,18 @@ use promotion_e2e::envtest::{self, Envtest, Gate};
 type Scenario = fn(&Cluster);
 
 const SCENARIOS: &[(&str, Scenario)] = &[
+    (
+        "an_approval_for_a_rollout_sveltos_has_not_started_is_not_used",
+        scenarios::bound::an_approval_for_a_rollout_sveltos_has_not_started_is_not_used,
+    ),
+    (
+        "an_approval_is_revoked_and_the_revocation_recorded",
+        scenarios::bound::an_approval_is_revoked_and_the_revocation_recorded,
+    ),
+    (
+        "an_approval_the_webhook_did_not_see_is_credited_to_nobody",
+        scenarios::bound::an_approval_the_webhook_did_not_see_is_credited_to_nobody,
+    ),
     (
         "a_release_manager_approves_and_a_developer_is_refused",
         scenarios::approve::a_release_manager_approves_and_a_developer_is_refused,

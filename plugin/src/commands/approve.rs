@@ -1,4 +1,5 @@
-//! `approve NAME [--stage S] [--reason TEXT] [--dry-run=…] [--pre-approve] [--wait]`.
+//! `approve NAME [--stage S] [--reason TEXT] [--dry-run=…] [--pre-approve] [--wait]`, and
+//! `approve NAME --stage S --revoke [--reason TEXT]`.
 //!
 //! Which stage may be approved, and every refusal, is decided by `promotion_shared::gate` from
 //! the derived pipeline (this module words the refusals); the write itself is the guarded JSON
@@ -12,7 +13,9 @@ use clap::{Args, ValueEnum};
 use serde_json::Value;
 
 use promotion_shared::admission::{approval_records, APPROVAL_REASON_ANNOTATION};
-use promotion_shared::gate::{self, approval_target, Activity, Gate, Refusal};
+use promotion_shared::gate::{
+    self, approval_target, revoke_target, Activity, Gate, Refusal, RevokeRefusal,
+};
 use promotion_shared::model::ClusterPromotion;
 use promotion_shared::patch;
 use promotion_shared::pipeline::{Approval, Pipeline};
@@ -46,8 +49,14 @@ pipeline promote from that stage to the next one.
 Without --stage, approves the stage that is awaiting approval. Refuses an unknown stage and a stage
 whose trigger is auto or absent, listing the stages that can be approved. The last stage's gate
 is approved like any other: approving it lets the pipeline complete.
-Approving a stage the pipeline has not reached yet needs --pre-approve. Approving an already
-approved stage changes nothing.
+Approving a stage the pipeline has not reached yet needs --pre-approve. A stage the current
+rollout has already passed is refused: an approval there would count as used at once, and the next
+rollout needs its own (unless the gate has automaticReset: false, which keeps an approval for later
+rollouts: then --pre-approve). Approving an already approved stage changes nothing.
+
+--revoke withdraws the approval of --stage before it is used (sets approved: false, with the same
+guarded patch), and refuses a stage without an approval or whose approval was already used. The
+admission webhook records who revoked it, when, and --reason; describe shows \"revoked by\".
 
 The write is a single JSON Patch guarded by `test` operations on the stage name at its index and
 on the stage's current manual trigger, so it can never approve a different stage or undo a
@@ -60,9 +69,10 @@ Examples:
   kubectl promotion approve kyverno-rollout --stage staging --reason \"CAB-1234\"
   kubectl promotion approve kyverno-rollout --stage staging --dry-run=server -o yaml
   kubectl promotion approve kyverno-rollout --stage staging --pre-approve
+  kubectl promotion approve kyverno-rollout --stage staging --revoke --reason \"wrong build\"
   kubectl promotion approve kyverno-rollout --wait --timeout=10m
 
-Exit status: 0 approved (or already approved); 1 refused or error; with --wait, 2 if the pipeline
+Exit status: 0 approved (or already approved) or revoked; 1 refused or error; with --wait, 2 if the pipeline
 fails and 3 if the next stage has not started within --timeout."
 )]
 pub struct ApproveArgs {
@@ -81,10 +91,13 @@ pub struct ApproveArgs {
           num_args = 0..=1, require_equals = true, default_missing_value = "client")]
     pub dry_run: DryRun,
     /// Allow approving a stage the pipeline has not reached yet
-    #[arg(long)]
+    #[arg(long, conflicts_with = "revoke")]
     pub pre_approve: bool,
+    /// Withdraw the approval of --stage instead (approved: false), before it is used
+    #[arg(long, requires = "stage")]
+    pub revoke: bool,
     /// Wait until the next stage has started
-    #[arg(long)]
+    #[arg(long, conflicts_with = "revoke")]
     pub wait: bool,
     /// With --wait: how long to wait (e.g. 10m)
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = duration::parse_flag,
@@ -111,6 +124,23 @@ pub const MAX_ATTEMPTS: u32 = 5;
 pub fn resolve(pipeline: &Pipeline, stage: Option<&str>, pre_approve: bool) -> Result<Gate> {
     approval_target(pipeline, stage, pre_approve)
         .map_err(|r| Error::Refused(refusal(&pipeline.name, &r)))
+}
+
+/// Apply the rules of `approve --revoke` ([`revoke_target`]); a refusal becomes its message.
+pub fn resolve_revoke(pipeline: &Pipeline, stage: &str) -> Result<Gate> {
+    revoke_target(pipeline, stage).map_err(|r| {
+        Error::Refused(match r {
+            RevokeRefusal::Gate(r) => refusal(&pipeline.name, &r),
+            RevokeRefusal::NotApproved { stage } => format!(
+                "stage {stage:?} of {:?} has no approval to revoke (approved is not true)",
+                pipeline.name
+            ),
+            RevokeRefusal::Used { stage, transition } => format!(
+                "the approval of stage {stage:?} was already used ({transition}); there is \
+                 nothing left to revoke (Sveltos removes it, or the next update does)"
+            ),
+        })
+    })
 }
 
 /// The message of a refusal to approve a gate of the promotion `name`.
@@ -172,9 +202,25 @@ pub fn refusal(name: &str, refusal: &Refusal) -> String {
              approve it ahead of time",
             doing(activity)
         ),
-        Refusal::AlreadyPromoted { stage, next } => format!(
+        Refusal::AlreadyPromoted {
+            stage,
+            next,
+            persists: true,
+        } => format!(
             "stage {stage:?} was already promoted ({}) in this rollout, so an approval now only \
              applies to a later rollout; pass --pre-approve to approve it ahead of time",
+            gate::transition(stage, next.as_deref())
+        ),
+        Refusal::AlreadyPromoted {
+            stage,
+            next,
+            persists: false,
+        } => format!(
+            "the current rollout of {name:?} has already passed stage {stage:?} ({}): there is \
+             nothing left to approve there, and an approval given now would count as used at \
+             once. The next rollout (a change of spec.profileSpec or of the stages) will need its \
+             own approval of {stage:?}: give it once that rollout reaches the gate, or with \
+             --pre-approve after the change is applied",
             gate::transition(stage, next.as_deref())
         ),
     }
@@ -258,9 +304,12 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
         // this one object.
         let (snap, promotion) = read(&kube, name).await?;
         let pipeline = view::pipeline_of(snap.borrow(), &promotion);
-        let gate = resolve(&pipeline, args.stage.as_deref(), args.pre_approve)?;
+        let gate = match (args.revoke, args.stage.as_deref()) {
+            (true, Some(stage)) => resolve_revoke(&pipeline, stage)?,
+            _ => resolve(&pipeline, args.stage.as_deref(), args.pre_approve)?,
+        };
         let object = snap.object;
-        if gate.already_approved {
+        if gate.already_approved && !args.revoke {
             let transition = gate.transition();
             let state = match gate.approval {
                 Approval::Consumed => format!(
@@ -299,6 +348,7 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
             .unwrap_or_default();
         let built = patch::approve(&object, &gate, &annotations)
             .map_err(|e| Error::Refused(format!("cannot approve stage {:?}: {e}", gate.stage)))?;
+        let built = if args.revoke { revoking(built)? } else { built };
         if args.dry_run == DryRun::Client {
             let text =
                 serde_json::to_string_pretty(&built.patch).map_err(|e| Error::Io(e.to_string()))?;
@@ -320,10 +370,11 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
                 } else {
                     "a guard `test` of the patch failed"
                 };
+                let doing = if args.revoke { "revoking" } else { "approving" };
                 note(
                     ctx,
                     &format!(
-                        "{name} changed while approving ({why}); reading it again (attempt {}/{MAX_ATTEMPTS})",
+                        "{name} changed while {doing} ({why}); reading it again (attempt {}/{MAX_ATTEMPTS})",
                         attempt + 1
                     ),
                 );
@@ -359,10 +410,15 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
     };
     if args.dry_run == DryRun::None && !recorded(&before, &stored, &gate.stage) {
         let found = admission_webhooks::for_promotions(&kube, &labels(&promotion)).await;
+        let what = if args.revoke {
+            "revocation"
+        } else {
+            "approval"
+        };
         warn(
             ctx,
             &format!(
-                "the approval of stage {:?} carries no record of who gave it: {}",
+                "the {what} of stage {:?} carries no record of who gave it: {}",
                 gate.stage,
                 admission_webhooks::unrecorded_because(&found)
             ),
@@ -374,6 +430,30 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
         return wait_after(ctx, &kube, name, &gate, args).await;
     }
     Ok(exit::OK)
+}
+
+/// The approval patch turned into its revocation: the same `test` guards (the stage at its index,
+/// its whole `manual` object as read, which pins `approved: true`), then `approved: false`
+/// instead of `true`. False rather than removed: the webhook records an explicit `false` as a
+/// revocation, and tells it from a manifest applied without the field.
+fn revoking(mut built: patch::ApprovalPatch) -> Result<patch::ApprovalPatch> {
+    let approved_path = format!("/spec/stages/{}/trigger/manual/approved", built.stage_index);
+    let mut found = false;
+    for op in built.patch.0.iter_mut() {
+        if let json_patch::PatchOperation::Add(add) = op {
+            if add.path.as_str() == approved_path {
+                add.value = Value::Bool(false);
+                found = true;
+            }
+        }
+    }
+    if !found {
+        return Err(Error::Refused(format!(
+            "cannot revoke the approval of stage {:?}: the patch has no {approved_path}",
+            built.stage
+        )));
+    }
+    Ok(built)
 }
 
 /// The promotion's labels, which select the admission webhooks that apply to it.
@@ -436,6 +516,20 @@ fn print_result(
                 },
             )?
             .unwrap_or_default(),
+        OutputFormat::Default | OutputFormat::Wide if args.revoke => {
+            let mut line = format!(
+                "{} approval of stage {} revoked ({} waits for a new approval)",
+                output::resource_name(name),
+                gate.stage,
+                gate.transition()
+            );
+            match args.dry_run {
+                DryRun::Client => line.push_str(" (dry run)"),
+                DryRun::Server => line.push_str(" (server dry run)"),
+                DryRun::None => {}
+            }
+            line + "\n"
+        }
         OutputFormat::Default | OutputFormat::Wide => {
             let mut line = format!(
                 "{} approved (stage {})",
@@ -559,6 +653,17 @@ mod tests {
     fn a_promoted_stage_is_refused_for_this_rollout() {
         let p = pipeline(
             json!([{"name": "dev", "trigger": {"manual": {}}}, {"name": "prod"}]),
+            json!({"stages": [{"name": "dev"}, {"name": "prod"}]}),
+        );
+        let passed = "the current rollout of \"p\" has already passed stage \"dev\" (dev → prod): \
+                      there is nothing left to approve there, and an approval given now would \
+                      count as used at once. The next rollout (a change of spec.profileSpec or of \
+                      the stages) will need its own approval of \"dev\": give it once that rollout \
+                      reaches the gate, or with --pre-approve after the change is applied";
+        assert_eq!(refused(resolve(&p, Some("dev"), false)), passed);
+        assert_eq!(refused(resolve(&p, Some("dev"), true)), passed);
+        let p = pipeline(
+            json!([{"name": "dev", "trigger": {"manual": {"automaticReset": false}}}, {"name": "prod"}]),
             json!({"stages": [{"name": "dev"}, {"name": "prod"}]}),
         );
         assert_eq!(

@@ -181,19 +181,29 @@ fn stage_block(
         v.trigger.summary()
     };
     field(out, ind, "Trigger", &trigger);
-    if let (Some(rec), true) = (
+    let state = match v.approval {
+        Approval::Pending => " (pending: Sveltos promotes on its next pass)",
+        Approval::Consumed => " (used)",
+        Approval::NotApproved | Approval::NotRequired => " (no longer in effect)",
+    };
+    if v.trigger.kind == TriggerKind::Manual && stage.approval_unrecorded {
+        let text = format!("approved without a record (who: unknown){state}");
+        field(out, ind, "Last approval", &text);
+    } else if let (Some(rec), true) = (
         &stage.approval_record,
         v.trigger.kind == TriggerKind::Manual,
     ) {
-        let mut text = format!("{} at {}", rec.user, rec.time);
+        let mut text = if rec.revoked {
+            format!("revoked by {} at {}", rec.user, rec.time)
+        } else {
+            format!("{} at {}", rec.user, rec.time)
+        };
         if let Some(r) = &rec.reason {
             text.push_str(&format!(": {r:?}"));
         }
-        text.push_str(match v.approval {
-            Approval::Pending => " (pending: Sveltos promotes on its next pass)",
-            Approval::Consumed => " (used)",
-            Approval::NotApproved | Approval::NotRequired => " (no longer in effect)",
-        });
+        if !rec.revoked {
+            text.push_str(state);
+        }
         field(out, ind, "Last approval", &text);
     }
     if let Some(ahead) = pre_approved(v) {

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use serde_json::Value;
 
-use promotion_shared::admission::{approval_records, spec_change_record, ApprovalRecord};
+use promotion_shared::admission::{approval_records, credited, spec_change_record, ApprovalRecord};
 use promotion_shared::cluster_summary::ClusterState;
 use promotion_shared::freshness::freshness;
 use promotion_shared::gate::{self, approval_target};
@@ -256,8 +256,14 @@ pub struct StageDetail {
     /// Set when the stage is awaiting approval: the transition approving it unblocks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approve_unblocks: Option<String>,
+    /// The webhook's record of the last write that gave (or revoked) the stage's approval. While
+    /// `approved` is true, only the record of the write that set it ([`credited`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval_record: Option<ApprovalRecord>,
+    /// `approved` is true, and no record is the one of the write that set it (given while the
+    /// webhook was not called): who approved is unknown.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub approval_unrecorded: bool,
     /// For a stage not started: how many clusters of the fleet its selector reaches now.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub will_reach: Option<WillReach>,
@@ -395,7 +401,12 @@ impl Description {
             None
         });
         warnings.extend(duplicate_names(&pipeline));
-        let stages = stage_details(&pipeline, &profiles, &approvals);
+        let stages = stage_details(
+            &pipeline,
+            &profiles,
+            &approvals,
+            promotion.metadata.generation,
+        );
         let events = snap
             .events
             .ok()
@@ -496,6 +507,7 @@ fn stage_details(
     pipeline: &Pipeline,
     profiles: &StageProfiles,
     approvals: &BTreeMap<String, ApprovalRecord>,
+    generation: Option<i64>,
 ) -> Vec<StageDetail> {
     pipeline
         .stages
@@ -516,9 +528,14 @@ fn stage_details(
                 && view.clusters.as_ref().is_some_and(|c| !c.is_empty());
             let awaiting =
                 view.state == pipeline::StageState::AwaitingApproval && pipeline.stale.is_none();
+            let record = approvals.get(&view.name);
+            // An approval now set is credited only to the record of the write that set it.
+            let approved = view.trigger.approved == Some(true);
+            let unrecorded = approved && !record.is_some_and(|r| credited(r, generation));
             StageDetail {
                 approve_unblocks: awaiting.then(|| transition(view)),
-                approval_record: approvals.get(&view.name).cloned(),
+                approval_record: record.filter(|_| !unrecorded).cloned(),
+                approval_unrecorded: unrecorded,
                 will_reach: None,
                 cluster_profile: profile.and_then(|p| {
                     p.pointer("/metadata/name")

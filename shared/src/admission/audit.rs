@@ -25,6 +25,27 @@ pub struct ApprovalRecord {
     /// belongs to that rollout. Absent in records written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout: Option<RolloutId>,
+    /// The `metadata.generation` the recorded write produced (1 on CREATE, the stored
+    /// generation + 1 on an UPDATE, as turning `approved` on changes the spec); the webhook
+    /// carries it forward through later spec changes it admits while the approval stays on. The
+    /// record names the author of the approval now set only while it equals the object's
+    /// generation ([`credited`]): a different one means a spec write the webhook did not record
+    /// came since. Absent in records written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
+    /// The write withdrew the approval (`kubectl promotion approve --revoke`) instead of giving it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub revoked: bool,
+}
+
+/// Whether `record` (a stage's approval record) is the record of the write that left the stage's
+/// approval as it is in an object of `metadata.generation` `generation`: recorded at that very
+/// generation, or, for a record written before generations were recorded, taken as before.
+pub fn credited(record: &ApprovalRecord, generation: Option<i64>) -> bool {
+    match record.generation {
+        None => true,
+        Some(recorded) => generation == Some(recorded),
+    }
 }
 
 /// Who last changed `spec.profileSpec` (started a new rollout), and when.
@@ -108,6 +129,7 @@ impl ApprovalRecord {
         now: DateTime<Utc>,
         reason: Option<String>,
         rollout: Option<RolloutId>,
+        generation: Option<i64>,
     ) -> Self {
         ApprovalRecord {
             user: username(user).to_string(),
@@ -115,6 +137,8 @@ impl ApprovalRecord {
             time: format_time(now),
             reason,
             rollout,
+            generation,
+            revoked: false,
         }
     }
 
@@ -164,8 +188,13 @@ mod tests {
             stages_hash: "s".into(),
             profile_spec_hash: "p".into(),
         };
-        let record =
-            ApprovalRecord::for_request(&user, now(), Some("CAB-12".into()), Some(rollout));
+        let record = ApprovalRecord::for_request(
+            &user,
+            now(),
+            Some("CAB-12".into()),
+            Some(rollout),
+            Some(3),
+        );
         assert_eq!(record.time, "2026-02-16T07:29:41Z");
         let text = serde_json::to_string(&BTreeMap::from([("staging", &record)])).unwrap();
         let object = json!({"metadata": {"annotations": {APPROVALS_ANNOTATION: text}}});
@@ -173,6 +202,13 @@ mod tests {
         assert_eq!(records["staging"], record);
         assert!(record.matches_request(&user, now()));
         assert!(!record.matches_request(&user, now() + chrono::TimeDelta::minutes(6)));
+        assert!(credited(&record, Some(3)));
+        assert!(!credited(&record, Some(4)));
+        let legacy = ApprovalRecord {
+            generation: None,
+            ..record
+        };
+        assert!(credited(&legacy, Some(4)));
     }
 
     #[test]

@@ -6,7 +6,9 @@
 
 use std::collections::HashMap;
 
+use super::audit::{approval_records_in, credited};
 use crate::approval::{self, Used};
+use crate::rollout::{self, RolloutId};
 use crate::tree::{field, pointer, tree_of, Object, Tree};
 
 /// A stage's manual gate as the admission logic needs it.
@@ -16,6 +18,8 @@ pub(crate) struct Gate<'a> {
     pub name: &'a str,
     /// `trigger.manual.approved` is exactly `true`.
     pub approved: bool,
+    /// `trigger.manual.approved` is exactly `false`: withdrawn, or never given.
+    pub refused: bool,
     /// Sveltos clears `approved` after promoting ([`approval::resets_automatically`]).
     pub resets: bool,
 }
@@ -43,6 +47,7 @@ pub(crate) fn gates<'a>(object: &'a Tree) -> Vec<Gate<'a>> {
                 index,
                 name,
                 approved: flag("approved") == Some(true),
+                refused: flag("approved") == Some(false),
                 resets: approval::resets_automatically(flag("automaticReset")),
             })
         })
@@ -69,6 +74,25 @@ pub(crate) fn newly_approved<'a>(old: Option<&Tree>, new: &'a Tree) -> Vec<Gate<
         .collect()
 }
 
+/// Stages whose approval this request withdraws: `approved` true in `old`, exactly `false` in
+/// `new` (what `kubectl promotion approve --revoke` writes). An approval left out (a manifest
+/// applied without it, or Sveltos' own reset) is not a revocation: nobody said no.
+pub(crate) fn newly_revoked<'a>(old: Option<&Tree>, new: &'a Tree) -> Vec<Gate<'a>> {
+    let Some(old) = old else {
+        return Vec::new();
+    };
+    let before = gates_by_name(old);
+    gates(new)
+        .into_iter()
+        .filter(|gate| gate.refused && before.get(gate.name).is_some_and(|g| g.approved))
+        .collect()
+}
+
+/// `metadata.generation`, when it is a number.
+pub(crate) fn generation(object: &Tree) -> Option<i64> {
+    pointer(object, "/metadata/generation").and_then(Tree::as_i64)
+}
+
 /// Names of the stages whose approval this request turns on.
 pub fn newly_approved_stages(
     old: Option<&serde_json::Value>,
@@ -81,10 +105,41 @@ pub fn newly_approved_stages(
         .collect()
 }
 
-/// What the approval on the stage `name` of `object` has been used for, per `object`'s status.
+/// The rollout identity `object`'s status carries, when it has both hashes.
+fn status_rollout(object: &Tree) -> Option<RolloutId> {
+    let text = |key: &str| {
+        pointer(object, "/status")
+            .and_then(|status| field(status, key))
+            .and_then(Tree::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    Some(RolloutId {
+        stages_hash: text("stagesHash")?,
+        profile_spec_hash: text("profileSpecHash")?,
+    })
+}
+
+/// What the approval on the stage `name` of `object` has been used for, per `object`'s status
+/// and the rollout the approval was recorded in ([`approval::same_rollout`]).
 pub(crate) fn approval_used<'a>(object: &'a Tree, name: &str) -> Option<Used<'a>> {
     let names: Vec<&str> = stages(object).iter().filter_map(name_of).collect();
     let index = names.iter().position(|n| *n == name)?;
+    let status_id = status_rollout(object);
+    let same_rollout = match &status_id {
+        None => true,
+        Some(status_id) => {
+            let records = approval_records_in(object).unwrap_or_default();
+            let recorded = records
+                .get(name)
+                .filter(|record| credited(record, generation(object)))
+                .and_then(|record| record.rollout.as_ref());
+            // Hashed only when the record does not decide.
+            let status_is_specs =
+                recorded.is_none() && rollout::identity(object).is_ok_and(|i| i.id == *status_id);
+            approval::same_rollout(Some(status_id), recorded, status_is_specs)
+        }
+    };
     let statuses = pointer(object, "/status/stages")
         .and_then(Tree::as_array)
         .unwrap_or(&[]);
@@ -96,7 +151,7 @@ pub(crate) fn approval_used<'a>(object: &'a Tree, name: &str) -> Option<Used<'a>
             .and_then(|s| field(s, "currentStatusDescription"))
             .and_then(Tree::as_str)
     });
-    approval::used(&names, index, &reached, last_description)
+    approval::used(&names, index, same_rollout, &reached, last_description)
 }
 
 pub(crate) fn annotations<'a, 'ctx>(object: &'a Tree<'ctx>) -> Option<&'a Object<'ctx>> {

@@ -10,10 +10,10 @@
 use std::collections::BTreeSet;
 
 use super::audit::{approval_records_in, spec_change_record_in};
-use super::gates::{annotations, newly_approved};
+use super::gates::{annotations, generation, newly_approved, newly_revoked};
 use super::{
-    annotation_path, groups, username, UserInfo, Violation, APPROVALS_ANNOTATION, AUDIT_PREFIX,
-    SPEC_CHANGE_ANNOTATION,
+    annotation_path, groups, username, ApprovalRecord, UserInfo, Violation, APPROVALS_ANNOTATION,
+    AUDIT_PREFIX, SPEC_CHANGE_ANNOTATION,
 };
 use crate::tree::{tree_of, Tree};
 use chrono::{DateTime, Utc};
@@ -100,7 +100,12 @@ fn check_approvals(
     let before = old
         .and_then(|old| approval_records_in(old).ok())
         .unwrap_or_default();
-    let approving: BTreeSet<&str> = newly_approved(old, new).iter().map(|g| g.name).collect();
+    let approving: BTreeSet<&str> = newly_approved(old, new)
+        .iter()
+        .chain(newly_revoked(old, new).iter())
+        .map(|g| g.name)
+        .collect();
+    let stored_generation = old.and_then(generation);
 
     for stage in before.keys().filter(|stage| !after.contains_key(*stage)) {
         violations.push(Violation::new(
@@ -111,6 +116,21 @@ fn check_approvals(
     }
     for (stage, record) in &after {
         if before.get(stage) == Some(record) {
+            continue;
+        }
+        // The mutation carries the record of an approval that stays on to the next generation;
+        // nothing else about it may change. (Only the webhook's credit of the record depends on
+        // it, and a carried record that does not match the object's generation credits nobody.)
+        let carried = before.get(stage).is_some_and(|stored| {
+            stored.generation.is_some()
+                && stored.generation == stored_generation
+                && record.generation == stored_generation.map(|g| g + 1)
+                && ApprovalRecord {
+                    generation: stored.generation,
+                    ..record.clone()
+                } == *stored
+        });
+        if carried && !approving.contains(stage.as_str()) {
             continue;
         }
         let problem = if !approving.contains(stage.as_str()) {

@@ -22,7 +22,8 @@ mod mutation;
 mod removed;
 
 pub use audit::{
-    approval_records, spec_change_record, ApprovalRecord, AuditParseError, SpecChangeRecord,
+    approval_records, credited, spec_change_record, ApprovalRecord, AuditParseError,
+    SpecChangeRecord,
 };
 pub use gates::{is_deleting, newly_approved_stages};
 pub use governance::{
@@ -42,7 +43,7 @@ use serde::Serialize;
 pub const AUDIT_PREFIX: &str = "audit.kubectl-promotion.dev/";
 
 /// JSON object: stage name → [`ApprovalRecord`] of the last time that stage's `approved` was
-/// turned on.
+/// turned on (or withdrawn with `approved: false`, [`ApprovalRecord::revoked`]).
 pub const APPROVALS_ANNOTATION: &str = "audit.kubectl-promotion.dev/approvals";
 
 /// JSON [`SpecChangeRecord`] of the last request that changed `spec.profileSpec`.

@@ -20,9 +20,11 @@ use json_patch::{AddOperation, Patch, PatchOperation, RemoveOperation, TestOpera
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::audit::credited;
 use super::audit::{approval_records_in, spec_change_record_in, ApprovalRecord, SpecChangeRecord};
 use super::gates::{
-    annotation, annotations, approval_used, gates, gates_by_name, is_deleting, newly_approved, Gate,
+    annotation, annotations, approval_used, gates, gates_by_name, generation, is_deleting,
+    newly_approved, newly_revoked, Gate,
 };
 use super::{
     UserInfo, APPROVALS_ANNOTATION, APPROVAL_REASON_ANNOTATION, MAX_REASON_CHARS,
@@ -30,7 +32,7 @@ use super::{
 };
 use crate::approval::Used;
 use crate::rollout::{self, Restart, RolloutId};
-use crate::tree::{field, to_owned_value, tree_of, Tree};
+use crate::tree::{field, same, to_owned_value, tree_of, Tree};
 
 /// Why an approval is removed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -154,15 +156,37 @@ pub fn plan_mutation_tree(
     }
 
     let approving = newly_approved(old, new);
+    let revoking = newly_revoked(old, new);
     plan.recorded_approvals = approving.iter().map(|g| g.name.to_string()).collect();
     let mut annotation_edits = AnnotationEdits::default();
-    let reason = take_reason(new, &approving, &mut annotation_edits, &mut plan.warnings);
+    let reason = take_reason(
+        new,
+        !approving.is_empty() || !revoking.is_empty(),
+        &mut annotation_edits,
+        &mut plan.warnings,
+    );
     // Every record names the rollout it belongs to: the spec's hashes after this request.
     let rollout = (!approving.is_empty() || plan.restart.is_some() || old.is_none())
         .then(|| rollout::identity(new).ok().map(|i| i.id))
         .flatten();
-    let writer = Writer { user, now, rollout };
-    record_approvals(old, new, &writer, &approving, reason, &mut annotation_edits);
+    let writer = Writer {
+        user,
+        now,
+        rollout,
+        generation: produced_generation(old, new, !plan.reset_approvals.is_empty()),
+    };
+    record_approvals(
+        old,
+        new,
+        &writer,
+        &Changes {
+            approving: &approving,
+            revoking: &revoking,
+            resets: &plan.reset_approvals,
+        },
+        reason,
+        &mut annotation_edits,
+    );
     if plan.restart.is_some() || old.is_none() {
         record_spec_change(old, new, &writer, &mut annotation_edits);
     }
@@ -241,17 +265,33 @@ fn approved_pointer(stage: &[&str; 3]) -> PointerBuf {
     )
 }
 
+/// The `metadata.generation` the API server gives the object this request writes: 1 on CREATE;
+/// on UPDATE the stored one, plus one when the spec changes (the request's own change, or an
+/// approval the mutation removes: the removed flag was on in the stored object).
+fn produced_generation(old: Option<&Tree>, new: &Tree, removes_approvals: bool) -> Option<i64> {
+    let Some(old) = old else {
+        return Some(1);
+    };
+    let stored = generation(old)?;
+    let spec_changes = removes_approvals
+        || !match (field(old, "spec"), field(new, "spec")) {
+            (Some(a), Some(b)) => same(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        };
+    Some(if spec_changes { stored + 1 } else { stored })
+}
+
 /// The request's approval reason: always removed from the object (it is a request parameter, not
-/// state), returned for the approval records when this request approves something.
+/// state), returned for the approval records when this request approves or revokes something.
 fn take_reason(
     new: &Tree,
-    approving: &[Gate<'_>],
+    recording: bool,
     edits: &mut AnnotationEdits,
     warnings: &mut Vec<String>,
 ) -> Option<String> {
     let raw = annotation(new, APPROVAL_REASON_ANNOTATION)?;
     edits.remove(APPROVAL_REASON_ANNOTATION, to_owned_value(raw));
-    if approving.is_empty() {
+    if !recording {
         warnings.push(format!(
             "annotation {APPROVAL_REASON_ANNOTATION} removed: this request approves no stage"
         ));
@@ -270,45 +310,95 @@ fn take_reason(
     Some(text)
 }
 
-/// Who writes this request's records, when, and for which rollout.
+/// Who writes this request's records, when, for which rollout, and the generation the write
+/// produces.
 struct Writer<'a> {
     user: &'a UserInfo,
     now: DateTime<Utc>,
     rollout: Option<RolloutId>,
+    generation: Option<i64>,
 }
 
+/// What this request does to approvals, for the records.
+struct Changes<'r, 'a> {
+    approving: &'r [Gate<'a>],
+    revoking: &'r [Gate<'a>],
+    resets: &'r [ApprovalReset],
+}
+
+/// Approval records: a new one for every approval this request gives or revokes; and, for an
+/// approval that stays on through a spec change, its record (when it is the approval's:
+/// [`credited`] at the stored generation) carried forward to the generation this write produces.
 fn record_approvals(
     old: Option<&Tree>,
     new: &Tree,
     writer: &Writer<'_>,
-    approving: &[Gate<'_>],
+    changes: &Changes<'_, '_>,
     reason: Option<String>,
     edits: &mut AnnotationEdits,
 ) {
     let (user, now) = (writer.user, writer.now);
-    if approving.is_empty() {
-        return;
-    }
     let before = old
         .and_then(|old| approval_records_in(old).ok())
         .unwrap_or_default();
+    let stored_generation = old.and_then(generation);
+    let carried: Vec<&str> = match old {
+        Some(old) if writer.generation != stored_generation => {
+            let was_on = gates_by_name(old);
+            gates(new)
+                .into_iter()
+                .filter(|g| g.approved && was_on.get(g.name).is_some_and(|o| o.approved))
+                .filter(|g| !changes.resets.iter().any(|r| r.stage == g.name))
+                .map(|g| g.name)
+                .filter(|name| {
+                    before
+                        .get(*name)
+                        .is_some_and(|r| r.generation.is_some() && credited(r, stored_generation))
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    };
+    if changes.approving.is_empty() && changes.revoking.is_empty() && carried.is_empty() {
+        return;
+    }
     // An unreadable value is replaced; the integrity check decides whether the request may
     // carry it at all.
     let current = approval_records_in(new).unwrap_or_default();
     let mut desired: BTreeMap<String, ApprovalRecord> = current.clone();
-    for gate in approving {
+    let written = changes
+        .approving
+        .iter()
+        .map(|g| (g, false))
+        .chain(changes.revoking.iter().map(|g| (g, true)));
+    for (gate, revoked) in written {
         let existing = current.get(gate.name);
         // A record this request already got (reinvocation) is kept, so planning again is a no-op.
         let own = existing.is_some_and(|record| {
             reason.is_none()
                 && record.matches_request(user, now)
+                && record.revoked == revoked
                 && before.get(gate.name) != Some(record)
         });
         if !own {
-            desired.insert(
-                gate.name.to_string(),
-                ApprovalRecord::for_request(user, now, reason.clone(), writer.rollout.clone()),
+            let mut record = ApprovalRecord::for_request(
+                user,
+                now,
+                reason.clone(),
+                // A revocation withdraws, for whatever rollout; it belongs to none.
+                (!revoked).then(|| writer.rollout.clone()).flatten(),
+                writer.generation,
             );
+            record.revoked = revoked;
+            desired.insert(gate.name.to_string(), record);
+        }
+    }
+    for name in carried {
+        // Only a record the request left as stored is carried (on reinvocation it already is).
+        if let (Some(stored), Some(record)) = (before.get(name), desired.get_mut(name)) {
+            if stored == record {
+                record.generation = writer.generation;
+            }
         }
     }
     edits.set_json(new, APPROVALS_ANNOTATION, &desired);
@@ -433,7 +523,8 @@ mod tests {
         json!({
             "apiVersion": "config.projectsveltos.io/v1beta1",
             "kind": "ClusterPromotion",
-            "metadata": {"name": "p", "creationTimestamp": null, "futureField": {"x": 1}},
+            "metadata": {"name": "p", "creationTimestamp": null, "futureField": {"x": 1},
+                         "generation": 4},
             "spec": {
                 "profileSpec": {"helmCharts": [{"chartName": "kyverno", "chartVersion": chart}]},
                 "stages": [
@@ -588,6 +679,9 @@ mod tests {
                 reason: Some("CAB-42 signed off".into()),
                 // Given in the rollout this request starts.
                 rollout: Some(crate::rollout::identity_of(&mutated).unwrap().id),
+                // The stored generation is 4; the write changes the spec.
+                generation: Some(5),
+                revoked: false,
             }
         );
         let annotations = mutated["metadata"]["annotations"].as_object().unwrap();
@@ -597,6 +691,131 @@ mod tests {
             mutated["spec"]["stages"][1]["trigger"]["manual"]["approved"],
             json!(true)
         );
+    }
+
+    /// `object` with the status hashes of the rollout `of` describes.
+    fn status_of(mut object: Value, of: &Value) -> Value {
+        let id = crate::rollout::identity_of(of).unwrap().id;
+        object["status"]["stagesHash"] = json!(id.stages_hash);
+        object["status"]["profileSpecHash"] = json!(id.profile_spec_hash);
+        object
+    }
+
+    fn integrity(old: &Value, new: &Value, who: &UserInfo) -> Vec<crate::admission::Violation> {
+        crate::admission::check_audit_integrity(Some(old), new, who, now())
+    }
+
+    #[test]
+    fn an_approval_for_a_rollout_sveltos_has_not_started_is_not_used_by_the_previous_one() {
+        // Rollout 3.6.2 went past staging; 3.7.0 is in the spec, approved in the same request.
+        let previous = promotion(None, &["dev", "staging", "production"], "3.6.2");
+        let old = status_of(
+            promotion(None, &["dev", "staging", "production"], "3.6.2"),
+            &previous,
+        );
+        let new = status_of(
+            promotion(Some(true), &["dev", "staging", "production"], "3.7.0"),
+            &previous,
+        );
+        let stored = assert_idempotent(Some(&old), &new, &user("dave"));
+        assert_eq!(
+            approval_records(&stored).unwrap()["staging"].rollout,
+            Some(crate::rollout::identity_of(&new).unwrap().id)
+        );
+        // The API server's generation for the stored object.
+        let mut stored = stored;
+        stored["metadata"]["generation"] = json!(5);
+        // An unrelated update: the status is still the previous rollout's, past the gate.
+        let mut annotated = stored.clone();
+        annotated["metadata"]["labels"] = json!({"team": "platform"});
+        let plan = plan_mutation(Some(&stored), &annotated, &user("bob"), now());
+        assert!(plan.reset_approvals.is_empty(), "{:?}", plan.warnings);
+        // Once Sveltos runs the new rollout past the gate, the approval is used.
+        let picked_up = status_of(stored.clone(), &stored);
+        let plan = plan_mutation(Some(&picked_up), &picked_up, &user("bob"), now());
+        assert_eq!(plan.reset_stage_names(), ["staging"]);
+    }
+
+    #[test]
+    fn without_a_record_an_approval_belongs_to_the_spec_rollout() {
+        let previous = promotion(None, &["dev", "staging", "production"], "3.6.2");
+        // Approved with the webhook down: no record; the status is the previous rollout's.
+        let old = status_of(
+            promotion(Some(true), &["dev", "staging", "production"], "3.7.0"),
+            &previous,
+        );
+        assert!(plan_mutation(Some(&old), &old, &user("bob"), now()).is_empty());
+        let current = status_of(old.clone(), &old);
+        assert_eq!(
+            plan_mutation(Some(&current), &current, &user("bob"), now()).reset_stage_names(),
+            ["staging"]
+        );
+    }
+
+    #[test]
+    fn a_revocation_is_recorded_with_its_reason() {
+        let old = promotion(Some(true), &["dev", "staging"], "3.6.2");
+        let mut new = promotion(Some(false), &["dev", "staging"], "3.6.2");
+        new["metadata"]["annotations"] = json!({APPROVAL_REASON_ANNOTATION: "wrong build"});
+        let mutated = assert_idempotent(Some(&old), &new, &user("erin"));
+        let record = &approval_records(&mutated).unwrap()["staging"];
+        assert!(record.revoked);
+        assert_eq!(
+            (
+                record.user.as_str(),
+                record.reason.as_deref(),
+                record.generation
+            ),
+            ("erin", Some("wrong build"), Some(5))
+        );
+        assert!(integrity(&old, &mutated, &user("erin")).is_empty());
+        // Leaving `approved` out is no revocation: nothing is recorded.
+        let mut dropped = old.clone();
+        dropped["spec"]["stages"][1]["trigger"]["manual"]
+            .as_object_mut()
+            .unwrap()
+            .remove("approved");
+        assert!(plan_mutation(Some(&old), &dropped, &user("erin"), now()).is_empty());
+    }
+
+    #[test]
+    fn a_record_follows_its_approval_through_spec_changes_the_webhook_sees() {
+        let old = promotion(Some(false), &["dev", "staging"], "3.6.2");
+        let new = promotion(Some(true), &["dev", "staging"], "3.6.2");
+        let mut stored = assert_idempotent(Some(&old), &new, &user("alice"));
+        assert_eq!(
+            approval_records(&stored).unwrap()["staging"].generation,
+            Some(5)
+        );
+        stored["metadata"]["generation"] = json!(5);
+        // A delay edit: the spec changes, the approval stays, its record follows.
+        let mut edited = stored.clone();
+        edited["spec"]["stages"][0]["trigger"]["auto"]["delay"] = json!("5m");
+        let mutated = assert_idempotent(Some(&stored), &edited, &user("bob"));
+        let record = &approval_records(&mutated).unwrap()["staging"];
+        assert_eq!(
+            (record.user.as_str(), record.generation),
+            ("alice", Some(6))
+        );
+        assert!(integrity(&stored, &mutated, &user("bob")).is_empty());
+        // A label changes no generation, and no record.
+        let mut labelled = stored.clone();
+        labelled["metadata"]["labels"] = json!({"team": "a"});
+        assert!(plan_mutation(Some(&stored), &labelled, &user("bob"), now()).is_empty());
+        // A record that does not match the stored generation is not carried: it is not the
+        // approval's.
+        let mut unseen = stored.clone();
+        unseen["metadata"]["generation"] = json!(7);
+        let mut edited = unseen.clone();
+        edited["spec"]["stages"][0]["trigger"]["auto"]["delay"] = json!("5m");
+        assert!(plan_mutation(Some(&unseen), &edited, &user("bob"), now()).is_empty());
+        // A client cannot carry a record further than the webhook would.
+        let mut forged = edited.clone();
+        let mut records = approval_records(&stored).unwrap();
+        records.get_mut("staging").unwrap().generation = Some(8);
+        forged["metadata"]["annotations"][APPROVALS_ANNOTATION] =
+            json!(serde_json::to_string(&records).unwrap());
+        assert!(!integrity(&unseen, &forged, &user("bob")).is_empty());
     }
 
     #[test]

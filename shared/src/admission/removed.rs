@@ -16,8 +16,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::audit::approval_records_in;
-use super::gates::{gates, gates_by_name};
+use super::audit::{approval_records_in, credited};
+use super::gates::{gates, gates_by_name, generation};
 use super::mutation::reset_cause;
 use super::{is_deleting, ApprovalRecord, ResetCause};
 use crate::rollout;
@@ -44,7 +44,8 @@ pub struct RemovedApproval {
     /// Who gave the approval, when and why, from the stored object's
     /// [`APPROVALS_ANNOTATION`](super::APPROVALS_ANNOTATION). `None` when it has no readable
     /// record for the stage (approved before the webhook was installed, or the annotation is not
-    /// valid).
+    /// valid), or its record is not the one of the write that set the approval (a write the
+    /// webhook did not see came since: [`super::credited`]).
     pub record: Option<ApprovalRecord>,
     pub cause: RemovalCause,
 }
@@ -113,10 +114,15 @@ pub fn removed_approvals_tree(old: &Tree, new: &Tree) -> Vec<RemovedApproval> {
     }
     // An unreadable annotation is reported by the integrity check; here it only means no record.
     let records = approval_records_in(old).unwrap_or_default();
+    let stored_generation = generation(old);
     lost.into_iter()
         .map(|(stage, cause)| RemovedApproval {
             stage: stage.to_string(),
-            record: records.get(stage).cloned(),
+            // Only the record of the write that set the approval names who gave it.
+            record: records
+                .get(stage)
+                .filter(|r| credited(r, stored_generation))
+                .cloned(),
             cause,
         })
         .collect()
@@ -137,6 +143,8 @@ mod tests {
             time: "2026-03-01T12:00:00Z".into(),
             reason: reason.map(String::from),
             rollout: None,
+            generation: None,
+            revoked: false,
         }
     }
 
