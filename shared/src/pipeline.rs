@@ -258,7 +258,9 @@ impl Pipeline {
         for view in self
             .stages
             .iter_mut()
+            // A licence refusal stays what it is: Sveltos runs nothing of this promotion.
             .filter(|v| v.name == name && v.state != StageState::NotStarted)
+            .filter(|v| !matches!(v.state, StageState::Blocked { .. }))
         {
             view.state = StageState::Failed {
                 message: message.to_string(),
