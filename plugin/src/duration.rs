@@ -23,6 +23,20 @@ pub fn parse_flag(text: &str) -> Result<Duration, String> {
     parse(text)
 }
 
+/// A timeout as the flags take it: `5m`, `1h`, `45s`, `1500ms`.
+pub fn format(d: Duration) -> String {
+    let s = d.as_secs();
+    if d.subsec_millis() != 0 && s < 10 {
+        format!("{}ms", d.as_millis())
+    } else if s.is_multiple_of(3600) && s > 0 {
+        format!("{}h", s / 3600)
+    } else if s.is_multiple_of(60) && s > 0 {
+        format!("{}m", s / 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
 /// kubectl's `HumanDuration`: the age column format.
 pub fn human(d: chrono::Duration) -> String {
     let secs = d.num_seconds();

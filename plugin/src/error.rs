@@ -252,6 +252,33 @@ pub enum Error {
     Kubeconfig(String),
     #[error("unable to connect to the server at {server}: {reason}")]
     Unreachable { server: String, reason: String },
+    /// A read the server received and did not answer.
+    #[error("cannot {request}: the request {sent}")]
+    NoAnswer {
+        request: Request,
+        /// `was sent to URL and not answered within 2s (--request-timeout)`, or the failure.
+        sent: String,
+    },
+    /// A write the server received and did not answer: it may or may not have been stored.
+    #[error(
+        "the request to {request} {sent}: whether the server stored it is unknown; check with \
+         {check}"
+    )]
+    WriteUnknown {
+        request: Request,
+        /// As in [`Error::NoAnswer`].
+        sent: String,
+        check: String,
+    },
+    /// A command's `--timeout` ran out before it finished (exit 3 for `wait` and `approve`).
+    #[error("timed out after {after} (--timeout) {doing}{}", detail_after(.pending))]
+    TimedOut {
+        after: String,
+        /// What the command was doing: `waiting for complete`.
+        doing: String,
+        /// What it was still waiting on, in words.
+        pending: Option<String>,
+    },
     #[error(
         "unauthorized (401): the server at {server} rejected the credentials (check --token, \
          the user in your kubeconfig, or log in again)"
@@ -301,6 +328,13 @@ pub enum Error {
     Invalid(String),
     #[error("{0}")]
     Io(String),
+}
+
+fn detail_after(pending: &Option<String>) -> String {
+    match pending {
+        Some(p) => format!(": {p}"),
+        None => String::new(),
+    }
 }
 
 fn detail(message: &str) -> String {

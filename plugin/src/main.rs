@@ -54,6 +54,8 @@ fn main() -> ExitCode {
         out_is_tty: std::io::stdout().is_terminal(),
         connection: cli.connection.clone(),
         stdout: Output::Stdout,
+        started: std::time::Instant::now(),
+        in_flight: Default::default(),
     };
     let is_diff = matches!(cli.command, Command::Diff(_));
     let result = match &cli.command {
@@ -62,6 +64,13 @@ fn main() -> ExitCode {
         Command::Lint(a) => Ok(commands::lint::run(&ctx, a)),
         Command::Describe(a) => block_on(commands::describe::run(&ctx, a)),
         Command::List(a) => block_on(commands::list::run(&ctx, a)),
+        // With --wait, --timeout bounds the whole command, the approval included.
+        Command::Approve(a) if a.wait => block_on(commands::wait::within(
+            &ctx,
+            a.timeout,
+            format!("approving {} and waiting for what it unblocks", a.name),
+            commands::approve::run(&ctx, a),
+        )),
         Command::Approve(a) => block_on(commands::approve::run(&ctx, a)),
         Command::Diff(a) => block_on(commands::diff::run(&ctx, a)),
         Command::Wait(a) => block_on(commands::wait::run(&ctx, a)),
@@ -72,10 +81,11 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             error::report(&e, ctx.err.color);
-            ExitCode::from(if is_diff {
-                exit::diff::DIFF_ERROR
-            } else {
-                exit::FAILURE
+            ExitCode::from(match e {
+                _ if is_diff => exit::diff::DIFF_ERROR,
+                // Only `wait` and `approve --wait` have a --timeout; both exit 3 when it runs out.
+                error::Error::TimedOut { .. } => exit::wait::TIMEOUT,
+                _ => exit::FAILURE,
             })
         }
     }

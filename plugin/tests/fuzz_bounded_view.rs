@@ -233,7 +233,7 @@ fn every_seed_is_described_in_its_state() {
         ("failed-retrying", Phase::Degraded, None),
         ("failed-for-good", Phase::Failed, None),
         ("blocked-licence", Phase::Blocked, None),
-        ("profile-name-taken", Phase::AwaitingApproval, None),
+        ("profile-name-taken", Phase::Failed, None),
     ];
     let seeds = files(&dir);
     assert!(seeds.len() >= expected.len() + 11, "{} seeds", seeds.len());

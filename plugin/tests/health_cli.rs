@@ -264,3 +264,36 @@ fn input_errors_exit_2() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("NAME=FILE"));
 }
+
+/// Issue 25, polish: a whole number is "an integer", as the API server names it, and a decimal
+/// "a number".
+#[test]
+fn a_whole_number_is_named_an_integer_as_the_api_server_names_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let objects = dir.path().join("objects.yaml");
+    std::fs::write(&objects, "apiVersion: v1\nkind: List\nitems:\n- 5\n- 1.5\n")
+        .expect("write objects");
+    let out = health(
+        &example("cert-manager-lua-checks.yaml"),
+        &[],
+        &["--object", objects.to_str().expect("utf-8 path")],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("items[0]: expected a Kubernetes object, found an integer"),
+        "{}",
+        stderr(&out)
+    );
+    let decimal = dir.path().join("decimal.yaml");
+    std::fs::write(&decimal, "1.5\n").expect("write decimal");
+    let out = health(
+        &example("cert-manager-lua-checks.yaml"),
+        &[],
+        &["--object", decimal.to_str().expect("utf-8 path")],
+    );
+    assert!(
+        stderr(&out).contains("expected a Kubernetes object, found a number"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -251,6 +251,25 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
+    /// Mark the reached stages named `name` failed for good, for a reason found outside the
+    /// status (the stage's ClusterProfile is not this promotion's), and derive the phase again,
+    /// so that every reader of the pipeline sees the same verdict.
+    pub fn fail_stage(&mut self, name: &str, message: &str) {
+        for view in self
+            .stages
+            .iter_mut()
+            // A licence refusal stays what it is: Sveltos runs nothing of this promotion.
+            .filter(|v| v.name == name && v.state != StageState::NotStarted)
+            .filter(|v| !matches!(v.state, StageState::Blocked { .. }))
+        {
+            view.state = StageState::Failed {
+                message: message.to_string(),
+                retriable: false,
+            };
+        }
+        self.phase = phase_of(&self.stages, self.note.is_none(), self.stale.is_some());
+    }
+
     pub fn stage(&self, name: &str) -> Option<&StageView> {
         self.stages.iter().find(|s| s.name == name)
     }
@@ -315,12 +334,29 @@ pub fn derive(
         Freshness::Stale { reason, .. } => Some(reason.clone()),
         Freshness::Current => None,
     };
+    let phase = phase_of(&views, has_status, stale.is_some());
+    Pipeline {
+        name: promotion.name().to_string(),
+        phase,
+        current_stage: promotion
+            .status
+            .as_ref()
+            .and_then(|s| s.current_stage_name.clone()),
+        note,
+        stale,
+        stages: views,
+    }
+}
+
+/// The pipeline's phase from its stage states: the one rule, for [`derive`] and for
+/// [`Pipeline::fail_stage`].
+fn phase_of(views: &[StageView], has_status: bool, stale: bool) -> Phase {
     let any = |f: fn(&StageState) -> bool| views.iter().any(|v| f(&v.state));
-    let phase = if !has_status {
+    if !has_status {
         Phase::NotStarted
     } else if any(|s| matches!(s, StageState::Blocked { .. })) {
         Phase::Blocked
-    } else if stale.is_some() {
+    } else if stale {
         Phase::Stale
     } else if any(|s| {
         matches!(
@@ -343,17 +379,6 @@ pub fn derive(
         Phase::AwaitingApproval
     } else {
         Phase::Progressing
-    };
-    Pipeline {
-        name: promotion.name().to_string(),
-        phase,
-        current_stage: promotion
-            .status
-            .as_ref()
-            .and_then(|s| s.current_stage_name.clone()),
-        note,
-        stale,
-        stages: views,
     }
 }
 

@@ -115,12 +115,14 @@ pub fn to_owned_value(tree: &Tree) -> serde_json::Value {
     serde_json::Value::from(tree)
 }
 
-/// "a string", "an object", …: for messages about a value of the wrong type.
+/// "a string", "an object", …: for messages about a value of the wrong type. A whole number is
+/// "an integer", as the API server names it (its schema types tell `integer` from `number`).
 pub fn type_name(value: &Tree) -> &'static str {
     match value {
         Tree::Null => "null",
         Tree::Bool(_) => "a boolean",
-        Tree::Number(_) => "a number",
+        Tree::Number(n) if n.is_f64() => "a number",
+        Tree::Number(_) => "an integer",
         Tree::Str(_) => "a string",
         Tree::Array(_) => "a list",
         Tree::Object(_) => "an object",

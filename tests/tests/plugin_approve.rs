@@ -357,3 +357,100 @@ fn wait_follows_the_promotion_to_the_next_stage() {
     );
     assert_eq!(approved(&env.promotion(GATE), "staging"), Some(json!(true)));
 }
+
+/// The stand-in leaves every PATCH of a ClusterPromotion unanswered (a webhook that hangs);
+/// reads are answered.
+fn hang_writes(env: &Env) {
+    env.server
+        .hang(|a| a.verb == "patch" && a.resource == "clusterpromotions");
+}
+
+/// The `-o jsonpath=…` template of the check command in `stderr`, and what it prints when the
+/// write was stored.
+fn check_of(stderr: &str) -> (String, String) {
+    let template = stderr
+        .split_once("-o jsonpath='")
+        .and_then(|(_, rest)| rest.split_once('\''))
+        .map(|(t, _)| t.to_string())
+        .unwrap_or_else(|| panic!("no jsonpath check in {stderr}"));
+    let stored = stderr
+        .split_once("(it prints \"")
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .map(|(s, _)| s.to_string())
+        .unwrap_or_else(|| panic!("no expected output in {stderr}"));
+    (template, stored)
+}
+
+/// Issue 25, item 5: the reads succeed and the write hangs until `--request-timeout`: the error
+/// says the write was sent and its outcome is unknown (not "unable to connect"), and gives a
+/// check that runs as printed.
+#[test]
+fn a_write_the_server_does_not_answer_has_an_unknown_outcome_and_a_check() {
+    let env = Env::start(vec![four_stage_gate()]);
+    hang_writes(&env);
+    let out = env
+        .run(&["approve", GATE, "--request-timeout=2s"])
+        .expect(1);
+    let url = env.server.url();
+    assert!(
+        out.stderr.contains(&format!(
+            "error: the request to patch clusterpromotions.config.projectsveltos.io \"{GATE}\" \
+             was sent to {url} and not answered within 2s (--request-timeout): whether the \
+             server stored it is unknown; check with kubectl get clusterpromotion {GATE} -o \
+             jsonpath='{{.spec.stages[1].name}}{{\" \"}}{{.spec.stages[1].trigger.manual.approved}}{{\"\\n\"}}' \
+             (it prints \"staging true\" if it was stored), or kubectl promotion describe {GATE}"
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("unable to connect"), "{}", out.stderr);
+    // The reads before it were answered.
+    assert!(!env.requests("GET", GATE).is_empty());
+
+    // The check, run as printed with the real kubectl, tells: the write was not stored here.
+    let (template, stored) = check_of(&out.stderr);
+    assert_eq!(stored, "staging true");
+    let now = env
+        .kubectl(&[
+            "get",
+            "clusterpromotion",
+            GATE,
+            "-o",
+            &format!("jsonpath={template}"),
+        ])
+        .expect(0);
+    assert_eq!(now.stdout, "staging false\n");
+}
+
+/// Issue 25, items 5 and 6: with `--wait`, `--timeout` ends a write that gets no answer too, and
+/// says the same: the outcome is unknown, and how to check.
+#[test]
+fn approve_wait_timing_out_on_an_unanswered_write_says_its_outcome_is_unknown() {
+    let env = Env::start(vec![four_stage_gate()]);
+    hang_writes(&env);
+    let out = Running::start(&env, &["approve", GATE, "--wait", "--timeout=3s"])
+        .finish()
+        .expect(3);
+    let url = env.server.url();
+    assert!(
+        out.stderr.contains(&format!(
+            "error: timed out after 3s (--timeout) approving {GATE} and waiting for what it \
+             unblocks: the request to patch clusterpromotions.config.projectsveltos.io \
+             \"{GATE}\" was sent to {url} and not answered, so whether it was stored is \
+             unknown; check with kubectl get clusterpromotion {GATE} -o jsonpath="
+        )),
+        "{}",
+        out.stderr
+    );
+    let (template, _) = check_of(&out.stderr);
+    let now = env
+        .kubectl(&[
+            "get",
+            "clusterpromotion",
+            GATE,
+            "-o",
+            &format!("jsonpath={template}"),
+        ])
+        .expect(0);
+    assert_eq!(now.stdout, "staging false\n");
+}

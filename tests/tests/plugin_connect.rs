@@ -499,3 +499,33 @@ fn connection_files_are_named_once_with_what_is_wrong() {
         "error: /dev/null: --certificate-authority: no PEM certificate in the file\n"
     );
 }
+
+/// Issue 25, polish: a connection that `--request-timeout` ends says what timed out and after
+/// how long, not a bare "deadline has elapsed".
+#[test]
+fn a_connect_timeout_names_what_timed_out_and_the_timeout() {
+    let env = Env::start(Vec::new());
+    let url = hung_server();
+    let kubeconfig = kubeconfig_for(&env, "hung", &url);
+    let kubeconfig = kubeconfig.to_str().expect("utf-8 path");
+    let out = Running::start(
+        &env,
+        &[
+            "describe",
+            GATE,
+            "--request-timeout=1s",
+            "--kubeconfig",
+            kubeconfig,
+        ],
+    )
+    .finish();
+    one_line_error(
+        &out,
+        &format!("error: unable to connect to the server at {url}: no connection within 1s (--request-timeout)"),
+    );
+    assert!(
+        !out.stderr.contains("deadline has elapsed"),
+        "{}",
+        out.stderr
+    );
+}

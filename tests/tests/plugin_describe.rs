@@ -568,3 +568,80 @@ fn several_names_with_one_missing_describe_the_others_and_fail() {
         "error: clusterpromotion.config.projectsveltos.io \"nope\" not found\n"
     );
 }
+
+const AUTO: &str = "kyverno-rollout-auto";
+
+/// Rewrite the stored ClusterProfile `name` with `change`.
+fn change_profile(env: &Env, name: &str, change: impl FnOnce(&mut Value)) {
+    let mut p = env
+        .server
+        .store()
+        .get("clusterprofiles", None, name)
+        .unwrap_or_else(|| panic!("clusterprofile {name} not in the store"));
+    change(&mut p);
+    forget_version(&mut p);
+    env.put(p);
+}
+
+/// Issue 25, item 10: the dev ClusterProfile is a leftover of a deleted promotion of the same
+/// name (its owner reference has another UID): describe tells it from a collision and says how
+/// to clean it up.
+#[test]
+fn a_leftover_profile_of_a_deleted_namesake_is_an_orphan_not_a_collision() {
+    let env = Env::start(example_world("kyverno-rollout-auto.yaml"));
+    let profile = format!("{AUTO}-dev");
+    let old = "11111111-2222-4333-8444-555555555555";
+    change_profile(&env, &profile, |p| {
+        p["metadata"]["ownerReferences"][0]["uid"] = json!(old);
+    });
+    let uid = env.promotion(AUTO)["metadata"]["uid"]
+        .as_str()
+        .expect("uid")
+        .to_string();
+    let out = env.run(&["describe", AUTO]).expect(0);
+    assert!(
+        out.stdout.contains(&format!(
+            "the ClusterProfile \"{profile}\" is left over from a deleted ClusterPromotion of \
+             the same name (its owner has UID {old}, this one {uid}), not a collision with \
+             another promotion: delete it (kubectl delete clusterprofile {profile}) so that \
+             Sveltos creates this promotion's"
+        )),
+        "{out}"
+    );
+    assert!(!out.stdout.contains("is taken by"), "{out}");
+}
+
+/// Issue 25, item 11: a reached stage whose ClusterProfile another promotion wrote (a real
+/// `<promotion>-<stage>` collision) makes the pipeline failed, in `list` as in `describe` (both
+/// from one derivation), with the collision as the reason.
+#[test]
+fn a_profile_name_collision_fails_the_victim_in_list_and_describe_alike() {
+    let env = Env::start(example_world("kyverno-rollout-auto.yaml"));
+    let profile = format!("{AUTO}-dev");
+    change_profile(&env, &profile, |p| {
+        p["metadata"]["labels"]["config.projectsveltos.io/promotionname"] = json!("kyverno");
+        p["metadata"]["ownerReferences"][0]["name"] = json!("kyverno");
+        p["metadata"]["ownerReferences"][0]["uid"] = json!("99999999-2222-4333-8444-555555555555");
+    });
+    let list = env
+        .run(&["list", "-o", "jsonpath={.items[0].phase}"])
+        .expect(0);
+    assert_eq!(list.stdout, "failed", "{list}");
+    let describe = env.run(&["describe", AUTO, "-o", "json"]).expect(0);
+    let d: Value = serde_json::from_str(&describe.stdout).expect("json");
+    assert_eq!(d["phase"], "failed", "{describe}");
+    let table = env.run(&["list"]).expect(0);
+    let row = table
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(AUTO))
+        .unwrap_or_default();
+    assert!(row.contains("failed"), "{table}");
+    let text = env.run(&["describe", AUTO]).expect(0);
+    assert!(
+        text.stdout.contains(&format!(
+            "the ClusterProfile name \"{profile}\" is taken by ClusterPromotion \"kyverno\""
+        )),
+        "{text}"
+    );
+}

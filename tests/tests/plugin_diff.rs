@@ -395,3 +395,47 @@ fn restarts_are_predicted_from_sveltos_hashes() {
     );
     assert!(!out.stderr.contains("reset"), "{}", out.stderr);
 }
+
+/// Issue 25, item 9: a manifest `kubectl apply` would refuse (a misspelt field, which the dry
+/// run drops instead of refusing) is said to be refused first, in lint's words (the same lines
+/// `lint` prints), then diffed; the exit code is kubectl diff's for an error.
+#[test]
+fn a_manifest_apply_would_refuse_is_said_first_in_lints_words_then_diffed() {
+    let live = example("kyverno-manual-gate.yaml");
+    let env = Env::start(vec![live.clone()]);
+    let mut changed = live.clone();
+    chart_version(&mut changed, "3.7.0");
+    changed["spec"]["stages"][1]["trigger"]["manual"]["dealy"] = json!("5m");
+    let file = write(&env, "typo.yaml", &changed);
+
+    let lint = env.run(&["lint", &file]).expect(1);
+    let finding = lint
+        .stdout
+        .lines()
+        .find(|l| l.contains("error[schema-unknown-field]"))
+        .unwrap_or_else(|| panic!("lint finds the typo: {lint}"))
+        .to_string();
+
+    let out = env.run(&["diff", "-f", &file]).expect(2);
+    let first = out.stderr.lines().next().unwrap_or_default();
+    assert_eq!(
+        first,
+        format!(
+            "error: kubectl apply would refuse ClusterPromotion \"kyverno-rollout-man\" from \
+             {file} (as `kubectl promotion lint {file}` reports); the diff shows the rest of it:"
+        ),
+        "{out}"
+    );
+    assert_eq!(
+        out.stderr.lines().nth(1),
+        Some(format!("  {finding}").as_str()),
+        "{out}"
+    );
+    // Then the diff, of what the server keeps.
+    assert!(
+        out.stdout
+            .contains("-      chartVersion: \"3.6.2\"\n+      chartVersion: \"3.7.0\"\n"),
+        "{out}"
+    );
+    assert!(!out.stdout.contains("dealy"), "{out}");
+}

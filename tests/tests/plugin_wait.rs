@@ -389,3 +389,61 @@ fn describe_watch_yaml_is_one_document_per_change() {
         "{phases:?}"
     );
 }
+
+/// Issue 25, item 6: against a server that accepts connections and never answers, `wait` and
+/// `approve --wait` end at their `--timeout` (which bounds the whole command: connecting and
+/// reading too) with exit 3, saying which request got no answer. (`finish` kills the plugin
+/// after [`PATIENCE`]: only a guard against a hang, not a timing assertion.)
+#[test]
+fn a_hung_server_ends_wait_and_approve_wait_at_their_timeout_with_exit_3() {
+    let env = Env::start(Vec::new());
+    let url = hung_server();
+    let kubeconfig = kubeconfig_for(&env, "hung", &url);
+    let kubeconfig = kubeconfig.to_str().expect("utf-8 path");
+    let unanswered = format!(
+        "no answer from the server at {url} to get clusterpromotions.config.projectsveltos.io \"{GATE}\""
+    );
+
+    let wait = Running::start(
+        &env,
+        &[
+            "wait",
+            GATE,
+            "--for=complete",
+            "--timeout=3s",
+            "--kubeconfig",
+            kubeconfig,
+        ],
+    )
+    .finish()
+    .expect(3);
+    assert!(
+        wait.stderr.contains(&format!(
+            "error: timed out after 3s (--timeout) waiting for complete: {unanswered}"
+        )),
+        "{}",
+        wait.stderr
+    );
+
+    let approve = Running::start(
+        &env,
+        &[
+            "approve",
+            GATE,
+            "--wait",
+            "--timeout=3s",
+            "--kubeconfig",
+            kubeconfig,
+        ],
+    )
+    .finish()
+    .expect(3);
+    assert!(
+        approve.stderr.contains(&format!(
+            "error: timed out after 3s (--timeout) approving {GATE} and waiting for what it \
+             unblocks: {unanswered}"
+        )),
+        "{}",
+        approve.stderr
+    );
+}

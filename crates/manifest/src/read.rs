@@ -376,7 +376,9 @@ pub fn json_type(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
+        // The API server's word for a whole number (its schema types tell it from `number`).
+        Value::Number(n) if n.is_f64() => "a number",
+        Value::Number(_) => "an integer",
         Value::String(_) => "a string",
         Value::Array(_) => "a list",
         Value::Object(_) => "an object",
@@ -454,7 +456,7 @@ mod tests {
         let e = m.entries()[0].object().unwrap_err();
         assert_eq!(
             e.to_string(),
-            "l.yaml: items[0]: expected a Kubernetes object, found a number"
+            "l.yaml: items[0]: expected a Kubernetes object, found an integer"
         );
     }
 

@@ -1,6 +1,9 @@
 //! The API calls the plugin makes, as raw JSON (so that what is shown, diffed and patched is
 //! exactly what the server stored), with every failure mapped to one clear [`Error`].
 
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::core::Request as KubeRequest;
 use serde_json::Value;
@@ -20,12 +23,96 @@ use crate::error::{Error, Request, Result};
 pub struct Kube {
     client: kube::Client,
     server: String,
+    /// The client's connect and read timeouts, to word a request that ran out of time.
+    timeouts: Timeouts,
+    /// The requests sent and not yet answered, for a command whose `--timeout` ends it while
+    /// one is outstanding.
+    in_flight: InFlight,
+}
+
+/// The client's transport timeouts (kube's defaults, or `--request-timeout`).
+#[derive(Clone, Copy, Debug, Default)]
+struct Timeouts {
+    connect: Option<Duration>,
+    read: Option<Duration>,
+}
+
+/// A request sent and not (yet) answered: what it was, and for a write, how to find out whether
+/// the server stored it.
+#[derive(Clone, Debug)]
+pub struct Pending {
+    id: u64,
+    pub request: Request,
+    /// The API server it went to.
+    pub server: String,
+    /// For a write that is not a dry run: a command that shows whether it was stored.
+    pub check: Option<String>,
+}
+
+/// The requests a command has outstanding. Shared between the [`Kube`] clients of a command and
+/// whoever bounds the command in time: when a deadline drops the command's future, the entries
+/// of the requests it was waiting on stay, and say what got no answer.
+#[derive(Clone, Debug, Default)]
+pub struct InFlight(Arc<Mutex<(u64, Vec<Pending>)>>);
+
+impl InFlight {
+    fn start(&self, server: &str, request: &Request, check: Option<String>) -> u64 {
+        let mut guard = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let (next, pending) = &mut *guard;
+        *next += 1;
+        pending.push(Pending {
+            id: *next,
+            request: request.clone(),
+            server: server.to_string(),
+            check,
+        });
+        *next
+    }
+
+    fn finish(&self, id: u64) {
+        let mut guard = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        guard.1.retain(|p| p.id != id);
+    }
+
+    /// The outstanding requests in words, for a deadline's message: what got no answer and, for
+    /// a write, that its outcome is unknown and how to check it; `None` when none is outstanding.
+    pub fn describe(&self) -> Option<String> {
+        let pending = self.pending();
+        let write = pending.iter().find(|p| p.check.is_some());
+        if let Some(w) = write {
+            return Some(format!(
+                "the request to {} was sent to {} and not answered, so whether it was stored is \
+                 unknown; check with {}",
+                w.request,
+                w.server,
+                w.check.as_deref().unwrap_or_default()
+            ));
+        }
+        let first = pending.first()?;
+        let others = match pending.len() - 1 {
+            0 => String::new(),
+            n => format!(" (and {n} more)"),
+        };
+        Some(format!(
+            "no answer from the server at {} to {}{others}",
+            first.server, first.request
+        ))
+    }
+
+    /// The requests still waiting for an answer, oldest first.
+    pub fn pending(&self) -> Vec<Pending> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).1.clone()
+    }
 }
 
 impl Kube {
     pub async fn connect(flags: &ConnectionFlags) -> Result<Kube> {
         let conn = flags.resolve().await?;
         let server = conn.server.clone();
+        let timeouts = Timeouts {
+            connect: conn.config.connect_timeout,
+            read: conn.config.read_timeout,
+        };
         let builder = kube::client::ClientBuilder::try_from(conn.config).map_err(|e| match e {
             kube::Error::Auth(a) => credentials_error(&server, &a),
             other => Error::Kubeconfig(format!(
@@ -37,7 +124,23 @@ impl Kube {
             Some(log) => builder.with_layer(&log).build(),
             None => builder.build(),
         };
-        Ok(Kube { client, server })
+        Ok(Kube {
+            client,
+            server,
+            timeouts,
+            in_flight: InFlight::default(),
+        })
+    }
+
+    /// This client, recording its outstanding requests in `in_flight`.
+    pub fn tracked(mut self, in_flight: InFlight) -> Kube {
+        self.in_flight = in_flight;
+        self
+    }
+
+    /// The API server's URL, as messages show it.
+    pub fn server(&self) -> &str {
+        &self.server
     }
 
     pub fn client(&self) -> kube::Client {
@@ -86,14 +189,8 @@ impl Kube {
                 },
             },
             kube::Error::Auth(e) => credentials_error(&self.server, &e),
-            kube::Error::HyperError(e) => Error::Unreachable {
-                server: self.server.clone(),
-                reason: chain(&e),
-            },
-            kube::Error::Service(e) => Error::Unreachable {
-                server: self.server.clone(),
-                reason: chain(e.as_ref()),
-            },
+            kube::Error::HyperError(e) => self.transport_error(&e, req, None),
+            kube::Error::Service(e) => self.transport_error(e.as_ref(), req, None),
             other => Error::Api {
                 request: req.clone(),
                 message: chain(&other),
@@ -101,11 +198,83 @@ impl Kube {
         }
     }
 
+    /// Map a client error for the write `req` (not a dry run): as [`Kube::error`], except that a
+    /// write the server received but did not answer is one whose outcome is unknown, and the
+    /// message says how to find out (`check`, see [`write_check`]).
+    pub fn write_error(&self, err: kube::Error, req: &Request, check: String) -> Error {
+        match err {
+            kube::Error::HyperError(e) => self.transport_error(&e, req, Some(check)),
+            kube::Error::Service(e) => self.transport_error(e.as_ref(), req, Some(check)),
+            other => self.error(other, req),
+        }
+    }
+
+    /// A request that failed below HTTP. Before the request went out (no connection) the server
+    /// is unreachable; after, the server got it and did not answer: for a write (`check` given)
+    /// whether it was stored is unknown, which is not "unable to connect".
+    fn transport_error(
+        &self,
+        err: &(dyn std::error::Error + 'static),
+        req: &Request,
+        check: Option<String>,
+    ) -> Error {
+        let connecting = before_sending(err);
+        if connecting {
+            let reason = if timed_out(err) {
+                format!("no connection within {}", self.limit(self.timeouts.connect))
+            } else {
+                chain(err)
+            };
+            return Error::Unreachable {
+                server: self.server.clone(),
+                reason,
+            };
+        }
+        let sent = if timed_out(err) {
+            format!(
+                "was sent to {} and not answered within {}",
+                self.server,
+                self.limit(self.timeouts.read)
+            )
+        } else {
+            format!(
+                "was sent to {} and not answered ({})",
+                self.server,
+                chain(err)
+            )
+        };
+        match check {
+            Some(check) => Error::WriteUnknown {
+                request: req.clone(),
+                sent,
+                check,
+            },
+            None => Error::NoAnswer {
+                request: req.clone(),
+                sent,
+            },
+        }
+    }
+
+    /// A transport timeout in words: `2s (--request-timeout)`, or the client's default.
+    fn limit(&self, timeout: Option<Duration>) -> String {
+        match timeout {
+            Some(t) if Some(t) == self.timeouts.read => {
+                format!("{} (--request-timeout)", crate::duration::format(t))
+            }
+            Some(t) => format!(
+                "{} (the client's connect timeout; --request-timeout sets it)",
+                crate::duration::format(t)
+            ),
+            None => "the client's timeout".to_string(),
+        }
+    }
+
     async fn send(&self, req: http::Request<Vec<u8>>, what: &Request) -> Result<Value> {
-        self.client
-            .request::<Value>(req)
-            .await
-            .map_err(|e| self.error(e, what))
+        let id = self.in_flight.start(&self.server, what, None);
+        let answer = self.client.request::<Value>(req).await;
+        self.in_flight.finish(id);
+        answer.map_err(|e| self.error(e, what))
     }
 
     fn build(
@@ -188,11 +357,10 @@ impl Kube {
         let what = Request::new("list", SUMMARIES);
         let lp = ListParams::default().labels(&summaries_selector(profiles));
         let req = self.build(KubeRequest::new(SUMMARY.path).list(&lp), &what)?;
-        let body = self
-            .client
-            .request_text(req)
-            .await
-            .map_err(|e| self.error(e, &what))?;
+        let id = self.in_flight.start(&self.server, &what, None);
+        let body = self.client.request_text(req).await;
+        self.in_flight.finish(id);
+        let body = body.map_err(|e| self.error(e, &what))?;
         crate::cluster::summary_list::decode(body.as_bytes()).map_err(|e| Error::Api {
             request: what,
             message: format!("the answer is not a ClusterSummary list: {e}"),
@@ -248,7 +416,12 @@ impl Kube {
         let req = KubeRequest::new(PROMOTION.path)
             .patch(name, &pp, &Patch::<()>::Json(patch.clone()))
             .map_err(kube::Error::BuildRequest)?;
-        self.client.request::<Value>(req).await
+        let what = Request::named("patch", PROMOTIONS, name);
+        let check = (!dry_run).then(|| write_check(name, patch));
+        let id = self.in_flight.start(&self.server, &what, check);
+        let answer = self.client.request::<Value>(req).await;
+        self.in_flight.finish(id);
+        answer
     }
 
     /// A JSON merge patch, server-side dry run only (for `diff -f`).
@@ -300,6 +473,85 @@ fn credentials_error(server: &str, err: &kube::client::AuthError) -> Error {
         other => chain(other),
     };
     Error::Kubeconfig(format!("cannot get credentials for {server}: {reason}"))
+}
+
+/// Whether a transport error happened before the request went out: no connection could be made
+/// (hyper-util reports those as connect errors).
+fn before_sending(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(err);
+    while let Some(e) = source {
+        if let Some(e) = e.downcast_ref::<hyper_util::client::legacy::Error>() {
+            return e.is_connect();
+        }
+        source = e.source();
+    }
+    false
+}
+
+/// Whether a transport error is a timeout (hyper-timeout's connect and read timeouts are
+/// `io::ErrorKind::TimedOut`; its connect timeout's own message is a bare "deadline has
+/// elapsed", which is why it is worded here instead).
+fn timed_out(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(err);
+    while let Some(e) = source {
+        if e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
+        {
+            return true;
+        }
+        source = e.source();
+    }
+    false
+}
+
+/// How to find out whether a JSON Patch of the ClusterPromotion `name` was stored: a
+/// `kubectl get -o jsonpath` of the fields it guards and sets, and what it prints if the patch
+/// was stored (the guarded stage name and the values set), or `describe` when the patch sets
+/// nothing such a template can show.
+pub fn write_check(name: &str, patch: &json_patch::Patch) -> String {
+    let describe = format!("kubectl promotion describe {name}");
+    let mut fields = Vec::new();
+    let mut expected = Vec::new();
+    for op in &patch.0 {
+        let (path, value) = match op {
+            json_patch::PatchOperation::Test(t) => (&t.path, &t.value),
+            json_patch::PatchOperation::Add(a) => (&a.path, &a.value),
+            json_patch::PatchOperation::Replace(r) => (&r.path, &r.value),
+            _ => continue,
+        };
+        let shown = match value {
+            Value::String(s) => s.clone(),
+            Value::Bool(_) | Value::Number(_) => value.to_string(),
+            _ => continue,
+        };
+        let pointer = path.to_string();
+        let Some(spec) = pointer.strip_prefix("/spec/") else {
+            continue;
+        };
+        let mut field = String::from(".spec");
+        for token in spec.split('/') {
+            if token.parse::<usize>().is_ok() {
+                field.push_str(&format!("[{token}]"));
+            } else if token.chars().all(|c| c.is_ascii_alphanumeric()) {
+                field.push('.');
+                field.push_str(token);
+            } else {
+                // Keys a jsonpath would need escaping for: describe shows them.
+                return describe;
+            }
+        }
+        fields.push(format!("{{{field}}}"));
+        expected.push(shown);
+    }
+    if fields.is_empty() {
+        return describe;
+    }
+    format!(
+        "kubectl get clusterpromotion {name} -o jsonpath='{}{{\"\\n\"}}' (it prints \"{}\" if it \
+         was stored), or {describe}",
+        fields.join("{\" \"}"),
+        expected.join(" ")
+    )
 }
 
 /// `projectsveltos.io/cluster-profile-name in (a,b,…)`.

@@ -23,7 +23,7 @@ use promotion_shared::pipeline::{Approval, Pipeline};
 use super::wait::WaitFor;
 use super::{note, wait, warn, Ctx};
 use crate::cluster::admission_webhooks;
-use crate::cluster::kube_client::Kube;
+use crate::cluster::kube_client::{self, Kube};
 use crate::cluster::resources::PROMOTIONS;
 use crate::duration;
 use crate::error::{exit::approve as exit, Error, Request, Result};
@@ -99,7 +99,7 @@ pub struct ApproveArgs {
     /// Wait until the next stage has started
     #[arg(long, conflicts_with = "revoke")]
     pub wait: bool,
-    /// With --wait: how long to wait (e.g. 10m)
+    /// With --wait: how long the command may take, the approval included (e.g. 10m)
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = duration::parse_flag,
           requires = "wait")]
     pub timeout: Duration,
@@ -404,6 +404,11 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
                         "admission webhook {webhook:?} did not answer ({cause}); {policy}"
                     ),
                 });
+            }
+            // Sent and not answered: whether it was stored is unknown, and how to find out.
+            Err(e) if args.dry_run == DryRun::None => {
+                let check = kube_client::write_check(name, &built.patch);
+                return Err(kube.write_error(e, &what, check));
             }
             Err(e) => return Err(kube.error(e, &what)),
         }

@@ -20,8 +20,9 @@ use promotion_shared::diff::{
 use promotion_shared::model::API_VERSION;
 use promotion_shared::model::{stage_profile_name, ClusterPromotion, GROUP, KIND, VERSION};
 use promotion_shared::rollout::{self, Restart};
+use promotion_shared::validation::VALIDATION_STACK_BYTES;
 
-use super::Ctx;
+use super::{lint, Ctx};
 use crate::error::{exit::diff as exit, Error, Result};
 use crate::render::output;
 use crate::render::{self, Style, Tone};
@@ -40,7 +41,9 @@ Two comparisons, with `kubectl diff` conventions (exit 0: no differences, 1: dif
                     admission webhook's mutations show), then the consequences: whether the
                     pipeline restarts from the first stage, every approval the update takes
                     away (who gave it, when, why), stages added or removed. A manifest the
-                    server rejects is reported with all the server's causes.
+                    server rejects is reported with all the server's causes. A manifest
+                    `kubectl apply` would refuse (an unknown field, which the dry run
+                    drops) is said first, with lint's findings, then its diff; it exits 2.
   diff NAME --stage S   what promoting past stage S changes at the next stage: the ClusterProfile
                     spec deployed at S against the one at the next stage, leaving out the
                     stage selector and the post-delay health checks Sveltos appends.",
@@ -102,11 +105,49 @@ struct Compared {
     consequences: Vec<String>,
 }
 
+/// Each ClusterPromotion of the files, with what `kubectl apply` would refuse in it (lint's
+/// findings, [`lint::apply_refusals`]), judged on a thread with the stack validation needs.
+fn read_promotions(args: &DiffArgs) -> Result<Vec<(String, Value, Vec<lint::Located>)>> {
+    let crd = Crd::embedded();
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("diff-lint".into())
+            .stack_size(VALIDATION_STACK_BYTES)
+            .spawn_scoped(scope, || {
+                super::manifests::promotions_judged(
+                    &mut Reader::new(),
+                    &args.filename,
+                    args.recursive,
+                    |file, entry| lint::apply_refusals(crd, file, entry),
+                )
+            })
+            .map_err(|e| Error::Io(format!("cannot start the manifest check: {e}")))?
+            .join()
+            .unwrap_or_else(|_| {
+                Err(Error::Io(
+                    "the manifest check failed; this is a bug, please report it".into(),
+                ))
+            })
+    })
+}
+
+/// Say that `kubectl apply` would refuse a manifest, with lint's findings, before its diff.
+fn print_refusals(ctx: &Ctx, name: &str, file: &str, refusals: &[lint::Located]) {
+    eprintln!(
+        "{} kubectl apply would refuse ClusterPromotion {name:?} from {file} (as `kubectl \
+         promotion lint {file}` reports); the diff shows the rest of it:",
+        ctx.err.paint("error:", Tone::Bad)
+    );
+    for f in refusals {
+        eprintln!("  {}", lint::render(f, ctx.err));
+    }
+}
+
 async fn diff_files(ctx: &Ctx, args: &DiffArgs) -> Result<u8> {
-    let mut found =
-        super::manifests::promotions(&mut Reader::new(), &args.filename, args.recursive)?;
+    let mut found = read_promotions(args)?;
     if let Some(n) = &args.name {
-        found.retain(|(_, doc)| doc.pointer("/metadata/name").and_then(Value::as_str) == Some(n));
+        found
+            .retain(|(_, doc, _)| doc.pointer("/metadata/name").and_then(Value::as_str) == Some(n));
         if found.is_empty() {
             return Err(Error::Usage(format!(
                 "no ClusterPromotion {n:?} in {}",
@@ -120,9 +161,22 @@ async fn diff_files(ctx: &Ctx, args: &DiffArgs) -> Result<u8> {
             shown_paths(&args.filename)
         )));
     }
+    // What apply would refuse comes first: it holds whatever the server's dry run (which drops
+    // what it does not know instead of refusing it) shows below.
+    let mut refused = false;
+    for (file, doc, refusals) in &found {
+        if !refusals.is_empty() {
+            let name = doc
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            print_refusals(ctx, name, file, refusals);
+            refused = true;
+        }
+    }
     let kube = ctx.kube().await?;
     let mut compared = Vec::new();
-    for (file, doc) in &found {
+    for (file, doc, _) in &found {
         compared.push(compare(&kube, file, doc).await?);
     }
     let code = show_all(ctx, &compared)?;
@@ -137,6 +191,11 @@ async fn diff_files(ctx: &Ctx, args: &DiffArgs) -> Result<u8> {
                 print_consequences(&ctx.err, &title, &c.consequences);
             }
         }
+    }
+    // A manifest apply refuses is an error of the change, as `kubectl diff` exits >1 when the
+    // server refuses one.
+    if refused {
+        return Ok(exit::DIFF_ERROR);
     }
     Ok(code)
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use promotion_manifest::{Manifest, ReadError, Reader};
+use promotion_manifest::{Entry, Manifest, ReadError, Reader};
 use promotion_shared::model::is_cluster_promotion;
 use promotion_shared::plan::Inventory;
 
@@ -35,14 +35,32 @@ pub fn promotions(
     inputs: &[PathBuf],
     recursive: bool,
 ) -> Result<Vec<(String, Value)>> {
+    let found = promotions_judged(reader, inputs, recursive, |_, _| ())?;
+    Ok(found
+        .into_iter()
+        .map(|(file, doc, ())| (file, doc))
+        .collect())
+}
+
+/// [`promotions`], each with what `judge` makes of its entry (file name, and the entry with its
+/// positions in the file, which only the reader has).
+pub fn promotions_judged<J>(
+    reader: &mut Reader,
+    inputs: &[PathBuf],
+    recursive: bool,
+    mut judge: impl FnMut(&str, &Entry<'_>) -> J,
+) -> Result<Vec<(String, Value, J)>> {
     let mut found = Vec::new();
     for manifest in reader.manifests(inputs, recursive)? {
-        found.extend(promotions_in(&manifest)?);
+        found.extend(promotions_in(&manifest, &mut judge)?);
     }
     Ok(found)
 }
 
-fn promotions_in(manifest: &Manifest) -> Result<Vec<(String, Value)>> {
+fn promotions_in<J>(
+    manifest: &Manifest,
+    judge: &mut impl FnMut(&str, &Entry<'_>) -> J,
+) -> Result<Vec<(String, Value, J)>> {
     let mut found = Vec::new();
     for entry in manifest.entries() {
         if !is_cluster_promotion(entry.value) {
@@ -65,7 +83,8 @@ fn promotions_in(manifest: &Manifest) -> Result<Vec<(String, Value)>> {
                 format!("a ClusterPromotion in this file{at} has no metadata.name"),
             ));
         }
-        found.push((manifest.source.clone(), entry.value.clone()));
+        let judged = judge(&manifest.source, &entry);
+        found.push((manifest.source.clone(), entry.value.clone(), judged));
     }
     Ok(found)
 }

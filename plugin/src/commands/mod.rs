@@ -19,7 +19,7 @@ use std::sync::Mutex;
 use chrono::{DateTime, Utc};
 
 use crate::cluster::connection::ConnectionFlags;
-use crate::cluster::kube_client::Kube;
+use crate::cluster::kube_client::{InFlight, Kube};
 use crate::error::{Error, Result};
 use crate::render::Style;
 
@@ -75,6 +75,10 @@ pub struct Ctx {
     pub out_is_tty: bool,
     /// Where the command's results are written (see [`Ctx::write_out`]).
     pub stdout: Output,
+    /// When the command started: a `--timeout` counts from here.
+    pub started: std::time::Instant,
+    /// The requests of this command's clients still waiting for an answer.
+    pub in_flight: InFlight,
 }
 
 impl Ctx {
@@ -87,7 +91,14 @@ impl Ctx {
             err: Style { color: false },
             out_is_tty: false,
             stdout: Output::memory(),
+            started: std::time::Instant::now(),
+            in_flight: InFlight::default(),
         }
+    }
+
+    /// The instant `timeout` after the command started.
+    pub fn deadline(&self, timeout: std::time::Duration) -> tokio::time::Instant {
+        tokio::time::Instant::from_std(self.started) + timeout
     }
 
     /// Write results to the command's output.
@@ -98,7 +109,9 @@ impl Ctx {
     }
 
     pub async fn kube(&self) -> Result<Kube> {
-        Kube::connect(&self.connection).await
+        Ok(Kube::connect(&self.connection)
+            .await?
+            .tracked(self.in_flight.clone()))
     }
 
     pub fn now(&self) -> DateTime<Utc> {

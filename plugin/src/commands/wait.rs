@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use clap::Args;
 use promotion_shared::pipeline::{Phase, StageState};
-use tokio::time::Instant;
 
 use super::{note, Ctx};
 use crate::cluster::fetch;
@@ -33,6 +32,8 @@ retries (a feature `Failed`) keep it waiting too, unless --fail-fast; a failure 
 
 Exit status: 0 the condition holds; 2 the pipeline failed first; 3 the timeout elapsed;
 1 any other error. Follows watch events (re-listing when a watch drops), not polling.
+--timeout bounds the whole command: connecting and reading count, so a server that does not
+answer ends it with exit 3 too, naming the request that got no answer.
 
 Examples:
   kubectl promotion wait kyverno-rollout --for=complete --timeout=30m
@@ -46,7 +47,7 @@ pub struct WaitArgs {
     /// Condition: complete, approval, or stage=NAME
     #[arg(long = "for", value_name = "CONDITION", value_parser = parse_condition)]
     pub condition: WaitFor,
-    /// How long to wait (e.g. 30s, 10m, 1h); 0 checks once
+    /// How long the command may take, connecting included (e.g. 30s, 10m, 1h); 0 checks once
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration::parse_flag)]
     pub timeout: Duration,
     /// Stop (exit 2) at the first failed cluster, even one Sveltos retries
@@ -173,16 +174,47 @@ fn doing(d: &Description) -> String {
 }
 
 pub async fn run(ctx: &Ctx, args: &WaitArgs) -> Result<u8> {
-    let kube = ctx.kube().await?;
-    wait_for(
+    within(
         ctx,
-        &kube,
-        &args.name,
-        &args.condition,
         args.timeout,
-        args.fail_fast,
+        format!("waiting for {}", args.condition),
+        async {
+            let kube = ctx.kube().await?;
+            wait_for(
+                ctx,
+                &kube,
+                &args.name,
+                &args.condition,
+                args.timeout,
+                args.fail_fast,
+            )
+            .await
+        },
     )
     .await
+}
+
+/// Run `work`, a whole command, until `timeout` after the command started: connecting, reading
+/// and following all count, so that a server that does not answer ends it as a condition that
+/// does not come does ([`Error::TimedOut`], exit 3), saying which request got no answer. With
+/// `--timeout=0` (check once) only the client's request timeouts bound it.
+pub async fn within(
+    ctx: &Ctx,
+    timeout: Duration,
+    doing: String,
+    work: impl std::future::Future<Output = Result<u8>>,
+) -> Result<u8> {
+    if timeout.is_zero() {
+        return work.await;
+    }
+    match tokio::time::timeout_at(ctx.deadline(timeout), work).await {
+        Ok(result) => result,
+        Err(_) => Err(Error::TimedOut {
+            after: duration::format(timeout),
+            doing,
+            pending: ctx.in_flight.describe(),
+        }),
+    }
 }
 
 /// Wait for `cond`; returns the exit code (0, 2 or 3) or an error (exit 1).
@@ -199,7 +231,8 @@ pub async fn wait_for(
         let d = Description::build(&fetch::state(kube, name).await?)?;
         return conclude(ctx, cond, evaluate(cond, &d, fail_fast), timeout);
     }
-    let deadline = Instant::now() + timeout;
+    // The command's deadline, so that `approve --wait` waits only what is left of --timeout.
+    let deadline = ctx.deadline(timeout);
     let mut follower = Follower::start(kube, name).await?;
     let mut last = String::new();
     loop {
@@ -241,24 +274,11 @@ fn conclude(ctx: &Ctx, cond: &WaitFor, verdict: Verdict, timeout: Duration) -> R
             eprintln!(
                 "{} timed out after {} waiting for {cond}{doing}",
                 ctx.err.paint("error:", crate::render::Tone::Bad),
-                humantime(timeout)
+                duration::format(timeout)
             );
             Ok(exit::TIMEOUT)
         }
         Verdict::Impossible(msg) => Err(Error::Refused(msg)),
-    }
-}
-
-fn humantime(d: std::time::Duration) -> String {
-    let s = d.as_secs();
-    if d.subsec_millis() != 0 && s < 10 {
-        format!("{}ms", d.as_millis())
-    } else if s.is_multiple_of(3600) && s > 0 {
-        format!("{}h", s / 3600)
-    } else if s.is_multiple_of(60) && s > 0 {
-        format!("{}m", s / 60)
-    } else {
-        format!("{s}s")
     }
 }
 
@@ -434,8 +454,17 @@ mod tests {
 
     #[test]
     fn durations_print_like_flags() {
-        assert_eq!(humantime(std::time::Duration::from_secs(300)), "5m");
-        assert_eq!(humantime(std::time::Duration::from_millis(1500)), "1500ms");
-        assert_eq!(humantime(std::time::Duration::from_secs(45)), "45s");
+        assert_eq!(
+            crate::duration::format(std::time::Duration::from_secs(300)),
+            "5m"
+        );
+        assert_eq!(
+            crate::duration::format(std::time::Duration::from_millis(1500)),
+            "1500ms"
+        );
+        assert_eq!(
+            crate::duration::format(std::time::Duration::from_secs(45)),
+            "45s"
+        );
     }
 }

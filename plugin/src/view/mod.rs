@@ -14,7 +14,7 @@ use promotion_shared::cluster_summary::ClusterState;
 use promotion_shared::freshness::freshness;
 use promotion_shared::gate::{self, approval_target};
 use promotion_shared::model::{
-    profile_belongs_to, ClusterPromotion, ProfileRole, CLUSTER_PROFILE_NAME_LABEL,
+    profile_belongs_to, ClusterPromotion, ProfileRole, CLUSTER_PROFILE_NAME_LABEL, KIND,
     PROMOTION_NAME_LABEL, STAGE_NAME_ANNOTATION,
 };
 use promotion_shared::pipeline::{self, Observations, Phase, Pipeline, StageView};
@@ -127,23 +127,50 @@ impl<'a> StageProfiles<'a> {
             if profile_belongs_to(profile, promotion.name(), uid) && stage_matches {
                 owned.insert(generated.stage, *profile);
             } else {
-                let holder = profile
-                    .pointer("/metadata/labels")
-                    .and_then(|l| l.get(PROMOTION_NAME_LABEL))
-                    .and_then(Value::as_str)
-                    .map(|p| format!("ClusterPromotion {p:?}"))
-                    .unwrap_or_else(|| "another object".to_string());
                 taken.insert(
                     generated.stage,
-                    format!(
-                        "the ClusterProfile name {:?} is taken by {holder}: `<promotion>-<stage>` \
-                         names collide, rename a stage or a promotion",
-                        generated.name
-                    ),
+                    taken_because(profile, &generated.name, promotion),
                 );
             }
         }
         StageProfiles { owned, taken }
+    }
+}
+
+/// Why the ClusterProfile `name`, generated for a stage of `promotion`, is not this promotion's:
+/// left over from a deleted promotion of the same name (its owner reference names this promotion
+/// with another UID), or a collision with another promotion's `<promotion>-<stage>` name.
+fn taken_because(profile: &Value, name: &str, promotion: &ClusterPromotion) -> String {
+    let meta = |key: &str| profile.pointer("/metadata").and_then(|m| m.get(key));
+    let holder = meta("labels")
+        .and_then(|l| l.get(PROMOTION_NAME_LABEL))
+        .and_then(Value::as_str);
+    let old_owner = meta("ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|r| r.get("kind").and_then(Value::as_str) == Some(KIND))
+        .find(|r| r.get("name").and_then(Value::as_str) == Some(promotion.name()))
+        .and_then(|r| r.get("uid").and_then(Value::as_str));
+    let uid = promotion.metadata.uid.as_deref();
+    match (old_owner, uid) {
+        (Some(old), Some(uid)) if old != uid && holder.is_none_or(|h| h == promotion.name()) => {
+            format!(
+                "the ClusterProfile {name:?} is left over from a deleted ClusterPromotion of the \
+                 same name (its owner has UID {old}, this one {uid}), not a collision with \
+                 another promotion: delete it (kubectl delete clusterprofile {name}) so that \
+                 Sveltos creates this promotion's"
+            )
+        }
+        _ => {
+            let holder = holder
+                .map(|p| format!("ClusterPromotion {p:?}"))
+                .unwrap_or_else(|| "another object".to_string());
+            format!(
+                "the ClusterProfile name {name:?} is taken by {holder}: `<promotion>-<stage>` \
+                 names collide, rename a stage or a promotion"
+            )
+        }
     }
 }
 
@@ -499,7 +526,12 @@ fn derive<'a>(
         .and_then(|s| profiles.owned.get(&s.name))
         .copied();
     let fresh = freshness(&as_stored(snap.object), promotion, first_profile);
-    let pipeline = pipeline::derive(promotion, reads_clusters(snap).then_some(&obs), &fresh);
+    let mut pipeline = pipeline::derive(promotion, reads_clusters(snap).then_some(&obs), &fresh);
+    // A reached stage whose ClusterProfile is another's deploys what that one holds, whatever
+    // the status says: list, describe and wait all judge it from here.
+    for (stage, why) in &profiles.taken {
+        pipeline.fail_stage(stage, why);
+    }
     (pipeline, profiles)
 }
 

@@ -168,6 +168,7 @@ impl StandIn {
             tokens: RwLock::new(tokens),
             authorizer: RwLock::new(None),
             deny_rules: RwLock::new(Vec::new()),
+            hangs: RwLock::new(Vec::new()),
             admission: RwLock::new(admission),
             drop_watches,
             bookmark_interval: options.bookmark_interval,
@@ -292,6 +293,17 @@ impl StandInHandle {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .push(rule);
+    }
+
+    /// Accept the requests that match `rule` (after authorization) and never answer them, as a
+    /// server whose webhook or storage hangs. They are not recorded in [`Self::requests`], which
+    /// lists answered requests.
+    pub fn hang(&self, rule: impl Fn(&Attributes) -> bool + Send + Sync + 'static) {
+        self.app
+            .hangs
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Arc::new(rule));
     }
 
     pub fn clear_denials(&self) {

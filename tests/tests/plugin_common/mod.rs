@@ -312,3 +312,28 @@ impl Drop for Running {
         }
     }
 }
+
+/// An API server that hangs: it accepts connections on 127.0.0.1 and never says a word (not
+/// even the TLS handshake), as a server whose process is stuck. Returns its `https://` URL; the
+/// listener lives until the test process ends.
+pub fn hung_server() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("https://{}", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        // Held, never read or written: the client waits for an answer that does not come.
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    url
+}
+
+/// A kubeconfig in `env`'s directory for the server at `url` (no CA, any token).
+pub fn kubeconfig_for(env: &Env, file: &str, url: &str) -> PathBuf {
+    let path = env.path(file);
+    promotion_e2e::bins::Kubeconfig::new("other", url, "token")
+        .write(&path)
+        .expect("write kubeconfig");
+    path
+}

@@ -19,6 +19,28 @@ pub fn judges(entry: &Entry<'_>) -> bool {
     is_cluster_promotion(entry.value)
 }
 
+/// What `kubectl apply` refuses in one ClusterPromotion entry: lint's findings (the same lines,
+/// merged as lint merges them) at the fields where the CRD's schema, which the API server
+/// enforces on every write, has an error. `diff -f` states these before its diff, in lint's words.
+pub fn apply_refusals(crd: &Crd, file: &str, entry: &Entry<'_>) -> Vec<Located> {
+    let refused: Vec<String> = crd_schema::check(crd, entry.value)
+        .into_findings()
+        .into_iter()
+        .filter(Finding::is_error)
+        .map(|f| f.path)
+        .collect();
+    if refused.is_empty() {
+        return Vec::new();
+    }
+    let mut found: Vec<Located> = lint(crd, entry.value)
+        .into_iter()
+        .filter(|f| f.is_error() && refused.contains(&f.path))
+        .map(|f| locate(file, entry, f))
+        .collect();
+    found.sort_by_key(|f| (f.line, f.column));
+    found
+}
+
 /// What one run accumulates.
 pub(super) struct Run<'a> {
     pub crd: &'a Crd,

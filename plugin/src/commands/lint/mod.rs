@@ -21,8 +21,8 @@ use promotion_shared::validation::{Severity, VALIDATION_STACK_BYTES};
 
 use crate::render::{Style, Tone};
 
-pub use document::judges;
 use document::Run;
+pub use document::{apply_refusals, judges};
 pub use inputs::Tally;
 
 fn after_help() -> String {
@@ -235,7 +235,8 @@ fn write_findings(
     ctx.write_out(&text)
 }
 
-fn render(f: &Located, style: Style) -> String {
+/// One finding as lint prints it: `file:line:col: error[code] path: message`.
+pub fn render(f: &Located, style: Style) -> String {
     let severity = match f.severity {
         Severity::Error => style.paint(&format!("error[{}]", f.code), Tone::Bad),
         Severity::Warning => style.paint(&format!("warning[{}]", f.code), Tone::Waiting),

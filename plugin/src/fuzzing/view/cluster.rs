@@ -82,22 +82,30 @@ pub fn profiles(c: &mut Choices, object: &Value) -> Read {
         _ => {}
     }
     let facts = Facts::of(object);
+    // Most promotions own every stage profile they have, as Sveltos writes them, and meet no
+    // other's: a profile that is not the promotion's fails its stage, so without these a
+    // pipeline would seldom get to complete.
+    let faithful = c.chance(90);
     let mut out = Vec::new();
     for stage in &facts.stages {
         if c.chance(80) {
-            out.push(stage_profile(c, &facts, stage));
+            out.push(stage_profile(c, &facts, stage, faithful));
         }
     }
-    for _ in 0..c.below(4).saturating_sub(1) {
+    // Another promotion's profiles, whose names may collide with this one's (not for a
+    // faithful promotion, whose profiles are all its own).
+    let foreign = c.below(4).saturating_sub(1);
+    for _ in 0..if faithful { 0 } else { foreign } {
         out.push(foreign_profile(c));
     }
     Ok(out)
 }
 
-fn stage_profile(c: &mut Choices, facts: &Facts, stage: &Value) -> Value {
+fn stage_profile(c: &mut Choices, facts: &Facts, stage: &Value, faithful: bool) -> Value {
     let stage_name = stage_name(stage);
     let mut spec = facts.profile_spec.clone();
-    match c.below(8) {
+    // A faithful profile holds the promotion's current spec.
+    match if faithful { 0 } else { c.below(8) } {
         0..=5 => {}
         // The previous rollout's spec, before a change.
         6 => {
@@ -136,6 +144,16 @@ fn stage_profile(c: &mut Choices, facts: &Facts, stage: &Value) -> Value {
         }
     }
     let mut metadata = json!({"name": format!("{}-{stage_name}", facts.name)});
+    let owner = |name: &str, uid: Option<&str>| {
+        json!({"apiVersion": API_VERSION, "kind": KIND, "name": name, "uid": uid,
+               "controller": true})
+    };
+    if faithful {
+        metadata["labels"] = json!({PROMOTION_NAME_LABEL: facts.name});
+        metadata["annotations"] = json!({STAGE_NAME_ANNOTATION: stage_name});
+        metadata["ownerReferences"] = json!([owner(facts.name, facts.uid)]);
+        return profile_of(c, metadata, spec);
+    }
     match c.below(8) {
         0..=5 => metadata["labels"] = json!({PROMOTION_NAME_LABEL: facts.name}),
         6 => metadata["labels"] = json!({PROMOTION_NAME_LABEL: c.pick(PROMOTION_NAMES)}),
@@ -146,10 +164,6 @@ fn stage_profile(c: &mut Choices, facts: &Facts, stage: &Value) -> Value {
         6 => metadata["annotations"] = json!({STAGE_NAME_ANNOTATION: c.pick(STAGE_NAMES)}),
         _ => {}
     }
-    let owner = |name: &str, uid: Option<&str>| {
-        json!({"apiVersion": API_VERSION, "kind": KIND, "name": name, "uid": uid,
-               "controller": true})
-    };
     match c.below(10) {
         0..=6 => metadata["ownerReferences"] = json!([owner(facts.name, facts.uid)]),
         7 => metadata["ownerReferences"] = json!([owner(facts.name, Some("another-uid"))]),
@@ -159,6 +173,11 @@ fn stage_profile(c: &mut Choices, facts: &Facts, stage: &Value) -> Value {
         }
         _ => {}
     }
+    profile_of(c, metadata, spec)
+}
+
+/// A stage ClusterProfile with this metadata and spec, matching a few clusters.
+fn profile_of(c: &mut Choices, metadata: Value, spec: Value) -> Value {
     let matching: Vec<Value> = (0..c.below(4)).map(|_| cluster_reference(c)).collect();
     json!({
         "apiVersion": API_VERSION,

@@ -258,10 +258,11 @@ fn check(promotion: &ClusterPromotion, snap: SnapshotRef<'_>, d: &Description) {
             );
         }
         if let StageState::Failed { .. } = v.state {
+            // A failed cluster says so, or the stage's ClusterProfile is another's.
             let failed = detail.cluster_counts.as_ref().map_or(0, |c| c.failed);
             assert!(
-                failed > 0,
-                "stage {i} failed without a failed cluster: {detail:?}"
+                failed > 0 || detail.cluster_profile_taken.is_some(),
+                "stage {i} failed without a failed cluster or a taken profile: {detail:?}"
             );
         }
         if let Some(c) = &detail.cluster_counts {

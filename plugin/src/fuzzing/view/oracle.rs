@@ -40,6 +40,10 @@
 //!   `FailedNonRetriable` (§2.1's enum; §4: "A template error or maxConsecutiveFailures gives
 //!   FailedNonRetriable"). A provisioned stage with a failing summary is not a case the documents
 //!   settle: undetermined. The rules after this one apply only when the stage cannot be failed.
+//! - **Taken**: a reached stage whose ClusterProfile `<promotion>-<stage>` was read and is not
+//!   this promotion's (its promotion-name label, stage-name annotation or ClusterPromotion owner
+//!   reference names another, §3.2) deploys what that profile holds: it is failed for good,
+//!   whatever the rules here say, unless it is blocked; and then the phase is failed.
 //! - **Provisioning**: no `lastSuccessfulAppliedTime` (§1.6: "once it is set, the stage counts as
 //!   provisioned"; STATES.md, kyverno-failed-dev.yaml). An empty string is not a time:
 //!   undetermined.
@@ -150,6 +154,8 @@ impl State {
 pub struct StageExpectation {
     pub name: String,
     pub reached: bool,
+    /// Its ClusterProfile was read and is another's ([`taken`]; `None`: undetermined).
+    pub taken: Option<bool>,
     /// `None`: undetermined.
     pub state: Option<State>,
     /// Until when the stage soaks or waits for its window (`Some(None)`: the description gives
@@ -381,6 +387,56 @@ fn failure(
     }
 }
 
+/// Whether the ClusterProfile `<promotion>-<stage>` was read and is not this promotion's: its
+/// promotion-name label names another (or none), its stage-name annotation another stage, or an
+/// owner reference of kind ClusterPromotion names another promotion or this name with another
+/// uid (§3.2: Sveltos labels, annotates and owns the profiles it generates).
+/// `None` when the documents do not settle it (two profiles of that name were read, which no
+/// API server lists).
+fn taken(object: &Value, stage: &str, profiles: Option<&[Value]>) -> Option<bool> {
+    let promotion = str_at(object, "/metadata/name").unwrap_or_default();
+    let uid = str_at(object, "/metadata/uid");
+    let wanted = format!("{promotion}-{stage}");
+    let named: Vec<&Value> = profiles
+        .unwrap_or_default()
+        .iter()
+        .filter(|p| str_at(p, "/metadata/name") == Some(wanted.as_str()))
+        .collect();
+    let profile = match named.as_slice() {
+        [] => return Some(false),
+        [one] => *one,
+        _ => return None,
+    };
+    let label = str_at(
+        profile,
+        &format!(
+            "/metadata/labels/{}",
+            esc("config.projectsveltos.io/promotionname")
+        ),
+    );
+    let annotation = str_at(
+        profile,
+        &format!(
+            "/metadata/annotations/{}",
+            esc("config.projectsveltos.io/stagename")
+        ),
+    );
+    let owners = profile
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array);
+    let owned = owners.is_none_or(|refs| {
+        refs.iter().any(|r| {
+            str_at(r, "/kind") == Some("ClusterPromotion")
+                && str_at(r, "/name") == Some(promotion)
+                && match (uid, str_at(r, "/uid")) {
+                    (Some(a), Some(b)) => a == b,
+                    _ => true,
+                }
+        })
+    });
+    Some(label != Some(promotion) || annotation.is_some_and(|a| a != stage) || !owned)
+}
+
 /// A JSON pointer token for a key with `/` in it (RFC 6901).
 fn esc(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
@@ -448,7 +504,16 @@ pub fn expect(
             } else {
                 Failure::Impossible
             };
-            let cannot_fail = matches!(fail, Failure::Impossible);
+            // The stage's ClusterProfile is another's (a name collision or a leftover of a
+            // deleted namesake): it deploys what that profile holds, so the stage fails for good
+            // whatever its status says, unless Sveltos refuses the promotion (blocked).
+            // With repeated stage names the documents do not say which stage a profile is for.
+            let taken = match (reached[i], unique) {
+                (false, _) => Some(false),
+                (true, true) => taken(object, name, profiles),
+                (true, false) => None,
+            };
+            let cannot_fail = matches!(fail, Failure::Impossible) && taken == Some(false);
 
             let (state, until) = if !unique {
                 (None, None)
@@ -478,9 +543,23 @@ pub fn expect(
                     }
                 }
             };
+            // A licence text the Blocked rule leaves undetermined may still block the stage.
+            let licence = mine.iter().any(|e| {
+                present(e.get("failureMessage"))
+                    .and_then(Value::as_str)
+                    .is_some_and(|m| m.starts_with(LICENCE))
+            });
+            let (state, until) = match (state, taken) {
+                (Some(State::Blocked), _) => (Some(State::Blocked), until),
+                (_, Some(true)) if licence => (None, None),
+                (_, Some(true)) => (Some(State::Failed { for_good: true }), None),
+                (_, None) => (None, None),
+                (state, Some(false)) => (state, until),
+            };
             StageExpectation {
                 name: name.clone(),
                 reached: reached[i],
+                taken,
                 state,
                 until,
                 cannot_fail,
@@ -504,7 +583,23 @@ pub fn expect(
             .iter()
             .zip(&names)
             .all(|(e, n)| *e == n.as_str());
+    let any_taken = stages
+        .iter()
+        .any(|s| s.taken == Some(true) && s.state != Some(State::Blocked));
+    let taken_unsettled = stages.iter().any(|s| s.taken.is_none());
     let phase = phase_even_if_stale.clone().or_else(|| {
+        if any_taken {
+            // A licence refusal anywhere blocks the promotion first (see Blocked).
+            let refused = entries.iter().any(|e| {
+                present(e.get("failureMessage"))
+                    .and_then(Value::as_str)
+                    .is_some_and(|m| m.starts_with(LICENCE))
+            });
+            return (!refused).then_some(Phase::Failed);
+        }
+        if taken_unsettled {
+            return None;
+        }
         if !as_written {
             return None;
         }

@@ -69,6 +69,9 @@ pub(crate) struct AppState {
     pub tokens: RwLock<BTreeMap<String, UserInfo>>,
     pub authorizer: RwLock<Option<Authorizer>>,
     pub deny_rules: RwLock<Vec<DenyRule>>,
+    /// Requests that match one of these are accepted and never answered (a hung webhook or
+    /// etcd, seen from the client).
+    pub hangs: RwLock<Vec<HangRule>>,
     pub admission: RwLock<Option<Arc<AdmissionClient>>>,
     pub drop_watches: tokio_watch::Sender<u64>,
     pub bookmark_interval: Duration,
@@ -81,7 +84,14 @@ fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
     lock.read().unwrap_or_else(|p| p.into_inner())
 }
 
+/// A test's rule for requests to leave unanswered.
+pub type HangRule = Arc<dyn Fn(&Attributes) -> bool + Send + Sync>;
+
 impl AppState {
+    fn hangs(&self, a: &Attributes) -> bool {
+        read(&self.hangs).iter().any(|rule| rule(a))
+    }
+
     pub fn decide(&self, a: &Attributes) -> Decision {
         if read(&self.deny_rules).iter().any(|r| r.matches(a)) {
             return Decision::Deny(None);
@@ -165,6 +175,10 @@ async fn serve(
     let attributes = info.attributes(user.clone(), verb, path);
     if let Decision::Deny(reason) = app.decide(&attributes) {
         return Err(auth::forbidden(&attributes, reason.as_deref()));
+    }
+    if app.hangs(&attributes) {
+        // Until the server shuts down, which drops this request with its connection.
+        std::future::pending::<()>().await;
     }
     let scope = RequestScope {
         app,
