@@ -6,3 +6,4 @@ pub mod backend;
 pub mod bins;
 pub mod envtest;
 pub mod fixtures;
+pub mod proxy;

@@ -231,3 +231,64 @@ fn the_stage_profile_names_the_clusters_once_sveltos_created_it() {
         out.stdout
     );
 }
+
+/// A managed cluster's kubeconfig `proxy-url` is honoured as kubectl honours it (issue 25,
+/// item 12), and at `-v 6` the requests to the managed cluster are logged like those to the
+/// management cluster (issue 25, polish).
+#[test]
+fn managed_clusters_are_reached_through_their_proxy_and_logged_at_v6() {
+    let cluster = managed("true");
+    let proxy = promotion_e2e::proxy::ForwardProxy::start().expect("proxy");
+    let dir = tempfile::tempdir().unwrap();
+    let kc = std::fs::read_to_string(cluster.write_kubeconfig(dir.path()).unwrap()).unwrap();
+    let server_line = format!("    server: {}\n", cluster.url());
+    assert!(kc.contains(&server_line), "{kc}");
+    let with_proxy = kc.replace(
+        &server_line,
+        &format!("{server_line}    proxy-url: {}\n", proxy.http_url()),
+    );
+    let env = Env::start([
+        namespace("dev"),
+        promotion(),
+        sveltos_cluster("dev01", "dev"),
+        kubeconfig_secret("dev01", with_proxy.as_bytes()),
+    ]);
+    let out = env.run(&["health", "web-rollout", "--stage", "dev", "-v", "6"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let managed_port = cluster
+        .url()
+        .rsplit(':')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let tunnels = proxy.tunnels();
+    assert!(
+        !tunnels.is_empty()
+            && tunnels
+                .iter()
+                .all(|t| t.target == format!("127.0.0.1:{managed_port}")),
+        "{tunnels:?}"
+    );
+    // The management cluster's requests and the managed cluster's, in kubectl's words.
+    let logged = |url: &str| {
+        out.stderr
+            .lines()
+            .any(|l| l.contains(&format!("] GET {url}")) && l.contains(" 200 OK in "))
+    };
+    assert!(
+        logged(&format!(
+            "{}/apis/config.projectsveltos.io/v1beta1/clusterpromotions/web-rollout",
+            env.server.url()
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        logged(&format!(
+            "{}/api/v1/configmaps?fieldSelector=metadata.namespace%3Dapps&labelSelector=app%3Dweb",
+            cluster.url()
+        )),
+        "{}",
+        out.stderr
+    );
+}

@@ -20,12 +20,17 @@ use crate::error::{Error, Request, Result};
 pub struct Kube {
     client: kube::Client,
     server: String,
+    /// The proxy the connection goes through, named when it cannot be reached.
+    proxy: Option<String>,
+    /// `-v`, for the clients of managed clusters.
+    verbosity: u8,
 }
 
 impl Kube {
     pub async fn connect(flags: &ConnectionFlags) -> Result<Kube> {
         let conn = flags.resolve().await?;
         let server = conn.server.clone();
+        let proxy = conn.config.proxy_url.as_ref().map(|p| p.to_string());
         let builder = kube::client::ClientBuilder::try_from(conn.config).map_err(|e| match e {
             kube::Error::Auth(a) => credentials_error(&server, &a),
             other => Error::Kubeconfig(format!(
@@ -37,11 +42,32 @@ impl Kube {
             Some(log) => builder.with_layer(&log).build(),
             None => builder.build(),
         };
-        Ok(Kube { client, server })
+        Ok(Kube {
+            client,
+            server,
+            proxy,
+            verbosity: flags.v,
+        })
     }
 
     pub fn client(&self) -> kube::Client {
         self.client.clone()
+    }
+
+    /// The `-v` level the management cluster's requests are logged at.
+    pub fn verbosity(&self) -> u8 {
+        self.verbosity
+    }
+
+    /// Why a connection failed, naming the proxy it went through.
+    fn unreachable(&self, reason: String) -> Error {
+        Error::Unreachable {
+            server: self.server.clone(),
+            reason: match &self.proxy {
+                Some(p) => format!("through the proxy {}: {reason}", p.trim_end_matches('/')),
+                None => reason,
+            },
+        }
     }
 
     /// Map a client error for `req` to the plugin's error.
@@ -86,14 +112,8 @@ impl Kube {
                 },
             },
             kube::Error::Auth(e) => credentials_error(&self.server, &e),
-            kube::Error::HyperError(e) => Error::Unreachable {
-                server: self.server.clone(),
-                reason: chain(&e),
-            },
-            kube::Error::Service(e) => Error::Unreachable {
-                server: self.server.clone(),
-                reason: chain(e.as_ref()),
-            },
+            kube::Error::HyperError(e) => self.unreachable(chain(&e)),
+            kube::Error::Service(e) => self.unreachable(chain(e.as_ref())),
             other => Error::Api {
                 request: req.clone(),
                 message: chain(&other),
