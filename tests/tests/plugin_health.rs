@@ -292,3 +292,39 @@ fn managed_clusters_are_reached_through_their_proxy_and_logged_at_v6() {
         out.stderr
     );
 }
+
+/// Issue 25, item 2: a live miss is explained by what the managed cluster has (read without
+/// Sveltos' selectors), never by a guess about the kind's scope.
+#[test]
+fn a_live_miss_is_explained_by_what_the_cluster_has() {
+    let cluster = managed("true");
+    let dir = tempfile::tempdir().unwrap();
+    let kc = std::fs::read(cluster.write_kubeconfig(dir.path()).unwrap()).unwrap();
+    let mut p = promotion();
+    p["spec"]["stages"][0]["trigger"]["auto"]["postDelayHealthChecks"][0]["namespace"] =
+        json!("nothere");
+    let env = Env::start([
+        namespace("dev"),
+        p,
+        sveltos_cluster("dev01", "dev"),
+        kubeconfig_secret("dev01", &kc),
+    ]);
+    let out = env.run(&[
+        "health",
+        "web-rollout",
+        "--stage",
+        "dev",
+        "--check",
+        "web-config-ready",
+    ]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains(
+            "validateHealth: web-config-ready did not fetch any resource (3 ConfigMap objects \
+             exist in the cluster, in namespaces apps, other, none in namespace nothere)"
+        ),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("cluster-scoped"), "{}", out.stdout);
+}
