@@ -328,3 +328,40 @@ fn a_live_miss_is_explained_by_what_the_cluster_has() {
     );
     assert!(!out.stdout.contains("cluster-scoped"), "{}", out.stdout);
 }
+
+/// `-v 7` prints no empty `Request Headers:` section (issue 25, polish): every section title is
+/// followed by at least one header line.
+#[test]
+fn v7_prints_no_empty_header_section() {
+    let cluster = managed("true");
+    let env = fleet(&cluster);
+    let out = env.run(&[
+        "health",
+        "web-rollout",
+        "--stage",
+        "dev",
+        "--managed-cluster",
+        "dev/dev01",
+        "-v",
+        "7",
+    ]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert!(
+        lines.iter().any(|l| l.ends_with("] Response Headers:")),
+        "{}",
+        out.stderr
+    );
+    for (i, l) in lines.iter().enumerate() {
+        if l.ends_with(" Headers:") {
+            let next = lines.get(i + 1).copied().unwrap_or_default();
+            assert!(
+                next.split("] ")
+                    .nth(1)
+                    .is_some_and(|t| t.starts_with("    ")),
+                "empty section at line {i}: {}",
+                out.stderr
+            );
+        }
+    }
+}
