@@ -104,25 +104,30 @@ pub fn read(path: &Path, promotion: Option<&str>) -> Result<Snapshot> {
 }
 
 /// A client as kubectl would connect: `--kubeconfig`, else `$KUBECONFIG` and `~/.kube/config`,
-/// else the in-cluster service account; `--context` picks a context.
+/// else the in-cluster service account; `--context` picks a context. Proxies as client-go
+/// decides them (the cluster's `proxy-url`, else `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY`, never for
+/// loopback): [`kube_connect`], the rule the plugin uses too.
 pub async fn client(kubeconfig: Option<&Path>, context: Option<&str>) -> Result<Client> {
     let options = KubeConfigOptions {
         context: context.map(str::to_string),
         ..KubeConfigOptions::default()
     };
     let connecting = |e: &dyn std::fmt::Display| Error::Cluster(format!("connecting: {e}"));
-    let config = match kubeconfig {
-        Some(path) => {
-            let file = Kubeconfig::read_from(path)
-                .map_err(|e| Error::Cluster(format!("reading {}: {e}", path.display())))?;
-            Config::from_custom_kubeconfig(file, &options)
-                .await
-                .map_err(|e| connecting(&e))?
-        }
-        None if context.is_some() => Config::from_kubeconfig(&options)
-            .await
-            .map_err(|e| connecting(&e))?,
-        None => Config::infer().await.map_err(|e| connecting(&e))?,
+    let file = match kubeconfig {
+        Some(path) => Some(
+            Kubeconfig::read_from(path)
+                .map_err(|e| Error::Cluster(format!("reading {}: {e}", path.display())))?,
+        ),
+        None => match Kubeconfig::read() {
+            Ok(file) => Some(file),
+            // No kubeconfig at all: in-cluster, unless a context was asked for.
+            Err(_) if context.is_none() => None,
+            Err(e) => return Err(Error::Cluster(format!("reading the kubeconfig: {e}"))),
+        },
+    };
+    let config = match file {
+        Some(file) => kube_connect::from_kubeconfig(file, &options).map_err(|e| connecting(&e))?,
+        None => Config::incluster().map_err(|e| connecting(&e))?,
     };
     Client::try_from(config).map_err(|e| Error::Cluster(format!("connecting: {e}")))
 }

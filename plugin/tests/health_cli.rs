@@ -297,3 +297,62 @@ fn a_whole_number_is_named_an_integer_as_the_api_server_names_it() {
         stderr(&out)
     );
 }
+
+/// Issue 25, item 3: `lint` and `health` agree on a script gopher-lua compiles and LuaJIT
+/// cannot (20,000 nested parentheses): `health` says it is the local runtime's limit instead of
+/// printing LuaJIT's refusal as what Sveltos records.
+#[test]
+fn a_script_only_luajit_refuses_is_a_limit_of_the_local_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "function evaluate() return {{healthy = {}true{}}} end",
+        "(".repeat(20_000),
+        ")".repeat(20_000)
+    );
+    let promotion = serde_json::json!({
+        "apiVersion": "config.projectsveltos.io/v1beta1",
+        "kind": "ClusterPromotion",
+        "metadata": {"name": "deep"},
+        "spec": {
+            "profileSpec": {"policyRefs": [{"kind": "ConfigMap", "name": "web", "namespace": "default"}]},
+            "stages": [{"name": "dev", "clusterSelector": {"matchLabels": {"env": "dev"}},
+                "trigger": {"auto": {"delay": "1m", "postDelayHealthChecks": [
+                    {"name": "deep", "featureID": "Resources", "version": "v1",
+                     "kind": "ConfigMap", "namespace": "apps", "script": script}]}}},
+                {"name": "prod", "clusterSelector": {"matchLabels": {"env": "prod"}}}]
+        }
+    });
+    let path = dir.path().join("deep.yaml");
+    std::fs::write(&path, promotion.to_string()).unwrap();
+    let object = dir.path().join("cm.yaml");
+    std::fs::write(
+        &object,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: apps}\n",
+    )
+    .unwrap();
+
+    let lint = bin().arg("lint").arg(&path).output().unwrap();
+    assert_eq!(
+        lint.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&lint),
+        stderr(&lint)
+    );
+
+    let mut c = bin();
+    c.arg("health")
+        .arg("-f")
+        .arg(&path)
+        .arg("--object")
+        .arg(&object);
+    let out = c.output().unwrap();
+    let text = stdout(&out);
+    assert!(
+        text.contains("the local LuaJIT runtime cannot run this script: ")
+            && text.contains("too many syntax levels; Sveltos (gopher-lua) would run it"),
+        "{text}{}",
+        stderr(&out)
+    );
+    assert!(!text.contains("Sveltos records"), "{text}");
+}

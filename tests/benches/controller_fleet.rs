@@ -196,8 +196,8 @@ fn main() {
     // Baseline: one LIST of all ClusterSummaries, through the same server.
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     let list_time = runtime.block_on(async {
-        let client = promotion_e2e::envtest::client_from_kubeconfig("admin", &kubeconfig)
-            .expect("a client");
+        let client =
+            promotion_e2e::envtest::client_from_kubeconfig("admin", &kubeconfig).expect("a client");
         let api: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(
             client,
             &kube::api::ApiResource {
@@ -231,7 +231,9 @@ fn main() {
     let ready = started.elapsed();
     let ok = "promotion_controller_reconciles_total{result=\"ok\"}";
     loop {
-        let text = http::get(metrics, "/metrics").map(|r| r.1).unwrap_or_default();
+        let text = http::get(metrics, "/metrics")
+            .map(|r| r.1)
+            .unwrap_or_default();
         if counter(&text, ok) >= args.promotions as f64 {
             break;
         }
@@ -279,7 +281,10 @@ fn main() {
     let p50 = percentile(&reactions, 50.0);
     let p99 = percentile(&reactions, 99.0);
     let ratio = |d: Duration| d.as_secs_f64() / list_time.as_secs_f64();
-    println!("baseline: one LIST of {} ClusterSummaries: {list_time:.1?}", args.promotions * CANARY);
+    println!(
+        "baseline: one LIST of {} ClusterSummaries: {list_time:.1?}",
+        args.promotions * CANARY
+    );
     println!(
         "startup: ready (caches listed) in {ready:.1?} ({:.1}x the baseline LIST)",
         ratio(ready)

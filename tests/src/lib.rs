@@ -8,3 +8,4 @@ pub mod bins;
 pub mod controller_process;
 pub mod envtest;
 pub mod fixtures;
+pub mod proxy;

@@ -63,6 +63,8 @@ fn the_engines_do_not_depend_on_the_domain() {
         "go-text",
         "promotion-manifest",
         "promotion-findings",
+        // The connection rule the plugin uses and the controller can call.
+        "kube-connect",
     ] {
         let tree = links(engine);
         assert!(

@@ -231,3 +231,137 @@ fn the_stage_profile_names_the_clusters_once_sveltos_created_it() {
         out.stdout
     );
 }
+
+/// A managed cluster's kubeconfig `proxy-url` is honoured as kubectl honours it (issue 25,
+/// item 12), and at `-v 6` the requests to the managed cluster are logged like those to the
+/// management cluster (issue 25, polish).
+#[test]
+fn managed_clusters_are_reached_through_their_proxy_and_logged_at_v6() {
+    let cluster = managed("true");
+    let proxy = promotion_e2e::proxy::ForwardProxy::start().expect("proxy");
+    let dir = tempfile::tempdir().unwrap();
+    let kc = std::fs::read_to_string(cluster.write_kubeconfig(dir.path()).unwrap()).unwrap();
+    let server_line = format!("    server: {}\n", cluster.url());
+    assert!(kc.contains(&server_line), "{kc}");
+    let with_proxy = kc.replace(
+        &server_line,
+        &format!("{server_line}    proxy-url: {}\n", proxy.http_url()),
+    );
+    let env = Env::start([
+        namespace("dev"),
+        promotion(),
+        sveltos_cluster("dev01", "dev"),
+        kubeconfig_secret("dev01", with_proxy.as_bytes()),
+    ]);
+    let out = env.run(&["health", "web-rollout", "--stage", "dev", "-v", "6"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let managed_port = cluster
+        .url()
+        .rsplit(':')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let tunnels = proxy.tunnels();
+    assert!(
+        !tunnels.is_empty()
+            && tunnels
+                .iter()
+                .all(|t| t.target == format!("127.0.0.1:{managed_port}")),
+        "{tunnels:?}"
+    );
+    // The management cluster's requests and the managed cluster's, in kubectl's words.
+    let logged = |url: &str| {
+        out.stderr
+            .lines()
+            .any(|l| l.contains(&format!("] GET {url}")) && l.contains(" 200 OK in "))
+    };
+    assert!(
+        logged(&format!(
+            "{}/apis/config.projectsveltos.io/v1beta1/clusterpromotions/web-rollout",
+            env.server.url()
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        logged(&format!(
+            "{}/api/v1/configmaps?fieldSelector=metadata.namespace%3Dapps&labelSelector=app%3Dweb",
+            cluster.url()
+        )),
+        "{}",
+        out.stderr
+    );
+}
+
+/// Issue 25, item 2: a live miss is explained by what the managed cluster has (read without
+/// Sveltos' selectors), never by a guess about the kind's scope.
+#[test]
+fn a_live_miss_is_explained_by_what_the_cluster_has() {
+    let cluster = managed("true");
+    let dir = tempfile::tempdir().unwrap();
+    let kc = std::fs::read(cluster.write_kubeconfig(dir.path()).unwrap()).unwrap();
+    let mut p = promotion();
+    p["spec"]["stages"][0]["trigger"]["auto"]["postDelayHealthChecks"][0]["namespace"] =
+        json!("nothere");
+    let env = Env::start([
+        namespace("dev"),
+        p,
+        sveltos_cluster("dev01", "dev"),
+        kubeconfig_secret("dev01", &kc),
+    ]);
+    let out = env.run(&[
+        "health",
+        "web-rollout",
+        "--stage",
+        "dev",
+        "--check",
+        "web-config-ready",
+    ]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains(
+            "validateHealth: web-config-ready did not fetch any resource (3 ConfigMap objects \
+             exist in the cluster, in namespaces apps, other, none in namespace nothere)"
+        ),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("cluster-scoped"), "{}", out.stdout);
+}
+
+/// `-v 7` prints no empty `Request Headers:` section (issue 25, polish): every section title is
+/// followed by at least one header line.
+#[test]
+fn v7_prints_no_empty_header_section() {
+    let cluster = managed("true");
+    let env = fleet(&cluster);
+    let out = env.run(&[
+        "health",
+        "web-rollout",
+        "--stage",
+        "dev",
+        "--managed-cluster",
+        "dev/dev01",
+        "-v",
+        "7",
+    ]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert!(
+        lines.iter().any(|l| l.ends_with("] Response Headers:")),
+        "{}",
+        out.stderr
+    );
+    for (i, l) in lines.iter().enumerate() {
+        if l.ends_with(" Headers:") {
+            let next = lines.get(i + 1).copied().unwrap_or_default();
+            assert!(
+                next.split("] ")
+                    .nth(1)
+                    .is_some_and(|t| t.starts_with("    ")),
+                "empty section at line {i}: {}",
+                out.stderr
+            );
+        }
+    }
+}

@@ -26,12 +26,23 @@ pub use result::{CheckReport, Evaluation, ObjectRef, Status};
 pub use spec::{checks, Check, SpecError};
 
 /// Whether the cluster serves the check's kind: a live run knows, an offline run does not.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum KindServed {
-    Yes,
+    /// Served; the candidates are the cluster's answer to the LIST Sveltos sends.
+    Yes(Listing),
     /// No such group/version/kind: Sveltos skips the check and it passes.
     No,
+    /// Offline: the candidates are all the objects given, selected here.
     Unknown,
+}
+
+/// What a live run read about a served kind besides Sveltos' LIST, to explain an empty answer.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Listing {
+    /// From discovery: whether the kind is namespaced (`None`: not known).
+    pub namespaced: Option<bool>,
+    /// Every object of the kind, listed without Sveltos' selectors (`None`: not read).
+    pub unselected: Option<Vec<Value>>,
 }
 
 /// What a check is evaluated with.
@@ -146,40 +157,7 @@ fn evaluate_check(
     });
     if selected.is_empty() {
         let text = format!("validateHealth: {} did not fetch any resource", check.name);
-        let same_kind: Vec<&Value> = candidates
-            .iter()
-            .filter(|o| select::same_kind(check, o))
-            .collect();
-        let hint = if same_kind.is_empty() && served == KindServed::Unknown {
-            format!(
-                " (no {} {} among the objects given; if the cluster has no such kind at all, \
-                 Sveltos skips the check instead and it passes)",
-                check.api_version(),
-                check.kind
-            )
-        } else if !check.namespace.is_empty()
-            && !same_kind
-                .iter()
-                .any(|o| select::namespace_of(o) == check.namespace)
-        {
-            format!(
-                " ({} {} exist, but none in namespace {}: Sveltos lists with the field selector \
-                 metadata.namespace={}, which a cluster-scoped kind never matches)",
-                same_kind.len(),
-                check.kind,
-                check.namespace,
-                check.namespace
-            )
-        } else if !same_kind.is_empty() {
-            format!(
-                " ({} {} exist, but none matches the label selector {})",
-                same_kind.len(),
-                check.kind,
-                select::label_selector(&check.label_filters)
-            )
-        } else {
-            String::new()
-        };
+        let hint = explain_miss(check, candidates, &served);
         let mut e = Evaluation::new(check, None, Status::Unhealthy, format!("{text}{hint}"));
         e.sveltos_error = Some(text);
         return vec![e];
@@ -188,6 +166,89 @@ fn evaluate_check(
         .into_iter()
         .map(|o| evaluate_object(check, o, &metrics, inputs))
         .collect()
+}
+
+/// Why a check selected nothing, computed only from what was read: offline, the objects given;
+/// live, the objects of the kind listed without Sveltos' selectors and the kind's scope from
+/// discovery. Empty when nothing was read that could tell.
+pub fn explain_miss(check: &Check, candidates: &[Value], served: &KindServed) -> String {
+    let (pool, namespaced, verb): (Vec<&Value>, Option<bool>, (&str, &str)) = match served {
+        KindServed::No => return String::new(),
+        KindServed::Unknown => (
+            candidates
+                .iter()
+                .filter(|o| select::same_kind(check, o))
+                .collect(),
+            None,
+            ("is given", "are given"),
+        ),
+        KindServed::Yes(listing) => match &listing.unselected {
+            Some(all) => (
+                all.iter().filter(|o| select::same_kind(check, o)).collect(),
+                listing.namespaced,
+                ("exists in the cluster", "exist in the cluster"),
+            ),
+            None => return String::new(),
+        },
+    };
+    let kind = format!("{} {}", check.api_version(), check.kind);
+    let count = |n: usize| match n {
+        1 => format!("1 {} {}", check.kind, verb.0),
+        n => format!("{n} {} objects {}", check.kind, verb.1),
+    };
+    if pool.is_empty() {
+        return match served {
+            KindServed::Unknown => format!(
+                " (no {kind} among the objects given; if the cluster has no such kind at all, \
+                 Sveltos skips the check instead and it passes)"
+            ),
+            _ => format!(" (the cluster serves {kind} but has no object of it)"),
+        };
+    }
+    let in_scope: Vec<&&Value> = pool
+        .iter()
+        .filter(|o| check.namespace.is_empty() || select::namespace_of(o) == check.namespace)
+        .collect();
+    if in_scope.is_empty() {
+        // Only reached with a namespace set. The kind's scope: discovery's word, or offline,
+        // objects that all lack a namespace.
+        let cluster_scoped = match namespaced {
+            Some(n) => !n,
+            None => pool.iter().all(|o| select::namespace_of(o).is_empty()),
+        };
+        if cluster_scoped {
+            return format!(
+                " ({}, but {} is cluster-scoped: Sveltos lists with the field selector \
+                 metadata.namespace={}, which no cluster-scoped object matches)",
+                count(pool.len()),
+                check.kind,
+                check.namespace
+            );
+        }
+        let mut namespaces: Vec<&str> = pool.iter().map(|o| select::namespace_of(o)).collect();
+        namespaces.sort_unstable();
+        namespaces.dedup();
+        return format!(
+            " ({}, in namespace{} {}, none in namespace {})",
+            count(pool.len()),
+            if namespaces.len() == 1 { "" } else { "s" },
+            namespaces.join(", "),
+            check.namespace
+        );
+    }
+    let selector = select::label_selector(&check.label_filters);
+    if selector.is_empty() {
+        return String::new();
+    }
+    format!(
+        " ({}{}, none matches the label selector {selector})",
+        count(in_scope.len()),
+        if check.namespace.is_empty() {
+            String::new()
+        } else {
+            format!(" in namespace {}", check.namespace)
+        }
+    )
 }
 
 fn metrics_only(check: &Check, metrics: &BTreeMap<String, f64>, inputs: &Inputs) -> Evaluation {
@@ -389,5 +450,155 @@ mod tests {
         assert_eq!(r.status(), Status::NotEvaluated);
         assert!(r.evaluations[0].message.contains("helmCharts is empty"));
         assert_eq!(r.evaluations[0].healthy, None);
+    }
+
+    fn check_of(kind: &str, namespace: &str, labels: Value) -> Check {
+        let mut c = json!({"name": "c", "featureID": "Resources", "version": "v1", "kind": kind,
+                           "labelFilters": labels});
+        if !namespace.is_empty() {
+            c["namespace"] = json!(namespace);
+        }
+        checks(&promotion(c), None).unwrap().remove(0)
+    }
+
+    fn obj(kind: &str, namespace: &str, name: &str, app: &str) -> Value {
+        let mut o = json!({"apiVersion": "v1", "kind": kind,
+                           "metadata": {"name": name, "labels": {"app": app}}});
+        if !namespace.is_empty() {
+            o["metadata"]["namespace"] = json!(namespace);
+        }
+        o
+    }
+
+    fn live(namespaced: Option<bool>, unselected: Option<Vec<Value>>) -> KindServed {
+        KindServed::Yes(Listing {
+            namespaced,
+            unselected,
+        })
+    }
+
+    /// Issue 25, item 2: a live miss of a namespaced kind was explained as "0 Pod exist … which
+    /// a cluster-scoped kind never matches" while a Pod existed in another namespace.
+    #[test]
+    fn miss_explanations_state_what_was_read() {
+        let pod_default = obj("Pod", "default", "p", "web");
+        let cases: Vec<(Check, Vec<Value>, KindServed, &str)> = vec![
+            (
+                check_of("Pod", "apps", json!([])),
+                vec![],
+                live(Some(true), Some(vec![pod_default.clone()])),
+                " (1 Pod exists in the cluster, in namespace default, none in namespace apps)",
+            ),
+            (
+                check_of("Pod", "apps", json!([])),
+                vec![pod_default.clone(), obj("Pod", "kube-system", "q", "x")],
+                KindServed::Unknown,
+                " (2 Pod objects are given, in namespaces default, kube-system, none in namespace apps)",
+            ),
+            (
+                check_of("Namespace", "apps", json!([])),
+                vec![],
+                live(Some(false), Some(vec![obj("Namespace", "", "apps", "")])),
+                " (1 Namespace exists in the cluster, but Namespace is cluster-scoped: Sveltos \
+                 lists with the field selector metadata.namespace=apps, which no cluster-scoped \
+                 object matches)",
+            ),
+            (
+                check_of("Pod", "apps", json!([{"key": "app", "operation": "Equal", "value": "api"}])),
+                vec![],
+                live(Some(true), Some(vec![obj("Pod", "apps", "a", "web"), obj("Pod", "apps", "b", "db"), pod_default.clone()])),
+                " (2 Pod objects exist in the cluster in namespace apps, none matches the label selector app=api)",
+            ),
+            (
+                check_of("Pod", "apps", json!([])),
+                vec![],
+                live(Some(true), Some(vec![])),
+                " (the cluster serves v1 Pod but has no object of it)",
+            ),
+            // Nothing else was read: nothing is claimed.
+            (check_of("Pod", "apps", json!([])), vec![], live(Some(true), None), ""),
+        ];
+        for (check, candidates, served, want) in cases {
+            assert_eq!(
+                explain_miss(&check, &candidates, &served),
+                want,
+                "{served:?}"
+            );
+            let r = run_check(&check, &candidates, served, &Inputs::default());
+            assert_eq!(
+                r.evaluations[0].message,
+                format!("validateHealth: c did not fetch any resource{want}")
+            );
+        }
+    }
+
+    /// Every combination of a small world: the numbers, namespaces and scope an explanation
+    /// states are the ones of the objects read.
+    #[test]
+    fn every_explanation_agrees_with_its_inputs() {
+        let spots = [
+            ("", "a"),
+            ("default", "a"),
+            ("default", "b"),
+            ("kube-system", "a"),
+        ];
+        for mask in 0u32..(1 << spots.len()) {
+            let pool: Vec<Value> = spots
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| mask & (1 << i) != 0)
+                .map(|(i, (ns, app))| obj("Thing", ns, &format!("o{i}"), app))
+                .collect();
+            for namespace in ["", "default", "apps"] {
+                for labels in [
+                    json!([]),
+                    json!([{"key": "app", "operation": "Equal", "value": "z"}]),
+                ] {
+                    let check = check_of("Thing", namespace, labels.clone());
+                    for namespaced in [None, Some(true), Some(false)] {
+                        let served = live(namespaced, Some(pool.clone()));
+                        let text = explain_miss(&check, &[], &served);
+                        let in_ns: Vec<&Value> = pool
+                            .iter()
+                            .filter(|o| {
+                                namespace.is_empty() || select::namespace_of(o) == namespace
+                            })
+                            .collect();
+                        let scoped_clause = text.contains("cluster-scoped");
+                        let said_scoped = namespaced == Some(false)
+                            || (namespaced.is_none()
+                                && pool.iter().all(|o| select::namespace_of(o).is_empty()));
+                        if scoped_clause {
+                            assert!(
+                                said_scoped && !pool.is_empty() && in_ns.is_empty(),
+                                "{text}"
+                            );
+                        }
+                        if pool.is_empty() {
+                            assert!(text.contains("has no object"), "{text}");
+                            continue;
+                        }
+                        if !namespace.is_empty() && in_ns.is_empty() {
+                            let n = pool.len();
+                            assert!(text.starts_with(&format!(" ({n} Thing")), "{text}");
+                            if !said_scoped {
+                                let mut nss: Vec<&str> =
+                                    pool.iter().map(select::namespace_of).collect();
+                                nss.sort_unstable();
+                                nss.dedup();
+                                assert!(text.contains(&nss.join(", ")), "{text}");
+                                assert!(!scoped_clause, "{text}");
+                            }
+                        } else if labels != json!([]) {
+                            let n = in_ns.len();
+                            assert!(text.starts_with(&format!(" ({n} Thing")), "{text}");
+                            assert!(text.ends_with("label selector app=z)"), "{text}");
+                        } else {
+                            assert_eq!(text, "");
+                        }
+                    }
+                }
+            }
+        }
     }
 }

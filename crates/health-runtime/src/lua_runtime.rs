@@ -47,6 +47,9 @@ pub enum Limit {
     Memory,
     Instructions,
     Time,
+    /// LuaJIT's compiler refused a script gopher-lua compiles (LuaJIT caps syntax nesting at
+    /// 200 levels, gopher-lua has no such cap).
+    Compiler,
 }
 
 /// The Lua half of a verdict.
@@ -86,10 +89,35 @@ pub fn evaluate(
     match result {
         Ok(outcome) => outcome,
         Err(e) if is_memory_error(&e) => stopped(Limit::Memory, budget),
+        Err(mlua::Error::SyntaxError { message, .. }) if gopher_lua_compiles(script) => {
+            LuaOutcome::Stopped {
+                limit: Limit::Compiler,
+                message: format!(
+                    "the local LuaJIT runtime cannot run this script: {}; Sveltos (gopher-lua) \
+                     would run it",
+                    message.trim_start_matches("[string \"<string>\"]:")
+                ),
+            }
+        }
         Err(e) => LuaOutcome::Error {
             message: message_of(&e),
         },
     }
+}
+
+/// Whether gopher-lua (Sveltos' Lua) parses and compiles `script`, as the Lua checker ports it.
+/// The checker's own limits (`lua-too-large`, `lua-too-deep`) are not gopher-lua's and stop
+/// its reading early, so they leave the answer unknown: no.
+fn gopher_lua_compiles(script: &str) -> bool {
+    let mut findings = Vec::new();
+    lua_check::check_script(
+        script,
+        &promotion_findings::FieldPath::root("script"),
+        &mut findings,
+    );
+    !findings
+        .iter()
+        .any(|f| matches!(f.code, "lua-syntax" | "lua-too-deep" | "lua-too-large"))
 }
 
 fn stopped(limit: Limit, budget: &Budget) -> LuaOutcome {
@@ -109,6 +137,7 @@ fn stopped(limit: Limit, budget: &Budget) -> LuaOutcome {
              this check would keep a controller worker busy)",
             budget.wall
         ),
+        Limit::Compiler => "the local LuaJIT compiler refused the script".to_string(),
     };
     LuaOutcome::Stopped { limit, message }
 }

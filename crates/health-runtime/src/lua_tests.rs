@@ -371,3 +371,43 @@ fn runaway_scripts_end_within_the_budget() {
         Limit::Memory
     );
 }
+
+/// Issue 25, item 3: 20,000 nested parentheses compile in gopher-lua (the Lua checker says so)
+/// and exceed LuaJIT's 200 syntax levels: a limit of the local run, not Sveltos' verdict. A
+/// script neither compiles stays Sveltos' error.
+#[test]
+fn scripts_luajit_refuses_but_gopher_lua_runs_are_a_local_limit() {
+    let deep = format!(
+        "function evaluate() return {{healthy = {}true{}}} end",
+        "(".repeat(20_000),
+        ")".repeat(20_000)
+    );
+    let mut findings = Vec::new();
+    lua_check::check_script(
+        &deep,
+        &promotion_findings::FieldPath::root("script"),
+        &mut findings,
+    );
+    assert!(findings.is_empty(), "{findings:?}");
+    match evaluate(&deep, None, &BTreeMap::new(), &Budget::default()) {
+        LuaOutcome::Stopped { limit, message } => {
+            assert_eq!(limit, Limit::Compiler);
+            assert!(
+                message.starts_with("the local LuaJIT runtime cannot run this script: ")
+                    && message.contains("too many syntax levels")
+                    && message.ends_with("; Sveltos (gopher-lua) would run it"),
+                "{message}"
+            );
+        }
+        other => panic!("expected a local limit, got {other:?}"),
+    }
+    match evaluate(
+        "function evaluate( return end",
+        None,
+        &BTreeMap::new(),
+        &Budget::default(),
+    ) {
+        LuaOutcome::Error { .. } => {}
+        other => panic!("a syntax error both reject is Sveltos' error, got {other:?}"),
+    }
+}

@@ -90,10 +90,12 @@ impl ConnectionFlags {
     /// credential plugins run later, on the first request).
     pub async fn resolve(&self) -> Result<Connection> {
         let mut config = match self.load_kubeconfig()? {
-            Some((kubeconfig, source)) => self.with_kubeconfig(kubeconfig, &source).await?,
+            Some((kubeconfig, source)) => self.with_kubeconfig(kubeconfig, &source)?,
             None => self.without_kubeconfig()?,
         };
         self.apply_overrides(&mut config)?;
+        // After `--server`: the environment's proxy depends on the final server URL.
+        kube_connect::use_environment_proxy(&mut config, &kube_connect::ProxyEnv::from_env());
         let server = config.cluster_url.to_string();
         let server = server.trim_end_matches('/').to_string();
         Ok(Connection { config, server })
@@ -131,7 +133,7 @@ impl ConnectionFlags {
         Ok(Some((kc, path.display().to_string())))
     }
 
-    async fn with_kubeconfig(&self, kc: Kubeconfig, source: &str) -> Result<kube::Config> {
+    fn with_kubeconfig(&self, kc: Kubeconfig, source: &str) -> Result<kube::Config> {
         let no_context = kc.current_context.is_none() && self.context.is_none();
         if no_context && self.server.is_some() {
             // kubectl accepts `--server` (+ `--token`) with a kubeconfig that selects nothing.
@@ -155,7 +157,7 @@ impl ConnectionFlags {
             cluster: self.cluster.clone(),
             user: self.user.clone(),
         };
-        match kube::Config::from_custom_kubeconfig(kc, &options).await {
+        match kube_connect::load(kc, &options) {
             Ok(c) => Ok(c),
             Err(KubeconfigError::MissingClusterUrl) if self.server.is_some() => {
                 self.without_kubeconfig()

@@ -28,6 +28,10 @@ pub struct Kube {
     /// The requests sent and not yet answered, for a command whose `--timeout` ends it while
     /// one is outstanding.
     in_flight: InFlight,
+    /// The proxy the connection goes through, named when it cannot be reached.
+    proxy: Option<String>,
+    /// `-v`, for the clients of managed clusters.
+    verbosity: u8,
 }
 
 /// The client's transport timeouts (kube's defaults, or `--request-timeout`).
@@ -113,6 +117,7 @@ impl Kube {
             connect: conn.config.connect_timeout,
             read: conn.config.read_timeout,
         };
+        let proxy = conn.config.proxy_url.as_ref().map(|p| p.to_string());
         let builder = kube::client::ClientBuilder::try_from(conn.config).map_err(|e| match e {
             kube::Error::Auth(a) => credentials_error(&server, &a),
             other => Error::Kubeconfig(format!(
@@ -129,6 +134,8 @@ impl Kube {
             server,
             timeouts,
             in_flight: InFlight::default(),
+            proxy,
+            verbosity: flags.v,
         })
     }
 
@@ -145,6 +152,22 @@ impl Kube {
 
     pub fn client(&self) -> kube::Client {
         self.client.clone()
+    }
+
+    /// The `-v` level the management cluster's requests are logged at.
+    pub fn verbosity(&self) -> u8 {
+        self.verbosity
+    }
+
+    /// Why a connection failed, naming the proxy it went through.
+    fn unreachable(&self, reason: String) -> Error {
+        Error::Unreachable {
+            server: self.server.clone(),
+            reason: match &self.proxy {
+                Some(p) => format!("through the proxy {}: {reason}", p.trim_end_matches('/')),
+                None => reason,
+            },
+        }
     }
 
     /// Map a client error for `req` to the plugin's error.
@@ -225,10 +248,7 @@ impl Kube {
             } else {
                 chain(err)
             };
-            return Error::Unreachable {
-                server: self.server.clone(),
-                reason,
-            };
+            return self.unreachable(reason);
         }
         let sent = if timed_out(err) {
             format!(

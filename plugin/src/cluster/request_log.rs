@@ -1,7 +1,7 @@
 //! `-v=N`: every request to the API server logged on stderr as kubectl logs it, in klog's line
 //! format. `-v=6`: method, URL, status and latency (`GET https://… 200 OK in 3 milliseconds`);
-//! `-v=7` and above: also the request headers (a bearer token masked, as kubectl masks it) and
-//! the response headers. Response bodies are not logged (kubectl's `-v=8`): reading them here
+//! `-v=7` and above: also the request headers the plugin set (a bearer token masked, as kubectl
+//! masks it; the section is left out when there are none) and the response headers. Response bodies are not logged (kubectl's `-v=8`): reading them here
 //! would hold back watch streams.
 
 use std::future::Future;
@@ -114,6 +114,11 @@ fn line(text: &str) {
 }
 
 fn headers(title: &str, map: &HeaderMap) {
+    // This layer sits above kube's own (credentials, impersonation), which add their headers
+    // later: a request may have none yet, and an empty section says nothing.
+    if map.is_empty() {
+        return;
+    }
     line(&format!("{title}:"));
     for (name, value) in map {
         let shown = if name == http::header::AUTHORIZATION {

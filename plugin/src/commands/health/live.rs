@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::ListParams;
 use serde_json::Value;
 
-use health_runtime::{self as engine, select, Check, Inputs, KindServed};
+use health_runtime::{self as engine, select, Check, Inputs, KindServed, Listing};
 use promotion_shared::model::stage_profile_name;
 
 use super::managed::{self, Access, ClusterRef};
@@ -172,11 +172,14 @@ async fn check_cluster(kube: &Kube, c: &ClusterRef, checks: &[Check], inputs: &I
     let mut discovery: HashMap<String, Option<Value>> = HashMap::new();
     for check in checks {
         let mut candidates = Vec::new();
-        let mut served = KindServed::Yes;
+        let mut served = KindServed::Yes(Listing::default());
         let needs_list = check.feature_deployed && !check.job_check && !check.kind.is_empty();
         if needs_list {
             match fetch(&client, check, &mut discovery).await {
-                Ok(Some(items)) => candidates = items,
+                Ok(Some(listed)) => {
+                    candidates = listed.items;
+                    served = KindServed::Yes(listed.listing);
+                }
                 Ok(None) => served = KindServed::No,
                 Err(e) => {
                     section.error = Some(format!("unreachable: {e}"));
@@ -191,12 +194,20 @@ async fn check_cluster(kube: &Kube, c: &ClusterRef, checks: &[Check], inputs: &I
     section
 }
 
-/// `fetchResources`: `None` when the cluster does not serve the kind.
+/// The answer to Sveltos' LIST, and what else was read to explain an empty one.
+struct Listed {
+    items: Vec<Value>,
+    listing: Listing,
+}
+
+/// `fetchResources`: `None` when the cluster does not serve the kind. When the answer is empty,
+/// the kind is listed once more without Sveltos' selectors, so that the explanation of the miss
+/// says what the cluster has instead of guessing.
 async fn fetch(
     client: &kube::Client,
     check: &Check,
     discovery: &mut HashMap<String, Option<Value>>,
-) -> std::result::Result<Option<Vec<Value>>, String> {
+) -> std::result::Result<Option<Listed>, String> {
     let api_version = check.api_version();
     let base = if check.group.is_empty() {
         format!("/api/{}", check.version)
@@ -211,7 +222,7 @@ async fn fetch(
         };
         discovery.insert(api_version.clone(), doc);
     }
-    let plural = discovery
+    let resource = discovery
         .get(&api_version)
         .and_then(Option::as_ref)
         .and_then(|d| d.get("resources"))
@@ -223,12 +234,14 @@ async fn fetch(
                         .and_then(Value::as_str)
                         .is_some_and(|n| !n.contains('/'))
             })
-        })
+        });
+    let Some(plural) = resource
         .and_then(|r| r.get("name").and_then(Value::as_str))
-        .map(str::to_string);
-    let Some(plural) = plural else {
+        .map(str::to_string)
+    else {
         return Ok(None);
     };
+    let namespaced = resource.and_then(|r| r.get("namespaced").and_then(Value::as_bool));
     let mut lp = ListParams::default();
     let labels = select::label_selector(&check.label_filters);
     if !labels.is_empty() {
@@ -238,8 +251,43 @@ async fn fetch(
     if !fields.is_empty() {
         lp = lp.fields(&fields);
     }
-    let req = kube::core::Request::new(format!("{base}/{plural}"))
-        .list(&lp)
+    let url = format!("{base}/{plural}");
+    let items = list(client, &url, &lp, &api_version, &check.kind).await?;
+    let selects = lp.label_selector.is_some() || lp.field_selector.is_some();
+    let unselected = match (items.is_empty(), selects) {
+        (false, _) => None,
+        // Without selectors, the empty answer is the whole kind.
+        (true, false) => Some(Vec::new()),
+        (true, true) => Some(
+            list(
+                client,
+                &url,
+                &ListParams::default(),
+                &api_version,
+                &check.kind,
+            )
+            .await?,
+        ),
+    };
+    Ok(Some(Listed {
+        items,
+        listing: Listing {
+            namespaced,
+            unselected,
+        },
+    }))
+}
+
+/// One LIST, its items given the apiVersion and kind the unstructured decoder fills in.
+async fn list(
+    client: &kube::Client,
+    url: &str,
+    lp: &ListParams,
+    api_version: &str,
+    fallback_kind: &str,
+) -> std::result::Result<Vec<Value>, String> {
+    let req = kube::core::Request::new(url)
+        .list(lp)
         .map_err(|e| e.to_string())?;
     let list: Value = client.request(req).await.map_err(|e| describe(&e))?;
     // List items carry no apiVersion/kind; the unstructured decoder fills them from the list.
@@ -247,7 +295,7 @@ async fn fetch(
         .get("kind")
         .and_then(Value::as_str)
         .and_then(|k| k.strip_suffix("List"))
-        .unwrap_or(&check.kind)
+        .unwrap_or(fallback_kind)
         .to_string();
     let items = match list {
         Value::Object(mut m) => match m.remove("items") {
@@ -256,20 +304,18 @@ async fn fetch(
         },
         _ => Vec::new(),
     };
-    Ok(Some(
-        items
-            .into_iter()
-            .map(|mut item| {
-                if let Some(o) = item.as_object_mut() {
-                    o.entry("apiVersion")
-                        .or_insert_with(|| Value::String(api_version.clone()));
-                    o.entry("kind")
-                        .or_insert_with(|| Value::String(kind.clone()));
-                }
-                item
-            })
-            .collect(),
-    ))
+    Ok(items
+        .into_iter()
+        .map(|mut item| {
+            if let Some(o) = item.as_object_mut() {
+                o.entry("apiVersion")
+                    .or_insert_with(|| Value::String(api_version.to_string()));
+                o.entry("kind")
+                    .or_insert_with(|| Value::String(kind.clone()));
+            }
+            item
+        })
+        .collect())
 }
 
 async fn raw_get(client: &kube::Client, path: &str) -> std::result::Result<Value, kube::Error> {

@@ -10,6 +10,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::Value;
 
 use crate::cluster::kube_client::{chain, Kube};
+use crate::cluster::request_log::RequestLog;
 use crate::cluster::resources::{SECRET, SECRETS, SVELTOS_CLUSTER, SVELTOS_CLUSTERS};
 use crate::error::Request;
 
@@ -110,8 +111,7 @@ pub async fn access(kube: &Kube, c: &ClusterRef) -> Result<Access, String> {
     })?;
     let content = kubeconfig_bytes(&secret, key.as_deref())
         .map_err(|e| format!("Secret {}/{secret_name}: {e}", c.namespace))?;
-    client_from(&content)
-        .await
+    client_from(&content, kube.verbosity())
         .map_err(|e| format!("kubeconfig in Secret {}/{secret_name}: {e}", c.namespace))
         .map(Access::Client)
 }
@@ -146,16 +146,23 @@ pub fn kubeconfig_bytes(secret: &Value, key: Option<&str>) -> Result<Vec<u8>, St
 }
 
 /// A client for a kubeconfig's current context, with timeouts so an unreachable cluster fails
-/// fast and the other clusters still run.
-pub async fn client_from(content: &[u8]) -> Result<kube::Client, String> {
+/// fast and the other clusters still run; its requests are logged at `-v` as the management
+/// cluster's are.
+pub fn client_from(content: &[u8], verbosity: u8) -> Result<kube::Client, String> {
     let text = std::str::from_utf8(content).map_err(|_| "not UTF-8 text".to_string())?;
     let kc = Kubeconfig::from_yaml(text).map_err(|e| format!("not a kubeconfig: {}", chain(&e)))?;
-    let mut config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-        .await
-        .map_err(|e| chain(&e))?;
+    // The proxy as for the management cluster: the kubeconfig's proxy-url, else the
+    // environment's for this server.
+    let mut config =
+        kube_connect::from_kubeconfig(kc, &KubeConfigOptions::default()).map_err(|e| chain(&e))?;
     config.connect_timeout = Some(Duration::from_secs(10));
     config.read_timeout = Some(Duration::from_secs(30));
-    kube::Client::try_from(config).map_err(|e| chain(&e))
+    let server = config.cluster_url.to_string();
+    let builder = kube::client::ClientBuilder::try_from(config).map_err(|e| chain(&e))?;
+    Ok(match RequestLog::new(verbosity, &server) {
+        Some(log) => builder.with_layer(&log).build(),
+        None => builder.build(),
+    })
 }
 
 #[cfg(test)]
