@@ -222,6 +222,28 @@ fn may_pause(description: Option<&str>) -> bool {
     description.is_some_and(|d| d.starts_with(PAUSED))
 }
 
+/// Both hashes of `status`, when both are non-empty strings.
+fn status_rollout(object: &Value) -> Option<promotion_shared::rollout::RolloutId> {
+    let hash = |key: &str| {
+        present(object.pointer(&format!("/status/{key}")))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    Some(promotion_shared::rollout::RolloutId {
+        stages_hash: hash("stagesHash")?,
+        profile_spec_hash: hash("profileSpecHash")?,
+    })
+}
+
+/// The webhook's approval records are present (they may name the approval's rollout).
+fn has_approval_record(object: &Value) -> bool {
+    object
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(promotion_shared::admission::APPROVALS_ANNOTATION))
+        .is_some()
+}
+
 fn present(v: Option<&Value>) -> Option<&Value> {
     v.filter(|v| !v.is_null())
 }
@@ -537,7 +559,22 @@ pub fn expect(
                     Trigger::Refused => None,
                     Trigger::Manual { approved: false } => Some(Approval::NotApproved),
                     Trigger::Manual { approved: true } if last => None,
-                    Trigger::Manual { approved: true } if next_reached => Some(Approval::Consumed),
+                    Trigger::Manual { approved: true } if next_reached => {
+                        // Used only by the rollout the status describes: a status without
+                        // hashes is believed; with hashes, it must be the spec's rollout when no
+                        // record says which rollout the approval was given in (a record's
+                        // rollout is left undetermined here).
+                        match status_rollout(object) {
+                            None => Some(Approval::Consumed),
+                            Some(_) if has_approval_record(object) => None,
+                            Some(status) => {
+                                let spec = promotion_shared::rollout::identity_of(object)
+                                    .ok()
+                                    .map(|i| i.id);
+                                (spec.as_ref() == Some(&status)).then_some(Approval::Consumed)
+                            }
+                        }
+                    }
                     Trigger::Manual { approved: true } => {
                         (provisioned == Some(true)).then_some(Approval::Pending)
                     }
