@@ -2,12 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use super::gates::annotation;
 use super::{
     groups, username, UserInfo, APPROVALS_ANNOTATION, CLOCK_SKEW_TOLERANCE, SPEC_CHANGE_ANNOTATION,
 };
 use crate::rollout::RolloutId;
-use crate::tree::{tree_of, Tree};
+use crate::tree::{pointer, tree_of, Object, Tree};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -165,6 +164,15 @@ impl SpecChangeRecord {
     pub(crate) fn matches_request(&self, user: &UserInfo, now: DateTime<Utc>) -> bool {
         self.user == username(user) && is_current(&self.time, now)
     }
+}
+
+/// `metadata.annotations`, where the audit records live.
+pub(crate) fn annotations<'a, 'ctx>(object: &'a Tree<'ctx>) -> Option<&'a Object<'ctx>> {
+    pointer(object, "/metadata/annotations")?.as_object()
+}
+
+pub(crate) fn annotation<'a, 'ctx>(object: &'a Tree<'ctx>, key: &str) -> Option<&'a Tree<'ctx>> {
+    annotations(object)?.get(key)
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use super::audit::{approval_records_in, credited};
 use crate::approval::{self, Used};
 use crate::rollout::{self, RolloutId};
-use crate::tree::{field, pointer, tree_of, Object, Tree};
+use crate::tree::{field, pointer, tree_of, Tree};
 
 /// A stage's manual gate as the admission logic needs it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,14 +152,6 @@ pub(crate) fn approval_used<'a>(object: &'a Tree, name: &str) -> Option<Used<'a>
             .and_then(Tree::as_str)
     });
     approval::used(&names, index, same_rollout, &reached, last_description)
-}
-
-pub(crate) fn annotations<'a, 'ctx>(object: &'a Tree<'ctx>) -> Option<&'a Object<'ctx>> {
-    pointer(object, "/metadata/annotations")?.as_object()
-}
-
-pub(crate) fn annotation<'a, 'ctx>(object: &'a Tree<'ctx>, key: &str) -> Option<&'a Tree<'ctx>> {
-    annotations(object)?.get(key)
 }
 
 /// `metadata.deletionTimestamp` is set: the object is being deleted and only finalizer removal is

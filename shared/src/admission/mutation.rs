@@ -20,11 +20,13 @@ use json_patch::{AddOperation, Patch, PatchOperation, RemoveOperation, TestOpera
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::audit::credited;
-use super::audit::{approval_records_in, spec_change_record_in, ApprovalRecord, SpecChangeRecord};
+use super::audit::{
+    annotation, annotations, approval_records_in, credited, spec_change_record_in,
+    ApprovalRecord, SpecChangeRecord,
+};
 use super::gates::{
-    annotation, annotations, approval_used, gates, gates_by_name, generation, is_deleting,
-    newly_approved, newly_revoked, Gate,
+    approval_used, gates, gates_by_name, generation, is_deleting, newly_approved, newly_revoked,
+    Gate,
 };
 use super::{
     UserInfo, APPROVALS_ANNOTATION, APPROVAL_REASON_ANNOTATION, MAX_REASON_CHARS,
