@@ -15,6 +15,10 @@ pub const TAKE_OVER_ANNOTATION: &str = "promotion-controller.kubectl-promotion.d
 /// The last write of the status.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StatusWriter {
+    /// The object carries no `managedFields` (`kubectl get -o yaml` leaves them out unless
+    /// `--show-managed-fields`), or a status with no manager recorded for it: who writes it is
+    /// not known.
+    Unknown,
     /// The status was never written.
     Nobody,
     /// `promotion-controller` wrote it last.
@@ -31,6 +35,10 @@ impl StatusWriter {
     /// What `describe` says about it.
     pub fn describe(&self) -> String {
         match self {
+            StatusWriter::Unknown => "not known: the object as read carries no managedFields \
+                                      (kubectl get -o yaml leaves them out; add \
+                                      --show-managed-fields)"
+                .to_string(),
             StatusWriter::Nobody => {
                 "nothing has reconciled this promotion; on open-source Sveltos \
                                      install promotion-controller"
@@ -60,8 +68,9 @@ pub fn status_writer(promotion: &Value) -> StatusWriter {
     let Some(entries) = promotion
         .pointer("/metadata/managedFields")
         .and_then(Value::as_array)
+        .filter(|e| !e.is_empty())
     else {
-        return StatusWriter::Nobody;
+        return StatusWriter::Unknown;
     };
     let mut last: Option<&Value> = None;
     for entry in entries {
@@ -86,7 +95,15 @@ pub fn status_writer(promotion: &Value) -> StatusWriter {
         }
     }
     let Some(entry) = last else {
-        return StatusWriter::Nobody;
+        let has_status = promotion
+            .get("status")
+            .and_then(Value::as_object)
+            .is_some_and(|s| !s.is_empty());
+        return if has_status {
+            StatusWriter::Unknown
+        } else {
+            StatusWriter::Nobody
+        };
     };
     let text = |key: &str| entry.get(key).and_then(Value::as_str).map(str::to_string);
     let manager = text("manager").unwrap_or_default();
@@ -168,6 +185,11 @@ mod tests {
         spec_only["fieldsV1"] = json!({"f:spec": {}});
         let p = json!({"metadata": {"managedFields": [spec_only]}});
         assert_eq!(status_writer(&p), StatusWriter::Nobody);
+        // Without managedFields (what `kubectl get -o yaml` prints) nothing can be said.
+        assert_eq!(
+            status_writer(&json!({"metadata": {}, "status": {"currentStageName": "dev"}})),
+            StatusWriter::Unknown
+        );
         assert!(StatusWriter::Nobody
             .describe()
             .contains("install promotion-controller"));

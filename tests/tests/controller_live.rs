@@ -45,6 +45,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
         deletion,
     ),
     ("a_standby_takes_over_when_the_leader_dies", failover),
+    (
+        "a_webhook_outage_under_fail_that_blocks_a_promotion_is_reported",
+        webhook_outage,
+    ),
 ];
 
 fn main() {
@@ -443,6 +447,15 @@ fn foreign_writer(cluster: &Cluster) -> Result<(), String> {
         l.get("manager").and_then(Value::as_str) == Some("addon-controller")
     })
     .map_err(|e| e.to_string())?;
+    let describe = kubectl_ok(cluster, User::Admin, &["promotion", "describe", &name])?;
+    assert_contains(
+        &describe,
+        &[
+            "Reconciled by:  another reconciler (addon-controller)",
+            "ForeignStatusWriter",
+        ],
+        "describe of a foreign promotion",
+    )?;
     // An approval now is not acted on while the other writer owns the status.
     kubectl_ok(
         cluster,
@@ -553,6 +566,42 @@ fn failover(cluster: &Cluster) -> Result<(), String> {
     until(cluster, &name, "promoted by the new leader", |p| {
         current_stage(p) == "prod"
     })?;
+    Ok(())
+}
+
+/// The webhook down under `failurePolicy: Fail` refuses the controller's commit: reported as a
+/// Warning Event that `describe` shows, and nothing is lost (the approval stays).
+fn webhook_outage(cluster: &Cluster) -> Result<(), String> {
+    clusters(cluster)?;
+    install_rbac(cluster)?;
+    let mut webhook = webhook(cluster)?;
+    let addon = AddonController::new(cluster);
+    let mut ctl = controller_as(cluster, User::Controller, &[])?;
+    let name = to_the_gate(cluster, &addon, &promotion(cluster, "outage"))?;
+    ctl.kill();
+    kubectl_ok(
+        cluster,
+        User::ReleaseManager,
+        &["promotion", "approve", &name, "--stage", "staging"],
+    )?;
+    webhook.stop();
+    let _ctl = controller_as(cluster, User::Controller, &[])?;
+    let describe = eventually("the blocked write reported", WAIT, || {
+        kubectl_ok(cluster, User::Admin, &["promotion", "describe", &name])
+            .ok()
+            .filter(|d| d.contains("AdmissionBlocked"))
+    })?;
+    assert_contains(
+        &describe,
+        &["could not write"],
+        "describe during the outage",
+    )?;
+    let p = stored(cluster, &name)?;
+    if p.pointer("/spec/stages/1/trigger/manual/approved") != Some(&json!(true))
+        || current_stage(&p) != "staging"
+    {
+        return Err(format!("the outage changed the promotion: {p}"));
+    }
     Ok(())
 }
 

@@ -72,6 +72,18 @@ pub struct ServeArgs {
     )]
     pub approver_groups: Vec<String>,
 
+    /// The user promotion-controller runs as (repeatable): only it may write the annotation
+    /// promotion-controller.kubectl-promotion.dev/promoting, which records an approval the
+    /// controller has used.
+    #[arg(
+        long = "controller-user",
+        env = "PROMOTION_WEBHOOK_CONTROLLER_USER",
+        value_name = "USER",
+        value_delimiter = ',',
+        default_value = "system:serviceaccount:kubectl-promotion-system:promotion-controller"
+    )]
+    pub controller_users: Vec<String>,
+
     /// The user who last changed spec.profileSpec may not approve that rollout (four eyes).
     #[arg(long, env = "PROMOTION_WEBHOOK_FORBID_SELF_APPROVAL")]
     pub forbid_self_approval: bool,

@@ -120,6 +120,7 @@ impl TryFrom<ServeArgs> for ServeConfig {
             policy: GovernancePolicy {
                 approver_groups,
                 forbid_self_approval: args.forbid_self_approval,
+                controller_users: args.controller_users,
             },
             limits: Limits {
                 max_body_bytes: args.max_body_bytes,

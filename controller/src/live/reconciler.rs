@@ -195,7 +195,7 @@ fn foreign_writer(promotion: &Value, take_over: bool) -> Option<String> {
     }
     match status_writer(promotion) {
         StatusWriter::Other { manager, .. } => Some(manager),
-        StatusWriter::Nobody | StatusWriter::Us { .. } => None,
+        StatusWriter::Unknown | StatusWriter::Nobody | StatusWriter::Us { .. } => None,
     }
 }
 

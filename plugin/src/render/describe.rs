@@ -47,6 +47,17 @@ pub fn render(d: &Description, style: &Style, opts: &Options) -> String {
     let mut out = String::new();
     field(&mut out, 0, "Name", &style.paint(&d.name, Tone::Strong));
     field(&mut out, 0, "Phase", &style.phase(&d.phase));
+    let reconciler_tone = if d.foreign_status_writer {
+        Tone::Waiting
+    } else {
+        Tone::Plain
+    };
+    field(
+        &mut out,
+        0,
+        "Reconciled by",
+        &style.paint(&d.reconciled_by, reconciler_tone),
+    );
     if let Some(stage) = &d.current_stage {
         field(&mut out, 0, "Current stage", stage);
     }

@@ -355,6 +355,12 @@ pub struct Description {
     pub stale: Option<String>,
     /// The rollout the spec describes and the one the status belongs to, by Sveltos' hashes.
     pub rollout: RolloutView,
+    /// Which reconciler writes the status (`promotion-controller`, another field manager, a
+    /// person, nobody), from `managedFields`.
+    pub reconciled_by: String,
+    /// Another field manager writes the status, so promotion-controller leaves it alone.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub foreign_status_writer: bool,
     /// What to do next, as a command or in words; absent when nothing needs doing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_step: Option<String>,
@@ -441,6 +447,12 @@ impl Description {
         let awaiting_approval = pipeline.awaiting_approval().map(|s| s.name.clone());
         let next_step = next_step(&pipeline);
         let rollout = RolloutView::of(&as_stored(snap.object));
+        let writer = promotion_shared::status_writer::status_writer(snap.object);
+        let foreign_status_writer =
+            matches!(
+                writer,
+                promotion_shared::status_writer::StatusWriter::Other { .. }
+            ) && !promotion_shared::status_writer::take_over_requested(snap.object);
         let Pipeline {
             name,
             phase,
@@ -469,6 +481,8 @@ impl Description {
             note,
             stale,
             rollout,
+            reconciled_by: writer.describe(),
+            foreign_status_writer,
             next_step,
             awaiting_approval,
             deploys: deploys(snap.object),

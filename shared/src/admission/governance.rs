@@ -1,5 +1,8 @@
 //! Who may approve. Both rules are off unless configured.
 //!
+//! - the committed-step annotation of promotion-controller
+//!   ([`crate::reconcile::promoting::PROMOTING_ANNOTATION`]) opens a gate without an approval:
+//!   only the controller's users may write, change or remove it (always on);
 //! - approver groups: only members of one of these groups may turn a stage's `approved` on;
 //! - four eyes (`forbid_self_approval`): the user who started the current rollout (last changed
 //!   `spec.profileSpec`, or stage names, order or selectors) may not approve it. The changer is
@@ -17,6 +20,9 @@ pub struct GovernancePolicy {
     /// Empty: anyone allowed to update the object may approve.
     pub approver_groups: Vec<String>,
     pub forbid_self_approval: bool,
+    /// The users promotion-controller runs as: only they may change its committed-step
+    /// annotation.
+    pub controller_users: Vec<String>,
 }
 
 impl GovernancePolicy {
@@ -50,6 +56,7 @@ pub fn check_governance_tree(
     policy: &GovernancePolicy,
 ) -> GovernanceOutcome {
     let mut outcome = GovernanceOutcome::default();
+    committed_step(old, new, user, policy, &mut outcome);
     if !policy.is_enforcing() {
         return outcome;
     }
@@ -109,6 +116,47 @@ pub fn check_governance_tree(
     outcome
 }
 
+/// Only the controller may change its committed-step annotation: it passes a manual gate
+/// without `approved`, so anyone else writing it would approve without being an approver.
+fn committed_step(
+    old: Option<&Tree>,
+    new: &Tree,
+    user: &UserInfo,
+    policy: &GovernancePolicy,
+    outcome: &mut GovernanceOutcome,
+) {
+    use crate::reconcile::promoting::PROMOTING_ANNOTATION;
+    let value = |t: &Tree| {
+        super::audit::annotation(t, PROMOTING_ANNOTATION)
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+    };
+    if old.and_then(value) == value(new) {
+        return;
+    }
+    let requester = username(user);
+    if policy.controller_users.iter().any(|u| u == requester) {
+        return;
+    }
+    let allowed = match policy.controller_users.as_slice() {
+        [] => "no user (the webhook runs without --controller-user)".to_string(),
+        users => users
+            .iter()
+            .map(|u| format!("{u:?}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    outcome.violations.push(Violation::new(
+        "committed-step-forged",
+        super::annotation_path(PROMOTING_ANNOTATION),
+        format!(
+            "user {requester:?} may not change this annotation: it records a promotion step \
+             promotion-controller committed (an approval already used), and only the \
+             controller may write it ({allowed})"
+        ),
+    ));
+}
+
 fn group_list(groups: &[String]) -> String {
     let quoted: Vec<String> = groups.iter().map(|g| format!("{g:?}")).collect();
     match quoted.len() {
@@ -154,6 +202,7 @@ mod tests {
         GovernancePolicy {
             approver_groups: vec!["release-managers".into()],
             forbid_self_approval: false,
+            controller_users: vec![],
         }
     }
 
@@ -161,7 +210,37 @@ mod tests {
         GovernancePolicy {
             approver_groups: vec![],
             forbid_self_approval: true,
+            controller_users: vec![],
         }
+    }
+
+    #[test]
+    fn only_the_controller_writes_its_committed_step() {
+        use crate::reconcile::promoting::PROMOTING_ANNOTATION;
+        let policy = GovernancePolicy {
+            controller_users: vec!["system:serviceaccount:ns:promotion-controller".into()],
+            ..GovernancePolicy::default()
+        };
+        let old = promotion(false, "1.0.0", None);
+        let mut new = old.clone();
+        new["metadata"]["annotations"][PROMOTING_ANNOTATION] = json!("{\"stage\":\"dev\"}");
+        let by = |name: &str| {
+            check_governance(
+                Some(&old),
+                &new,
+                &user(name, &["release-managers"]),
+                &policy,
+            )
+        };
+        let refused = by("release-manager");
+        assert_eq!(refused.violations.len(), 1);
+        assert_eq!(refused.violations[0].code, "committed-step-forged");
+        assert!(by("system:serviceaccount:ns:promotion-controller")
+            .violations
+            .is_empty());
+        // Removing it is the controller's too.
+        let removed = check_governance(Some(&new), &old, &user("release-manager", &[]), &policy);
+        assert_eq!(removed.violations.len(), 1);
     }
 
     #[test]

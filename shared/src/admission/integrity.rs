@@ -9,8 +9,8 @@
 
 use std::collections::BTreeSet;
 
-use super::audit::{approval_records_in, spec_change_record_in};
 use super::audit::annotations;
+use super::audit::{approval_records_in, spec_change_record_in};
 use super::gates::{generation, newly_approved, newly_revoked};
 use super::{
     annotation_path, groups, username, ApprovalRecord, UserInfo, Violation, APPROVALS_ANNOTATION,

@@ -21,8 +21,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::audit::{
-    annotation, annotations, approval_records_in, credited, spec_change_record_in,
-    ApprovalRecord, SpecChangeRecord,
+    annotation, annotations, approval_records_in, credited, spec_change_record_in, ApprovalRecord,
+    SpecChangeRecord,
 };
 use super::gates::{
     approval_used, gates, gates_by_name, generation, is_deleting, newly_approved, newly_revoked,
