@@ -20,6 +20,7 @@ mod scenarios {
     pub mod rollout;
     pub mod states;
     pub mod support;
+    pub mod unseen;
     pub mod verdicts;
     pub mod viewer;
     pub mod webhook_down;
@@ -34,6 +35,18 @@ use promotion_e2e::envtest::{self, Envtest, Gate};
 type Scenario = fn(&Cluster);
 
 const SCENARIOS: &[(&str, Scenario)] = &[
+    (
+        "a_spec_change_the_webhook_did_not_see_is_named_so",
+        scenarios::unseen::a_spec_change_the_webhook_did_not_see_is_named_so,
+    ),
+    (
+        "sveltos_flipping_automatic_reset_is_shown_with_the_approval_it_cost",
+        scenarios::unseen::sveltos_flipping_automatic_reset_is_shown_with_the_approval_it_cost,
+    ),
+    (
+        "an_unrecorded_approval_used_and_removed_is_credited_to_nobody",
+        scenarios::unseen::an_unrecorded_approval_used_and_removed_is_credited_to_nobody,
+    ),
     (
         "an_approval_for_a_rollout_sveltos_has_not_started_is_not_used",
         scenarios::bound::an_approval_for_a_rollout_sveltos_has_not_started_is_not_used,
