@@ -14,6 +14,7 @@ mod scenarios {
     pub mod consumed;
     pub mod diff_sorted_reorder;
     pub mod forged;
+    pub mod gitops;
     pub mod kubeconfig_list;
     pub mod last_stage;
     pub mod lint_agreement;
@@ -35,6 +36,10 @@ use promotion_e2e::envtest::{self, Envtest, Gate};
 type Scenario = fn(&Cluster);
 
 const SCENARIOS: &[(&str, Scenario)] = &[
+    (
+        "gitops_flows_keep_or_lose_a_pending_approval_as_documented",
+        scenarios::gitops::gitops_flows_keep_or_lose_a_pending_approval_as_documented,
+    ),
     (
         "a_spec_change_the_webhook_did_not_see_is_named_so",
         scenarios::unseen::a_spec_change_the_webhook_did_not_see_is_named_so,
