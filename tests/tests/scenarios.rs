@@ -14,12 +14,14 @@ mod scenarios {
     pub mod consumed;
     pub mod diff_sorted_reorder;
     pub mod forged;
+    pub mod gitops;
     pub mod kubeconfig_list;
     pub mod last_stage;
     pub mod lint_agreement;
     pub mod rollout;
     pub mod states;
     pub mod support;
+    pub mod unseen;
     pub mod verdicts;
     pub mod viewer;
     pub mod webhook_down;
@@ -34,6 +36,22 @@ use promotion_e2e::envtest::{self, Envtest, Gate};
 type Scenario = fn(&Cluster);
 
 const SCENARIOS: &[(&str, Scenario)] = &[
+    (
+        "gitops_flows_keep_or_lose_a_pending_approval_as_documented",
+        scenarios::gitops::gitops_flows_keep_or_lose_a_pending_approval_as_documented,
+    ),
+    (
+        "a_spec_change_the_webhook_did_not_see_is_named_so",
+        scenarios::unseen::a_spec_change_the_webhook_did_not_see_is_named_so,
+    ),
+    (
+        "sveltos_flipping_automatic_reset_is_shown_with_the_approval_it_cost",
+        scenarios::unseen::sveltos_flipping_automatic_reset_is_shown_with_the_approval_it_cost,
+    ),
+    (
+        "an_unrecorded_approval_used_and_removed_is_credited_to_nobody",
+        scenarios::unseen::an_unrecorded_approval_used_and_removed_is_credited_to_nobody,
+    ),
     (
         "an_approval_for_a_rollout_sveltos_has_not_started_is_not_used",
         scenarios::bound::an_approval_for_a_rollout_sveltos_has_not_started_is_not_used,

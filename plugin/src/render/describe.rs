@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use chrono::{DateTime, Utc};
+use promotion_shared::admission::ResetFlipRecord;
 use promotion_shared::cluster_summary::ClusterState;
 use promotion_shared::pipeline::{Approval, Phase, StageState, StageView, TriggerKind};
 
@@ -197,7 +198,23 @@ fn stage_block(
         Approval::Consumed => " (used)",
         Approval::NotApproved | Approval::NotRequired => " (no longer in effect)",
     };
-    if v.trigger.kind == TriggerKind::Manual && stage.approval_unrecorded {
+    let manual = v.trigger.kind == TriggerKind::Manual;
+    if let (Some(given), true) = (&stage.approval_for_earlier_rollout, manual) {
+        // Not "pending": it was not given for this rollout, though Sveltos will use it.
+        let text = format!(
+            "approved without a record for this rollout (who: unknown): the last recorded \
+             approval, by {} at {}, was for an earlier rollout, and the spec changed without the \
+             webhook; Sveltos will still use it (to withdraw it: kubectl promotion approve {} \
+             --stage {} --revoke)",
+            given.user, given.time, d.name, v.name
+        );
+        field(
+            out,
+            ind,
+            "Last approval",
+            &style.paint(&text, Tone::Waiting),
+        );
+    } else if manual && stage.approval_unrecorded {
         let text = format!("approved without a record (who: unknown){state}");
         field(out, ind, "Last approval", &text);
     } else if let (Some(rec), true) = (
@@ -217,7 +234,10 @@ fn stage_block(
         }
         field(out, ind, "Last approval", &text);
     }
-    if let Some(ahead) = pre_approved(v) {
+    if let Some(flip) = &stage.automatic_reset_flip {
+        field(out, ind, "Auto reset", &reset_flip(flip));
+    }
+    if let Some(ahead) = pre_approved(v).filter(|_| stage.approval_for_earlier_rollout.is_none()) {
         field(out, ind, "Approval", &style.paint(&ahead, Tone::Active));
     }
     if let Some(taken) = &stage.cluster_profile_taken {
@@ -267,6 +287,23 @@ fn stage_block(
         );
     }
     out.push('\n');
+}
+
+/// `automaticReset` turned back to true: by whom, and what it cost.
+fn reset_flip(flip: &ResetFlipRecord) -> String {
+    let cost = match (&flip.approval, flip.approval_removed) {
+        (Some(given), _) => format!(
+            "; that write removed the approval given by {} at {}",
+            given.user, given.time
+        ),
+        (None, true) => "; that write removed an approval without a record (who: unknown)".into(),
+        (None, false) => String::new(),
+    };
+    format!(
+        "automaticReset false → true by {} at {} (a write of the whole spec.stages that leaves \
+         it out; Sveltos' own reset does so, upstream defect D3){cost}",
+        flip.user, flip.time
+    )
 }
 
 /// What a stage not started will reach, as `plan` counts it.
@@ -516,7 +553,19 @@ fn approvals(out: &mut String, d: &Description, style: &Style) {
             out,
             0,
             "Spec changed",
-            &format!("by {} at {} (started the current rollout)", c.user, c.time),
+            &if d.spec_change_unseen {
+                // The record is of an older change: the current rollout's author is unknown.
+                style.paint(
+                    &format!(
+                        "by someone the webhook did not see (the last change it recorded, by {} \
+                         at {}, started an earlier rollout)",
+                        c.user, c.time
+                    ),
+                    Tone::Waiting,
+                )
+            } else {
+                format!("by {} at {} (started the current rollout)", c.user, c.time)
+            },
         );
     }
     if out.len() > before {

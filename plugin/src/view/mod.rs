@@ -9,7 +9,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use serde_json::Value;
 
-use promotion_shared::admission::{approval_records, credited, spec_change_record, ApprovalRecord};
+use promotion_shared::admission::{
+    approval_records, credited, reset_flip_records, spec_change_record, ApprovalRecord,
+    ResetFlipRecord,
+};
+use promotion_shared::approval;
 use promotion_shared::cluster_summary::ClusterState;
 use promotion_shared::freshness::freshness;
 use promotion_shared::gate::{self, approval_target};
@@ -288,9 +292,21 @@ pub struct StageDetail {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval_record: Option<ApprovalRecord>,
     /// `approved` is true, and no record is the one of the write that set it (given while the
-    /// webhook was not called): who approved is unknown.
+    /// webhook was not called); or the approval last in effect was such a one, now gone (the
+    /// webhook marked the record [`ApprovalRecord::superseded`]): who approved is unknown.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub approval_unrecorded: bool,
+    /// An approval without a record, on a stage that resets, whose stage's last record was given
+    /// for another rollout than the spec's: the spec changed without the webhook (which resets
+    /// approvals on a new rollout), so the approval was not given for this rollout, though
+    /// Sveltos will still use it. The record of that earlier approval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_for_earlier_rollout: Option<ApprovalRecord>,
+    /// While the stage's `automaticReset` is not `false`: the webhook's record of the write that
+    /// turned it from `false` back to `true` (Sveltos' merge patch of `spec.stages` does so), with
+    /// the approval that write removed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub automatic_reset_flip: Option<ResetFlipRecord>,
     /// For a stage not started: how many clusters of the fleet its selector reaches now.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub will_reach: Option<WillReach>,
@@ -372,6 +388,11 @@ pub struct Description {
     pub approvals: Vec<ApprovalEntry>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_spec_change: Option<promotion_shared::admission::SpecChangeRecord>,
+    /// The last spec-change record names another rollout than the spec's: the change that started
+    /// the current rollout was made by someone the webhook did not see (outage under `Ignore`,
+    /// or its configurations deleted), so the record names the author of an older change.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub spec_change_unseen: bool,
     /// `null` when not read (offline) or not readable (see `warnings`).
     pub events: Option<Vec<EventView>>,
     /// Whether cluster data was read (false for `describe -f`).
@@ -433,20 +454,30 @@ impl Description {
             warnings.push(e.to_string());
             None
         });
+        let flips = reset_flip_records(snap.object).unwrap_or_else(|e| {
+            warnings.push(e.to_string());
+            BTreeMap::new()
+        });
         warnings.extend(duplicate_names(&pipeline));
-        let stages = stage_details(
-            &pipeline,
-            &profiles,
-            &approvals,
-            promotion.metadata.generation,
-        );
+        let rollout = RolloutView::of(&as_stored(snap.object));
+        let records = Records {
+            approvals: &approvals,
+            flips: &flips,
+            generation: promotion.metadata.generation,
+            rollout: rollout.spec.as_ref(),
+        };
+        let stages = stage_details(&pipeline, &profiles, &records);
+        let spec_change_unseen = last_spec_change
+            .as_ref()
+            .and_then(|c| c.rollout.as_ref())
+            .zip(rollout.spec.as_ref())
+            .is_some_and(|(recorded, spec)| recorded != spec);
         let events = snap
             .events
             .ok()
             .map(|evs| evs.iter().map(event_view).collect());
         let awaiting_approval = pipeline.awaiting_approval().map(|s| s.name.clone());
         let next_step = next_step(&pipeline);
-        let rollout = RolloutView::of(&as_stored(snap.object));
         let writer = promotion_shared::status_writer::status_writer(snap.object);
         let foreign_status_writer =
             matches!(
@@ -492,6 +523,7 @@ impl Description {
                 .map(|(stage, record)| ApprovalEntry { stage, record })
                 .collect(),
             last_spec_change,
+            spec_change_unseen,
             events,
             online,
             warnings,
@@ -549,11 +581,20 @@ fn derive<'a>(
     (pipeline, profiles)
 }
 
+/// The webhook's records, and what they are read against.
+struct Records<'a> {
+    approvals: &'a BTreeMap<String, ApprovalRecord>,
+    flips: &'a BTreeMap<String, ResetFlipRecord>,
+    /// The object's `metadata.generation`.
+    generation: Option<i64>,
+    /// The spec's rollout identity.
+    rollout: Option<&'a RolloutId>,
+}
+
 fn stage_details(
     pipeline: &Pipeline,
     profiles: &StageProfiles,
-    approvals: &BTreeMap<String, ApprovalRecord>,
-    generation: Option<i64>,
+    records: &Records<'_>,
 ) -> Vec<StageDetail> {
     pipeline
         .stages
@@ -574,14 +615,32 @@ fn stage_details(
                 && view.clusters.as_ref().is_some_and(|c| !c.is_empty());
             let awaiting =
                 view.state == pipeline::StageState::AwaitingApproval && pipeline.stale.is_none();
-            let record = approvals.get(&view.name);
-            // An approval now set is credited only to the record of the write that set it.
+            let record = records.approvals.get(&view.name);
+            // An approval now set is credited only to the record of the write that set it; one
+            // gone is credited to nobody when the webhook saw it go unrecorded.
             let approved = view.trigger.approved == Some(true);
-            let unrecorded = approved && !record.is_some_and(|r| credited(r, generation));
+            let unrecorded = (approved && !record.is_some_and(|r| credited(r, records.generation)))
+                || (!approved && record.is_some_and(|r| r.superseded));
+            let resets = approval::resets_automatically(view.trigger.automatic_reset);
+            let earlier = record.filter(|r| {
+                approved
+                    && unrecorded
+                    && resets
+                    && r.rollout
+                        .as_ref()
+                        .zip(records.rollout)
+                        .is_some_and(|(given, spec)| given != spec)
+            });
             StageDetail {
                 approve_unblocks: awaiting.then(|| transition(view)),
                 approval_record: record.filter(|_| !unrecorded).cloned(),
                 approval_unrecorded: unrecorded,
+                approval_for_earlier_rollout: earlier.cloned(),
+                automatic_reset_flip: records
+                    .flips
+                    .get(&view.name)
+                    .filter(|_| resets && view.trigger.kind == pipeline::TriggerKind::Manual)
+                    .cloned(),
                 will_reach: None,
                 cluster_profile: profile.and_then(|p| {
                     p.pointer("/metadata/name")

@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 
 use super::{
-    groups, username, UserInfo, APPROVALS_ANNOTATION, CLOCK_SKEW_TOLERANCE, SPEC_CHANGE_ANNOTATION,
+    groups, username, UserInfo, APPROVALS_ANNOTATION, CLOCK_SKEW_TOLERANCE, RESET_FLIPS_ANNOTATION,
+    SPEC_CHANGE_ANNOTATION,
 };
 use crate::rollout::RolloutId;
 use crate::tree::{pointer, tree_of, Object, Tree};
@@ -35,6 +36,12 @@ pub struct ApprovalRecord {
     /// The write withdrew the approval (`kubectl promotion approve --revoke`) instead of giving it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub revoked: bool,
+    /// An approval given after this record, by a write the webhook did not see (so with no
+    /// record of its own), was in effect and has gone since: the webhook marks the record when it
+    /// sees such an approval removed, so that the history credits nobody with it instead of this
+    /// record's author.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub superseded: bool,
 }
 
 /// Whether `record` (a stage's approval record) is the record of the write that left the stage's
@@ -45,6 +52,28 @@ pub fn credited(record: &ApprovalRecord, generation: Option<i64>) -> bool {
         None => true,
         Some(recorded) => generation == Some(recorded),
     }
+}
+
+/// A stage's `automaticReset` went from `false` to `true` (or absent, which the CRD defaults to
+/// `true`): who wrote it, when, and the approval the same write removed. Sveltos' own merge patch
+/// of the whole `spec.stages` does this to every stage but the one it promotes from (upstream
+/// defect D3), and a persistent approval is then reset like any other.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResetFlipRecord {
+    pub user: String,
+    /// RFC 3339, second resolution, UTC.
+    pub time: String,
+    /// The `metadata.generation` the write produced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
+    /// The same write removed the stage's approval (the webhook reset it: with `automaticReset`
+    /// true again, an approval already used is removed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub approval_removed: bool,
+    /// The record of the approval it removed, when the record was that approval's
+    /// ([`credited`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalRecord>,
 }
 
 /// Who last changed `spec.profileSpec` (started a new rollout), and when.
@@ -97,6 +126,22 @@ pub(crate) fn spec_change_record_in(
         .transpose()
 }
 
+/// The records of `automaticReset` flips, by stage; empty when the annotation is absent.
+pub fn reset_flip_records(
+    object: &serde_json::Value,
+) -> Result<BTreeMap<String, ResetFlipRecord>, AuditParseError> {
+    reset_flip_records_in(&tree_of(object))
+}
+
+pub(crate) fn reset_flip_records_in(
+    object: &Tree,
+) -> Result<BTreeMap<String, ResetFlipRecord>, AuditParseError> {
+    match annotation(object, RESET_FLIPS_ANNOTATION) {
+        None => Ok(BTreeMap::new()),
+        Some(value) => parse(RESET_FLIPS_ANNOTATION, value),
+    }
+}
+
 fn parse<T: for<'de> Deserialize<'de>>(
     key: &'static str,
     value: &Tree,
@@ -138,6 +183,7 @@ impl ApprovalRecord {
             rollout,
             generation,
             revoked: false,
+            superseded: false,
         }
     }
 
@@ -145,6 +191,12 @@ impl ApprovalRecord {
     /// client's to choose).
     pub(crate) fn matches_request(&self, user: &UserInfo, now: DateTime<Utc>) -> bool {
         self.user == username(user) && self.groups == groups(user) && is_current(&self.time, now)
+    }
+}
+
+impl ResetFlipRecord {
+    pub(crate) fn matches_request(&self, user: &UserInfo, now: DateTime<Utc>) -> bool {
+        self.user == username(user) && is_current(&self.time, now)
     }
 }
 

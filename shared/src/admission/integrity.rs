@@ -9,12 +9,14 @@
 
 use std::collections::BTreeSet;
 
-use super::audit::annotations;
-use super::audit::{approval_records_in, spec_change_record_in};
-use super::gates::{generation, newly_approved, newly_revoked};
+use super::audit::{
+    annotations, approval_records_in, reset_flip_records_in, spec_change_record_in,
+};
+use super::gates::{gates_by_name, generation, newly_approved, newly_revoked};
+use super::mutation::reset_flips;
 use super::{
     annotation_path, groups, username, ApprovalRecord, UserInfo, Violation, APPROVALS_ANNOTATION,
-    AUDIT_PREFIX, SPEC_CHANGE_ANNOTATION,
+    AUDIT_PREFIX, RESET_FLIPS_ANNOTATION, SPEC_CHANGE_ANNOTATION,
 };
 use crate::tree::{tree_of, Tree};
 use chrono::{DateTime, Utc};
@@ -72,6 +74,9 @@ pub fn check_audit_integrity_tree(
             APPROVALS_ANNOTATION => check_approvals(old, new, user, now, &path, &mut violations),
             SPEC_CHANGE_ANNOTATION => {
                 check_spec_change(old, new, user, now, &path, &mut violations)
+            }
+            RESET_FLIPS_ANNOTATION => {
+                check_reset_flips(old, new, user, now, &path, &mut violations)
             }
             _ => violations.push(Violation::new(
                 FORGED,
@@ -131,7 +136,19 @@ fn check_approvals(
                     ..record.clone()
                 } == *stored
         });
-        if carried && !approving.contains(stage.as_str()) {
+        // The mutation marks the record of a stage whose unrecorded approval this request
+        // takes away; nothing else about it may change.
+        let marked = before.get(stage).is_some_and(|stored| {
+            !stored.superseded
+                && !super::audit::credited(stored, stored_generation)
+                && old.is_some_and(|old| approval_taken(old, new, stage))
+                && ApprovalRecord {
+                    superseded: false,
+                    ..record.clone()
+                } == *stored
+                && record.superseded
+        });
+        if (carried || marked) && !approving.contains(stage.as_str()) {
             continue;
         }
         let problem = if !approving.contains(stage.as_str()) {
@@ -155,6 +172,67 @@ fn check_approvals(
             format!(
                 "the approval record of stage {stage:?} has time {:?}, which is not the time of this request",
                 record.time
+            )
+        } else {
+            continue;
+        };
+        violations.push(Violation::new(FORGED, path, problem));
+    }
+}
+
+/// Stage `stage` is approved in `old` and, in `new`, neither approved nor revoked.
+fn approval_taken(old: &Tree, new: &Tree, stage: &str) -> bool {
+    let was = gates_by_name(old).get(stage).is_some_and(|g| g.approved);
+    was && gates_by_name(new)
+        .get(stage)
+        .is_some_and(|g| !g.approved && !g.refused)
+}
+
+/// Flip records may only be written for a stage whose `automaticReset` this request turns back
+/// to `true`, for the requesting user, now.
+fn check_reset_flips(
+    old: Option<&Tree>,
+    new: &Tree,
+    user: &UserInfo,
+    now: DateTime<Utc>,
+    path: &str,
+    violations: &mut Vec<Violation>,
+) {
+    let after = match reset_flip_records_in(new) {
+        Ok(records) => records,
+        Err(e) => {
+            violations.push(Violation::new(FORGED, path, e.reason));
+            return;
+        }
+    };
+    let before = old
+        .and_then(|old| reset_flip_records_in(old).ok())
+        .unwrap_or_default();
+    let flipping: BTreeSet<&str> = old
+        .map(|old| reset_flips(old, new).iter().map(|g| g.name).collect())
+        .unwrap_or_default();
+    for stage in before.keys().filter(|stage| !after.contains_key(*stage)) {
+        violations.push(Violation::new(
+            FORGED,
+            path,
+            format!("the automaticReset record of stage {stage:?} was removed; audit records cannot be removed"),
+        ));
+    }
+    for (stage, record) in &after {
+        if before.get(stage) == Some(record) {
+            continue;
+        }
+        let problem = if !flipping.contains(stage.as_str()) {
+            format!(
+                "the automaticReset record of stage {stage:?} was written by the client, but this \
+                 request does not turn that stage's automaticReset from false to true; only the \
+                 promotion webhook writes audit records"
+            )
+        } else if !record.matches_request(user, now) {
+            format!(
+                "the automaticReset record of stage {stage:?} names user {:?} at {:?}, which is \
+                 not the user and time of this request",
+                record.user, record.time
             )
         } else {
             continue;

@@ -22,8 +22,8 @@ mod mutation;
 mod removed;
 
 pub use audit::{
-    approval_records, credited, spec_change_record, ApprovalRecord, AuditParseError,
-    SpecChangeRecord,
+    approval_records, credited, reset_flip_records, spec_change_record, ApprovalRecord,
+    AuditParseError, ResetFlipRecord, SpecChangeRecord,
 };
 pub use gates::{is_deleting, newly_approved_stages};
 pub use governance::{
@@ -48,6 +48,10 @@ pub const APPROVALS_ANNOTATION: &str = "audit.kubectl-promotion.dev/approvals";
 
 /// JSON [`SpecChangeRecord`] of the last request that changed `spec.profileSpec`.
 pub const SPEC_CHANGE_ANNOTATION: &str = "audit.kubectl-promotion.dev/spec-change";
+
+/// JSON object: stage name → [`ResetFlipRecord`] of the last write that turned the stage's
+/// `automaticReset` from `false` to `true` (or left it out).
+pub const RESET_FLIPS_ANNOTATION: &str = "audit.kubectl-promotion.dev/automatic-reset-flips";
 
 /// Request annotation through which a client (`kubectl promotion approve --reason`) passes the
 /// reason for an approval. The mutation moves it into the approval record and removes it.

@@ -21,8 +21,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::audit::{
-    annotation, annotations, approval_records_in, credited, spec_change_record_in, ApprovalRecord,
-    SpecChangeRecord,
+    annotation, annotations, approval_records_in, credited, reset_flip_records_in,
+    spec_change_record_in, ApprovalRecord, ResetFlipRecord, SpecChangeRecord,
 };
 use super::gates::{
     approval_used, gates, gates_by_name, generation, is_deleting, newly_approved, newly_revoked,
@@ -30,7 +30,7 @@ use super::gates::{
 };
 use super::{
     UserInfo, APPROVALS_ANNOTATION, APPROVAL_REASON_ANNOTATION, MAX_REASON_CHARS,
-    SPEC_CHANGE_ANNOTATION,
+    RESET_FLIPS_ANNOTATION, SPEC_CHANGE_ANNOTATION,
 };
 use crate::approval::Used;
 use crate::rollout::{self, Restart, RolloutId};
@@ -191,6 +191,16 @@ pub fn plan_mutation_tree(
     );
     if plan.restart.is_some() || old.is_none() {
         record_spec_change(old, new, &writer, &mut annotation_edits);
+    }
+    if let Some(old) = old {
+        record_reset_flips(
+            old,
+            new,
+            &writer,
+            &plan.reset_approvals,
+            &mut annotation_edits,
+            &mut plan.warnings,
+        );
     }
     ops.extend(annotation_edits.into_ops(new));
 
@@ -361,7 +371,34 @@ fn record_approvals(
         }
         _ => Vec::new(),
     };
-    if changes.approving.is_empty() && changes.revoking.is_empty() && carried.is_empty() {
+    // An approval the webhook did not record (its stage's record is not the approval's) that
+    // this request takes away: the record is marked, so that the history does not credit its
+    // author with the approval that was in effect.
+    let superseded: Vec<&str> = match old {
+        Some(old) => {
+            let after = gates_by_name(new);
+            gates(old)
+                .into_iter()
+                .filter(|g| g.approved)
+                .filter(|g| {
+                    changes.resets.iter().any(|r| r.stage == g.name)
+                        || after.get(g.name).is_some_and(|n| !n.approved && !n.refused)
+                })
+                .map(|g| g.name)
+                .filter(|name| {
+                    before
+                        .get(*name)
+                        .is_some_and(|r| !r.superseded && !credited(r, stored_generation))
+                })
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    if changes.approving.is_empty()
+        && changes.revoking.is_empty()
+        && carried.is_empty()
+        && superseded.is_empty()
+    {
         return;
     }
     // An unreadable value is replaced; the integrity check decides whether the request may
@@ -403,6 +440,13 @@ fn record_approvals(
             }
         }
     }
+    for name in superseded {
+        if let (Some(stored), Some(record)) = (before.get(name), desired.get_mut(name)) {
+            if stored == record {
+                record.superseded = true;
+            }
+        }
+    }
     edits.set_json(new, APPROVALS_ANNOTATION, &desired);
 }
 
@@ -425,6 +469,70 @@ fn record_spec_change(
             &SpecChangeRecord::for_request(user, now, writer.rollout.clone()),
         );
     }
+}
+
+/// Stages whose `automaticReset` this request turns from `false` to `true` (or leaves out, which
+/// the CRD defaults to `true`), in the request's order.
+pub(crate) fn reset_flips<'a>(old: &Tree, new: &'a Tree) -> Vec<Gate<'a>> {
+    let before = gates_by_name(old);
+    gates(new)
+        .into_iter()
+        .filter(|gate| gate.resets && before.get(gate.name).is_some_and(|g| !g.resets))
+        .collect()
+}
+
+/// A record, and a warning, for every stage whose `automaticReset` this request turns back to
+/// `true`, with the approval the same request removes: otherwise only the writer (often Sveltos'
+/// own merge patch, upstream defect D3) would ever know why a persistent approval went.
+fn record_reset_flips(
+    old: &Tree,
+    new: &Tree,
+    writer: &Writer<'_>,
+    resets: &[ApprovalReset],
+    edits: &mut AnnotationEdits,
+    warnings: &mut Vec<String>,
+) {
+    let flips = reset_flips(old, new);
+    if flips.is_empty() {
+        return;
+    }
+    let before = reset_flip_records_in(old).unwrap_or_default();
+    let current = reset_flip_records_in(new).unwrap_or_default();
+    let approvals = approval_records_in(old).unwrap_or_default();
+    let was = gates_by_name(old);
+    let stored_generation = generation(old);
+    let mut desired = current.clone();
+    for gate in flips {
+        let removed = resets.iter().any(|r| r.stage == gate.name)
+            || (was.get(gate.name).is_some_and(|g| g.approved) && !gate.approved);
+        warnings.push(format!(
+            "automaticReset of stage {:?} is true again (this request sets it or leaves it out):              its approval no longer persists across promotions{}",
+            gate.name,
+            if removed { ", and this one is removed" } else { "" }
+        ));
+        // A record this request already got (reinvocation) is kept, so planning again is a no-op.
+        let own = current.get(gate.name).is_some_and(|record| {
+            record.matches_request(writer.user, writer.now) && before.get(gate.name) != Some(record)
+        });
+        if own {
+            continue;
+        }
+        let approval = approvals
+            .get(gate.name)
+            .filter(|r| removed && !r.revoked && credited(r, stored_generation))
+            .cloned();
+        desired.insert(
+            gate.name.to_string(),
+            ResetFlipRecord {
+                user: super::username(writer.user).to_string(),
+                time: super::audit::format_time(writer.now),
+                generation: writer.generation,
+                approval_removed: removed,
+                approval,
+            },
+        );
+    }
+    edits.set_json(new, RESET_FLIPS_ANNOTATION, &desired);
 }
 
 /// Annotation changes, turned into ops only where the object differs from the target.
@@ -684,6 +792,7 @@ mod tests {
                 // The stored generation is 4; the write changes the spec.
                 generation: Some(5),
                 revoked: false,
+                superseded: false,
             }
         );
         let annotations = mutated["metadata"]["annotations"].as_object().unwrap();
@@ -818,6 +927,81 @@ mod tests {
         forged["metadata"]["annotations"][APPROVALS_ANNOTATION] =
             json!(serde_json::to_string(&records).unwrap());
         assert!(!integrity(&unseen, &forged, &user("bob")).is_empty());
+    }
+
+    #[test]
+    fn an_automatic_reset_flip_is_recorded_with_the_approval_it_cost() {
+        // dev's persistent approval was used (staging reached); Sveltos' merge patch of the whole
+        // spec.stages leaves dev's automaticReset out, and the API server defaults it to true.
+        let mut old = promotion(None, &["dev", "staging"], "3.6.2");
+        old["spec"]["stages"][0]["trigger"] =
+            json!({"manual": {"automaticReset": false, "approved": true}});
+        let records = BTreeMap::from([(
+            "dev",
+            ApprovalRecord::for_request(&user("alice"), now(), None, None, Some(4)),
+        )]);
+        old["metadata"]["annotations"] =
+            json!({APPROVALS_ANNOTATION: serde_json::to_string(&records).unwrap()});
+        let mut new = old.clone();
+        new["spec"]["stages"][0]["trigger"]["manual"]["automaticReset"] = json!(true);
+        let plan = plan_mutation(Some(&old), &new, &user("sveltos"), now());
+        assert_eq!(plan.reset_stage_names(), ["dev"]);
+        assert!(plan
+            .warnings
+            .iter()
+            .any(|w| w.contains("automaticReset of stage \"dev\" is true again")));
+        let mutated = assert_idempotent(Some(&old), &new, &user("sveltos"));
+        let flip = &crate::admission::reset_flip_records(&mutated).unwrap()["dev"];
+        assert_eq!(
+            (flip.user.as_str(), flip.approval_removed, flip.generation),
+            ("sveltos", true, Some(5))
+        );
+        assert_eq!(
+            flip.approval.as_ref().map(|r| r.user.as_str()),
+            Some("alice")
+        );
+        assert!(integrity(&old, &mutated, &user("sveltos")).is_empty());
+        assert!(!integrity(&old, &mutated, &user("mallory")).is_empty());
+        // Setting it true again is no flip.
+        assert!(plan_mutation(Some(&mutated), &mutated, &user("bob"), now()).is_empty());
+    }
+
+    #[test]
+    fn taking_away_an_unrecorded_approval_marks_the_earlier_record() {
+        // alice's record is of generation 2; the approval now on came from an unseen write.
+        let mut old = promotion(Some(true), &["dev", "staging"], "3.6.2");
+        let records = BTreeMap::from([(
+            "staging",
+            ApprovalRecord::for_request(&user("alice"), now(), None, None, Some(2)),
+        )]);
+        old["metadata"]["annotations"] =
+            json!({APPROVALS_ANNOTATION: serde_json::to_string(&records).unwrap()});
+        let mut removed = old.clone();
+        removed["spec"]["stages"][1]["trigger"]["manual"]
+            .as_object_mut()
+            .unwrap()
+            .remove("approved");
+        let mutated = assert_idempotent(Some(&old), &removed, &user("sveltos"));
+        let record = &approval_records(&mutated).unwrap()["staging"];
+        assert!(record.superseded, "{record:?}");
+        assert_eq!(record.user, "alice");
+        assert!(integrity(&old, &mutated, &user("sveltos")).is_empty());
+        // A record that is the approval's is not marked.
+        let mut credited_old = old.clone();
+        credited_old["metadata"]["generation"] = json!(2);
+        let mut removed = credited_old.clone();
+        removed["spec"]["stages"][1]["trigger"]["manual"]
+            .as_object_mut()
+            .unwrap()
+            .remove("approved");
+        assert!(plan_mutation(Some(&credited_old), &removed, &user("x"), now()).is_empty());
+        // Nor may a client mark it.
+        let mut forged = removed.clone();
+        let mut records = approval_records(&credited_old).unwrap();
+        records.get_mut("staging").unwrap().superseded = true;
+        forged["metadata"]["annotations"][APPROVALS_ANNOTATION] =
+            json!(serde_json::to_string(&records).unwrap());
+        assert!(!integrity(&credited_old, &forged, &user("x")).is_empty());
     }
 
     #[test]

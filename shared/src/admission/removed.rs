@@ -145,6 +145,7 @@ mod tests {
             rollout: None,
             generation: None,
             revoked: false,
+            superseded: false,
         }
     }
 

@@ -20,7 +20,7 @@ use super::support::{
 };
 
 /// Store the manual-gate example without status, and return its name.
-fn store(cluster: &Cluster) -> String {
+pub fn store(cluster: &Cluster) -> String {
     let mut promotion = cluster.adopt(example("kyverno-manual-gate.yaml"));
     if let Some(map) = promotion.as_object_mut() {
         map.remove("status");
@@ -32,7 +32,7 @@ fn store(cluster: &Cluster) -> String {
 }
 
 /// The example's status (awaiting approval at staging), moved to now.
-fn awaiting() -> Value {
+pub fn awaiting() -> Value {
     reconciled_now(&example("kyverno-manual-gate.yaml")["status"])
 }
 
@@ -57,7 +57,7 @@ fn past_the_gate(object: &Value) -> Value {
     reconciled_now(&status)
 }
 
-fn describe_json(cluster: &Cluster, name: &str) -> Value {
+pub fn describe_json(cluster: &Cluster, name: &str) -> Value {
     let out = kubectl(
         cluster,
         User::Viewer,
