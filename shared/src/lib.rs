@@ -27,6 +27,7 @@ pub mod model;
 pub mod patch;
 pub mod pipeline;
 pub mod plan;
+pub mod promoting;
 pub mod reconcile;
 pub mod rollout;
 pub mod selector;

@@ -20,7 +20,7 @@ use promotion_e2e::controller_process::{eventually, ControllerProcess};
 use promotion_e2e::envtest::objects::CLUSTER_PROFILE;
 use promotion_e2e::envtest::webhook::WebhookServer;
 use promotion_e2e::envtest::{self, Gate, User};
-use promotion_shared::reconcile::promoting::{Promoting, PROMOTING_ANNOTATION};
+use promotion_shared::promoting::{Promoting, PROMOTING_ANNOTATION};
 use promotion_shared::rollout::identity_of;
 
 const WAIT: Duration = Duration::from_secs(60);

@@ -15,7 +15,7 @@ use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditi
 use serde_json::{json, Value};
 
 use promotion_shared::model::FINALIZER;
-use promotion_shared::reconcile::promoting::{Promoting, PROMOTING_ANNOTATION};
+use promotion_shared::promoting::{Promoting, PROMOTING_ANNOTATION};
 use promotion_shared::status_writer::CONTROLLER_FIELD_MANAGER;
 
 /// Upstream's server-side apply field manager for generated ClusterProfiles (sic).

@@ -1,7 +1,7 @@
 //! Who may approve. Both rules are off unless configured.
 //!
 //! - the committed-step annotation of promotion-controller
-//!   ([`crate::reconcile::promoting::PROMOTING_ANNOTATION`]) opens a gate without an approval:
+//!   ([`crate::promoting::PROMOTING_ANNOTATION`]) opens a gate without an approval:
 //!   only the controller's users may write, change or remove it (always on);
 //! - approver groups: only members of one of these groups may turn a stage's `approved` on;
 //! - four eyes (`forbid_self_approval`): the user who started the current rollout (last changed
@@ -125,7 +125,7 @@ fn committed_step(
     policy: &GovernancePolicy,
     outcome: &mut GovernanceOutcome,
 ) {
-    use crate::reconcile::promoting::PROMOTING_ANNOTATION;
+    use crate::promoting::PROMOTING_ANNOTATION;
     let value = |t: &Tree| {
         super::audit::annotation(t, PROMOTING_ANNOTATION)
             .and_then(|v| v.as_str())
@@ -216,7 +216,7 @@ mod tests {
 
     #[test]
     fn only_the_controller_writes_its_committed_step() {
-        use crate::reconcile::promoting::PROMOTING_ANNOTATION;
+        use crate::promoting::PROMOTING_ANNOTATION;
         let policy = GovernancePolicy {
             controller_users: vec!["system:serviceaccount:ns:promotion-controller".into()],
             ..GovernancePolicy::default()

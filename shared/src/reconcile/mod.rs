@@ -29,7 +29,6 @@
 
 pub mod bodies;
 pub mod deployed;
-pub mod promoting;
 pub mod simulate;
 mod status_edit;
 #[cfg(test)]
@@ -49,9 +48,9 @@ use crate::status::descriptions;
 use crate::tree::tree_of;
 use crate::window::{self, WindowState};
 
+use crate::promoting::{self, Promoting};
 use bodies::{preverification_profile, stage_profile, PROFILE_API_VERSION, PROFILE_KIND};
 use deployed::Deployment;
-use promoting::Promoting;
 use status_edit::Status;
 
 /// What one reconcile reads.
