@@ -49,6 +49,14 @@ const SCENARIOS: &[(&str, Scenario)] = &[
         "a_webhook_outage_under_fail_that_blocks_a_promotion_is_reported",
         webhook_outage,
     ),
+    (
+        "a_spec_change_restarts_and_a_removed_stage_loses_its_profile",
+        spec_change,
+    ),
+    (
+        "capi_clusters_are_watched_from_the_moment_their_crd_is_installed",
+        capi_installed_later,
+    ),
 ];
 
 fn main() {
@@ -602,6 +610,120 @@ fn webhook_outage(cluster: &Cluster) -> Result<(), String> {
     {
         return Err(format!("the outage changed the promotion: {p}"));
     }
+    Ok(())
+}
+
+/// A completed rollout, then a manifest with a new chart version and without the last stage:
+/// a new rollout (new hashes), restarted at the first stage with the new spec, and the removed
+/// stage's profile deleted.
+fn spec_change(cluster: &Cluster) -> Result<(), String> {
+    clusters(cluster)?;
+    let addon = AddonController::new(cluster);
+    let _ctl = controller(cluster, &[])?;
+    let original = promotion(cluster, "change");
+    let name = to_the_gate(cluster, &addon, &original)?;
+    kubectl_ok(
+        cluster,
+        User::Admin,
+        &["promotion", "approve", &name, "--stage", "staging"],
+    )?;
+    eventually("prod's profile applied", WAIT, || {
+        profile_exists(cluster, &format!("{name}-prod")).then_some(())
+    })?;
+    addon.sync(true).map_err(e("addon double"))?;
+    let before = until(cluster, &name, "complete", |p| {
+        current_stage(p) == "prod" && description(p, "prod").starts_with("Successfully provisioned")
+    })?;
+    let mut changed = original.clone();
+    changed["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"] = json!("3.6.3");
+    if let Some(stages) = changed["spec"]["stages"].as_array_mut() {
+        stages.truncate(2);
+    }
+    let file = cluster
+        .write_manifest("changed.yaml", &changed)
+        .map_err(e("writing the manifest"))?;
+    kubectl_ok(
+        cluster,
+        User::Admin,
+        &["apply", "-f", &file.to_string_lossy()],
+    )?;
+    let after = until(cluster, &name, "restarted at dev", |p| {
+        current_stage(p) == "dev"
+            && p.pointer("/status/stagesHash") != before.pointer("/status/stagesHash")
+            && p.pointer("/status/profileSpecHash") != before.pointer("/status/profileSpecHash")
+    })?;
+    let _ = after;
+    eventually("the removed stage's profile deleted", WAIT, || {
+        (!profile_exists(cluster, &format!("{name}-prod"))).then_some(())
+    })?;
+    let dev = cluster
+        .get(CLUSTER_PROFILE, None, &format!("{name}-dev"))
+        .map_err(e("reading the dev profile"))?
+        .ok_or("the dev profile is gone")?;
+    if dev.pointer("/spec/helmCharts/0/chartVersion") != Some(&json!("3.6.3")) {
+        return Err(format!("dev was not restarted with the new spec: {dev}"));
+    }
+    Ok(())
+}
+
+/// The controller starts without Cluster API; the Cluster CRD is installed later and a CAPI
+/// Cluster joins the prod stage: the controller watches it from then on, and prod waits for its
+/// ClusterSummary (which the addon double, knowing only SveltosClusters, never writes).
+fn capi_installed_later(cluster: &Cluster) -> Result<(), String> {
+    clusters(cluster)?;
+    let addon = AddonController::new(cluster);
+    let mut ctl = controller(cluster, &[])?;
+    let name = to_the_gate(cluster, &addon, &promotion(cluster, "capi"))?;
+    cluster
+        .put(&json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "clusters.cluster.x-k8s.io"},
+            "spec": {
+                "group": "cluster.x-k8s.io", "scope": "Namespaced",
+                "names": {"kind": "Cluster", "listKind": "ClusterList",
+                          "plural": "clusters", "singular": "cluster"},
+                "versions": [{"name": "v1beta1", "served": true, "storage": true,
+                              "subresources": {"status": {}},
+                              "schema": {"openAPIV3Schema": {"type": "object",
+                                  "x-kubernetes-preserve-unknown-fields": true}}}],
+            },
+        }))
+        .map_err(e("installing the CAPI Cluster CRD"))?;
+    ctl.wait_line("the CAPI watch started", WAIT, |l| {
+        l.get("message").and_then(Value::as_str)
+            == Some("CAPI Cluster CRD found: watching CAPI Clusters")
+    })
+    .map_err(|e| e.to_string())?;
+    cluster
+        .put(&json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
+            "metadata": {"name": "capi-1", "namespace": cluster.namespace(),
+                         "labels": {"env": "prod", SESSION_LABEL: cluster.session()}},
+            "spec": {},
+            "status": {"conditions": [{"type": "ControlPlaneInitialized", "status": "True"}]},
+        }))
+        .map_err(e("creating a CAPI Cluster"))?;
+    kubectl_ok(
+        cluster,
+        User::Admin,
+        &["promotion", "approve", &name, "--stage", "staging"],
+    )?;
+    eventually("prod's profile applied", WAIT, || {
+        profile_exists(cluster, &format!("{name}-prod")).then_some(())
+    })?;
+    addon.sync(true).map_err(e("addon double"))?;
+    let waiting = format!(
+        "ClusterSummary for Cluster {}/capi-1 is not created yet.",
+        cluster.namespace()
+    );
+    until(cluster, &name, "prod waiting for the CAPI cluster", |p| {
+        p.pointer("/status/stages")
+            .and_then(Value::as_array)
+            .and_then(|l| l.iter().find(|s| s["name"] == "prod"))
+            .and_then(|s| s.get("failureMessage"))
+            .and_then(Value::as_str)
+            == Some(waiting.as_str())
+    })?;
     Ok(())
 }
 
