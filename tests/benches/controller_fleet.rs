@@ -217,10 +217,17 @@ fn main() {
         began.elapsed()
     });
 
+    // Built before the clock starts: startup is the process's, not cargo's.
+    promotion_e2e::bins::binary("promotion-controller").expect("promotion-controller builds");
     let started = Instant::now();
     let mut ctl = ControllerProcess::start(
         &kubeconfig,
-        &["--resync-period", "1h", "--log-level", "warn"],
+        &[
+            "--resync-period",
+            "1h",
+            "--log-level",
+            "warn,promotion_controller::commands::run=info",
+        ],
     )
     .expect("promotion-controller starts");
     let health: std::net::SocketAddr = ctl.health.parse().expect("health address");

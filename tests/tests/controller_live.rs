@@ -57,6 +57,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
         "capi_clusters_are_watched_from_the_moment_their_crd_is_installed",
         capi_installed_later,
     ),
+    (
+        "a_deleted_or_edited_generated_profile_is_repaired",
+        repair,
+    ),
 ];
 
 fn main() {
@@ -723,6 +727,40 @@ fn capi_installed_later(cluster: &Cluster) -> Result<(), String> {
             .and_then(|s| s.get("failureMessage"))
             .and_then(Value::as_str)
             == Some(waiting.as_str())
+    })?;
+    Ok(())
+}
+
+/// D10: the generated profile of a stage the rollout reached, deleted or edited by hand, is
+/// applied again with the spec the stage received (the rollout identity says it is the spec's).
+fn repair(cluster: &Cluster) -> Result<(), String> {
+    clusters(cluster)?;
+    let addon = AddonController::new(cluster);
+    let _ctl = controller(cluster, &[])?;
+    let name = to_the_gate(cluster, &addon, &promotion(cluster, "repair"))?;
+    let dev = format!("{name}-dev");
+    let original = cluster
+        .get(CLUSTER_PROFILE, None, &dev)
+        .map_err(e("reading the dev profile"))?
+        .ok_or("no dev profile")?;
+    cluster
+        .delete(CLUSTER_PROFILE, None, &dev)
+        .map_err(e("deleting the dev profile"))?;
+    let back = eventually("the dev profile re-applied", WAIT, || {
+        cluster.get(CLUSTER_PROFILE, None, &dev).ok().flatten()
+    })?;
+    if back["spec"] != original["spec"] {
+        return Err(format!("re-applied with another spec: {back} vs {original}"));
+    }
+    let mut edited = back.clone();
+    edited["spec"]["helmCharts"][0]["chartVersion"] = json!("9.9.9");
+    cluster.put(&edited).map_err(e("editing the dev profile"))?;
+    eventually("the edit undone", WAIT, || {
+        cluster
+            .get(CLUSTER_PROFILE, None, &dev)
+            .ok()
+            .flatten()
+            .filter(|p| p["spec"] == original["spec"])
     })?;
     Ok(())
 }
