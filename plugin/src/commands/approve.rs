@@ -273,8 +273,8 @@ async fn read(kube: &Kube, name: &str) -> Result<(Snapshot, ClusterPromotion)> {
     );
     let snap = Snapshot {
         object,
-        profiles: profiles.map_err(|e| e.unreadable()),
-        summaries: summaries.map_err(|e| e.unreadable()),
+        profiles: profiles.map_err(|e| e.read_failure()),
+        summaries: summaries.map_err(|e| e.read_failure()),
         events: Err(String::new()),
     };
     Ok((snap, promotion))

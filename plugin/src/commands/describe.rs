@@ -280,7 +280,7 @@ async fn watch(
                 Update::Changed(state) => {
                     if tty {
                         let uid = state.object.pointer("/metadata/uid").and_then(Value::as_str);
-                        events = kube.list_events(name, uid).await.map_err(|e| e.unreadable());
+                        events = kube.list_events(name, uid).await.map_err(|e| e.read_failure());
                     }
                     current = Some(Description::build(&state.snapshot(events.clone()))?);
                     lost = None;

@@ -139,19 +139,21 @@ pub async fn rows(kube: &Kube, selector: Option<&str>) -> Result<(Vec<Row>, Vec<
         kube.list_summaries(&frontier)
     );
     let mut warnings = Vec::new();
+    // The reason stays with the read: the view tells a read that failed from `describe -f`
+    // (nothing read), so a phase that needs the clusters is "unknown", not a guess.
     let profiles = profiles.map_err(|e| {
+        let why = e.read_failure();
         warnings.push(format!(
-            "ClusterProfiles {}: STATE cannot tell a change Sveltos has not picked up yet",
-            e.unreadable()
+            "ClusterProfiles: {why}: STATE cannot tell a change Sveltos has not picked up yet"
         ));
-        String::new()
+        why
     });
     let summaries = summaries.map_err(|e| {
+        let why = e.read_failure();
         warnings.push(format!(
-            "ClusterSummaries {}: STATE cannot show clusters that failed",
-            e.unreadable()
+            "ClusterSummaries: {why}: STATE cannot show clusters that failed"
         ));
-        String::new()
+        why
     });
     let mut rows = Vec::new();
     for object in &objects {

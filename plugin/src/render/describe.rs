@@ -46,7 +46,11 @@ fn when(t: Option<&str>, now: DateTime<Utc>) -> Option<String> {
 pub fn render(d: &Description, style: &Style, opts: &Options) -> String {
     let mut out = String::new();
     field(&mut out, 0, "Name", &style.paint(&d.name, Tone::Strong));
-    field(&mut out, 0, "Phase", &style.phase(&d.phase));
+    let mut phase = style.phase(&d.phase);
+    if let Some(why) = crate::view::unknown_because(d) {
+        phase.push_str(&format!(" ({why}: see Warnings)"));
+    }
+    field(&mut out, 0, "Phase", &phase);
     if let Some(stage) = &d.current_stage {
         field(&mut out, 0, "Current stage", stage);
     }
@@ -340,10 +344,12 @@ fn clusters(out: &mut String, d: &Description, stage: &StageDetail, style: &Styl
             ) {
                 (None, true) => "unknown (the stage's ClusterProfile name is taken)".to_string(),
                 (None, false) if d.warnings.iter().any(|w| w.starts_with("ClusterProfiles")) => {
-                    "unknown (ClusterProfiles not readable)".to_string()
+                    "unknown (ClusterProfiles not readable: see Warnings)".to_string()
                 }
                 (None, false) => "none yet (no ClusterProfile for this stage)".to_string(),
-                (Some(p), _) => format!("unknown (ClusterSummaries of {p} not readable)"),
+                (Some(p), _) => {
+                    format!("unknown (ClusterSummaries of {p} not readable: see Warnings)")
+                }
             }
         };
         field(out, ind, "Clusters", &style.paint(&text, Tone::Dim));
