@@ -77,7 +77,8 @@ pub struct DescribeArgs {
     /// changes otherwise; ends when the pipeline completes or fails
     #[arg(short = 'w', long)]
     pub watch: bool,
-    /// List every cluster of every stage (default: the ones not provisioned, then a count)
+    /// List every cluster of every stage (default: all of a stage's clusters up to 10; beyond
+    /// that the ones not provisioned, at most 10, then how many more are provisioned)
     #[arg(long)]
     pub all_clusters: bool,
 }
@@ -391,10 +392,15 @@ pub fn changes(prev: &Description, now: &Description, ctx: &Ctx) -> String {
             s.and_then(|s| s.cluster_counts.as_ref())
                 .map(|c| (c.provisioned, c.total))
         };
-        if let (Some((was, _)), Some((is, total))) = (counts(before), counts(Some(stage))) {
-            if counts(before) != counts(Some(stage)) {
+        if let (Some((was, was_total)), Some((is, total))) = (counts(before), counts(Some(stage))) {
+            // Only what moved: `0 → 0/8` would read as no change when it is clusters matched.
+            if was != is && was_total == total {
                 line(format!(
                     "stage {name}: clusters {was} → {is}/{total} provisioned"
+                ));
+            } else if was_total != total {
+                line(format!(
+                    "stage {name}: clusters {was}/{was_total} → {is}/{total} provisioned"
                 ));
             }
         }

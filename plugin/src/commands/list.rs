@@ -180,6 +180,19 @@ async fn watch(ctx: &Ctx, args: &ListArgs, format: &OutputFormat, kube: &Kube) -
     let mut columns = table::Columns::new(&headers, args.no_headers);
     let mut header_printed = args.no_headers;
     let mut shown: BTreeMap<String, Row> = BTreeMap::new();
+    // What each table row printed last, its times as timestamps (a clock ticking is no change):
+    // a row is printed again only when its text would change, not when a column the table does
+    // not show did.
+    let table = matches!(format, OutputFormat::Wide | OutputFormat::Default);
+    let printed_as = |r: &Row| {
+        cells(
+            r,
+            wide,
+            &Style { color: false },
+            chrono::DateTime::UNIX_EPOCH,
+        )
+    };
+    let mut printed: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut first = true;
     loop {
         let fleet = match follower.next().await? {
@@ -206,12 +219,22 @@ async fn watch(ctx: &Ctx, args: &ListArgs, format: &OutputFormat, kube: &Kube) -
                 .map(|r| (r.clone(), true)),
         );
         changed.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+        if table {
+            changed.retain(|(r, deleted)| *deleted || printed.get(&r.name) != Some(&printed_as(r)));
+        }
         shown = now;
         let print_these = !(first && args.watch_only);
         if first && shown.is_empty() && print_these {
             eprintln!("No resources found");
         }
         first = false;
+        for (r, deleted) in &changed {
+            if *deleted {
+                printed.remove(&r.name);
+            } else {
+                printed.insert(r.name.clone(), printed_as(r));
+            }
+        }
         if changed.is_empty() || !print_these {
             continue;
         }

@@ -417,15 +417,18 @@ fn clusters(out: &mut String, d: &Description, stage: &StageDetail, style: &Styl
         let _ = writeln!(out, "{:w$}{line}", "", w = ind + 2);
     }
     let hidden = list.len() - limit;
+    // "… and N more" after no cluster at all reads as a list gone missing: say what they are.
+    let rest = if limit == 0 {
+        format!("all {hidden} provisioned, not listed (--all-clusters lists every cluster)")
+    } else {
+        format!("… and {hidden} more provisioned (--all-clusters lists every cluster)")
+    };
     if hidden > 0 {
         let _ = writeln!(
             out,
             "{:w$}{}",
             "",
-            style.paint(
-                &format!("… and {hidden} more (--all-clusters lists every cluster)"),
-                Tone::Dim
-            ),
+            style.paint(&rest, Tone::Dim),
             w = ind + 2
         );
     }
@@ -657,7 +660,7 @@ mod tests {
             .next()
             .unwrap()
             .contains("replicas: invalid type"));
-        assert!(text.contains("… and 30 more (--all-clusters lists every cluster)"));
+        assert!(text.contains("… and 30 more provisioned (--all-clusters lists every cluster)"));
         assert!(!text.contains("dev/ok00"));
         let all = render(
             &d,
