@@ -50,8 +50,8 @@ pub struct ListArgs {
     /// Do not print the header row
     #[arg(long)]
     pub no_headers: bool,
-    /// With a jsonpath or custom-columns template, print nothing for a missing field instead of
-    /// failing
+    /// With a jsonpath template, print nothing for a missing field instead of failing
+    /// (custom-columns print <none> for it either way, as kubectl does)
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
           action = clap::ArgAction::Set, value_name = "BOOL")]
     pub allow_missing_template_keys: bool,
