@@ -520,3 +520,26 @@ fn describe_watch_prints_cluster_counts_only_when_they_move() {
         assert_ne!(Some(from), to.split('/').next(), "{l}");
     }
 }
+
+#[test]
+fn list_watch_says_when_it_reconnects_after_the_server_comes_back() {
+    let env = Env::start(example_world("kyverno-manual-gate.yaml"));
+    let mut plugin = Running::start(&env, &["list", "--watch"]);
+    plugin.expect_line(Stream::Stdout, GATE);
+    // The API server's storage restarts: watches end, and requests fail until it is back.
+    env.server.set_unavailable(true);
+    let lost = plugin.expect_line(Stream::Stderr, "connection lost");
+    assert_eq!(
+        lost,
+        "warning: connection lost, retrying… (Internal error occurred: etcdserver: leader changed)\n"
+    );
+    env.server.set_unavailable(false);
+    // A watch resumed says nothing until something comes: the first change says it is back.
+    update(&env, GATE, |p| {
+        p["spec"]["stages"][1]["trigger"]["manual"]["approved"] = json!(true);
+    });
+    let back = plugin.expect_line(Stream::Stderr, "reconnected");
+    assert_eq!(back, "reconnected: watching again\n");
+    let row = plugin.expect_line(Stream::Stdout, GATE);
+    assert!(!row.contains("awaiting approval"), "{row}");
+}

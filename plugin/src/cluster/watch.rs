@@ -150,6 +150,9 @@ fn fatal(kube: &Kube, err: watcher::Error, what: &Request) -> std::result::Resul
             Ok(kube.error(inner, what))
         }
         kube::Error::Auth(_) => Ok(kube.error(inner, what)),
+        // The server's own words (`Internal error occurred: etcdserver: leader changed`), not
+        // the Status object's debug dump.
+        kube::Error::Api(s) => Err(s.message.clone()),
         _ => Err(kube_client::chain(&inner)),
     }
 }

@@ -194,14 +194,22 @@ async fn watch(ctx: &Ctx, args: &ListArgs, format: &OutputFormat, kube: &Kube) -
     };
     let mut printed: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut first = true;
+    let mut lost = false;
     loop {
         let fleet = match follower.next().await? {
             Update::Changed(fleet) => fleet,
             Update::ConnectionLost(reason) => {
                 warn(ctx, &format!("connection lost, retrying… ({reason})"));
+                lost = true;
                 continue;
             }
         };
+        // The watches are back (after a restart of the API server, say): what follows is
+        // current again, and the user watching the warning above should know. A resumed watch
+        // yields nothing by itself, so this is said with the first change or re-list after it.
+        if std::mem::take(&mut lost) {
+            super::note(ctx, "reconnected: watching again");
+        }
         let mut now: BTreeMap<String, Row> = BTreeMap::new();
         for object in &fleet.objects {
             let r = row(&view::Description::build_shared(fleet.snapshot(object))?);
