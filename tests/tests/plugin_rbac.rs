@@ -147,3 +147,34 @@ fn wait_without_clustersummaries_goes_on_from_what_it_can_read() {
         )
     );
 }
+
+#[test]
+fn describe_advises_an_approval_only_to_who_may_give_it() {
+    let env = rbac_env("kyverno-manual-gate.yaml");
+    let advice =
+        "kubectl promotion approve kyverno-rollout-man --stage staging   (staging → production)";
+    let out = run_as(
+        &env,
+        User::ReleaseManager,
+        &["describe", "kyverno-rollout-man"],
+    )
+    .expect(0);
+    assert!(
+        out.stdout.contains(&format!("Next step:      {advice}\n")),
+        "{}",
+        out.stdout
+    );
+    let out = run_as(&env, User::Viewer, &["describe", "kyverno-rollout-man"]).expect(0);
+    assert!(
+        out.stdout.contains(&format!(
+            "Next step:      you cannot approve (RBAC: no patch on \
+             clusterpromotions.config.projectsveltos.io \"kyverno-rollout-man\"): someone who \
+             can runs: {advice}\n"
+        )),
+        "{}",
+        out.stdout
+    );
+    // The server was asked, as the viewer.
+    let reviews = env.requests("POST", "/selfsubjectaccessreviews");
+    assert!(reviews.iter().any(|r| r.user == "viewer"), "{reviews:?}");
+}

@@ -151,6 +151,7 @@ pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
         }
     }
     add_reach(&kube, &mut descriptions, &promotions).await;
+    advise_only_what_the_caller_can(&kube, &mut descriptions).await;
     if descriptions.is_empty() && missing.is_empty() {
         eprintln!("No resources found");
     }
@@ -191,6 +192,34 @@ async fn add_reach(kube: &Kube, descriptions: &mut [Description], objects: &[Val
                 ));
             }
         }
+    }
+}
+
+/// A next step that approves is advice only to someone who may approve: the caller is asked
+/// with a SelfSubjectAccessReview (patch on the promotion), and told when they cannot, and who
+/// can as far as the plugin can tell without reading RBAC objects.
+async fn advise_only_what_the_caller_can(kube: &Kube, descriptions: &mut [Description]) {
+    for d in descriptions.iter_mut() {
+        let Some(step) = d
+            .next_step
+            .as_ref()
+            .filter(|s| s.starts_with("kubectl promotion approve "))
+        else {
+            continue;
+        };
+        let verdict = match kube.can_patch_promotion(&d.name).await {
+            Ok(true) => continue,
+            Ok(false) => format!(
+                "you cannot approve (RBAC: no patch on clusterpromotions.config.projectsveltos.io \
+                 {:?}): someone who can runs: {step}",
+                d.name
+            ),
+            Err(e) => format!(
+                "{step}   (whether you may approve is unknown: the access review failed: {})",
+                e.read_failure()
+            ),
+        };
+        d.next_step = Some(verdict);
     }
 }
 
