@@ -363,6 +363,29 @@ impl Error {
         }
     }
 
+    /// Why a read that a view goes on without failed, naming who was refused what as the server
+    /// said it: `forbidden (User "viewer" cannot list resource "clustersummaries" in API group
+    /// "config.projectsveltos.io" at the cluster scope)`, `not served (its CRD is not
+    /// installed)`, or the error.
+    pub fn read_failure(&self) -> String {
+        match self {
+            Error::Forbidden { request, message } => {
+                let said = message
+                    .split_once(" is forbidden: ")
+                    .map_or(message.as_str(), |(_, why)| why);
+                if said.is_empty() {
+                    format!("forbidden (you cannot {request})")
+                } else {
+                    format!("forbidden ({said})")
+                }
+            }
+            Error::NotServed { resource } => {
+                format!("not served ({resource}: its CRD is not installed)")
+            }
+            other => other.to_string(),
+        }
+    }
+
     pub fn file(path: impl fmt::Display, reason: impl fmt::Display) -> Self {
         Error::File {
             path: path.to_string(),

@@ -491,3 +491,28 @@ fn approve_help_says_the_last_stage_is_approved_like_any_other() {
     assert!(help.contains("The last stage's gate is approved like any other: approving it lets the pipeline complete."), "{help}");
     assert!(!help.contains("and the last stage, listing"), "{help}");
 }
+
+/// A flow mapping never closed is reported on the line kubectl names (`kubectl create -f` on
+/// this file: `yaml: line 3: did not find expected ',' or '}'`), at its `{`, saying where the
+/// parser gave up.
+#[test]
+fn an_unclosed_flow_mapping_is_placed_where_kubectl_places_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("x.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x\ndata:\n  a: b\n",
+    )
+    .unwrap();
+    let out = lint(&[file.to_str().unwrap()]);
+    assert_ne!(out.status.code(), Some(0));
+    let text = stdout(&out) + &stderr(&out);
+    assert!(
+        text.contains(&format!(
+            "{}:3:11: error[yaml] not valid YAML: a flow mapping not closed: did not find \
+             expected ',' or '}}' (found line 4, column 5 instead)",
+            file.display()
+        )),
+        "{text}"
+    );
+}

@@ -211,6 +211,9 @@ pub enum Phase {
     Failed,
     /// Sveltos refuses to run this promotion (licence).
     Blocked,
+    /// What decides the phase could not be read (the clusters of a stage still provisioning,
+    /// when ClusterSummaries are forbidden): set by a reader, never by [`derive`].
+    Unknown,
 }
 
 impl Phase {
@@ -224,6 +227,7 @@ impl Phase {
             Phase::Complete => "complete",
             Phase::Failed => "failed",
             Phase::Blocked => "blocked",
+            Phase::Unknown => "unknown",
         }
     }
 

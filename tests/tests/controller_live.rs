@@ -57,10 +57,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
         "capi_clusters_are_watched_from_the_moment_their_crd_is_installed",
         capi_installed_later,
     ),
-    (
-        "a_deleted_or_edited_generated_profile_is_repaired",
-        repair,
-    ),
+    ("a_deleted_or_edited_generated_profile_is_repaired", repair),
 ];
 
 fn main() {
@@ -750,7 +747,9 @@ fn repair(cluster: &Cluster) -> Result<(), String> {
         cluster.get(CLUSTER_PROFILE, None, &dev).ok().flatten()
     })?;
     if back["spec"] != original["spec"] {
-        return Err(format!("re-applied with another spec: {back} vs {original}"));
+        return Err(format!(
+            "re-applied with another spec: {back} vs {original}"
+        ));
     }
     let mut edited = back.clone();
     edited["spec"]["helmCharts"][0]["chartVersion"] = json!("9.9.9");

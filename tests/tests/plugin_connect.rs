@@ -498,6 +498,38 @@ fn connection_files_are_named_once_with_what_is_wrong() {
         err,
         "error: /dev/null: --certificate-authority: no PEM certificate in the file\n"
     );
+    // The client certificate and key: the path once, not kube's '"/x/c"'.
+    let cert = dir.path().join("c");
+    let key = dir.path().join("k");
+    let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let (code, err) = run(&[
+        "list",
+        "-s",
+        "https://127.0.0.1:1",
+        "--client-certificate",
+        cert,
+        "--client-key",
+        key,
+    ]);
+    assert_ne!(code, Some(0));
+    assert_eq!(
+        err,
+        format!("error: {cert}: --client-certificate: no such file or directory\n")
+    );
+    std::fs::write(cert, "").unwrap();
+    let (_, err) = run(&[
+        "list",
+        "-s",
+        "https://127.0.0.1:1",
+        "--client-certificate",
+        cert,
+        "--client-key",
+        key,
+    ]);
+    assert_eq!(
+        err,
+        format!("error: {key}: --client-key: no such file or directory\n")
+    );
 }
 
 /// Issue 25, polish: a connection that `--request-timeout` ends says what timed out and after

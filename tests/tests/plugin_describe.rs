@@ -417,7 +417,7 @@ fn many_clusters_are_summarised_unless_asked() {
         "{t}"
     );
     assert!(
-        t.contains("… and 25 more (--all-clusters lists every cluster)"),
+        t.contains("… and 25 more provisioned (--all-clusters lists every cluster)"),
         "{t}"
     );
     assert!(!t.contains("dev/dev07"));
@@ -426,6 +426,39 @@ fn many_clusters_are_summarised_unless_asked() {
         .expect(0)
         .stdout;
     assert!(all.contains("dev/dev07"));
+}
+
+#[test]
+fn many_clusters_all_provisioned_are_counted_not_said_to_be_more() {
+    let dev = |name: &str| Cluster::new("dev", name, &[("env", "dev")]);
+    let file = "kyverno-manual-gate.yaml";
+    let world = |n: usize| {
+        world_of(
+            WorldBuilder::new().with_clusters((0..n).map(|i| dev(&format!("dev{i:02}"))).collect()),
+            vec![(file, example(file))],
+        )
+    };
+    // Beyond 10: none listed, and the line says what the unlisted ones are.
+    let env = Env::start(world(12));
+    let t = env.run(&["describe", GATE]).expect(0).stdout;
+    assert!(t.contains("12 clusters: 12 provisioned"), "{t}");
+    assert!(
+        t.contains(
+            "\n       all 12 provisioned, not listed (--all-clusters lists every cluster)\n"
+        ),
+        "{t}"
+    );
+    assert!(!t.contains("… and") && !t.contains("dev/dev00"), "{t}");
+    // Up to 10: all of them, as the help says.
+    let env = Env::start(world(10));
+    let t = env.run(&["describe", GATE]).expect(0).stdout;
+    assert!(t.contains("dev/dev00") && t.contains("dev/dev09"), "{t}");
+    assert!(!t.contains("not listed"), "{t}");
+    let help = env.run(&["describe", "--help"]).expect(0).stdout;
+    assert!(
+        help.contains("default: all of a stage's clusters up to 10; beyond"),
+        "{help}"
+    );
 }
 
 #[test]

@@ -447,3 +447,99 @@ fn a_hung_server_ends_wait_and_approve_wait_at_their_timeout_with_exit_3() {
         approve.stderr
     );
 }
+
+#[test]
+fn list_watch_prints_a_row_only_when_its_text_changes() {
+    let env = Env::start(example_world("kyverno-manual-gate.yaml"));
+    let mut plugin = Running::start(&env, &["list", "--watch"]);
+    let first = plugin.expect_line(Stream::Stdout, GATE);
+    // A change only LAST-PROMOTION shows (a -o wide column): the default row reads the same.
+    update(&env, GATE, |p| {
+        p["status"]["lastPromotionTime"] = json!("2026-02-16T07:40:00Z");
+    });
+    // Then one the row shows; it arrives after the first, so a repeat would be printed before.
+    update(&env, GATE, |p| {
+        p["spec"]["stages"][1]["trigger"]["manual"]["approved"] = json!(true);
+    });
+    let second = plugin.expect_line(Stream::Stdout, GATE);
+    assert_ne!(first, second);
+    assert!(!second.contains("awaiting approval"), "{second}");
+    assert_eq!(plugin.stdout.matches(GATE).count(), 2, "{}", plugin.stdout);
+}
+
+#[test]
+fn describe_watch_prints_cluster_counts_only_when_they_move() {
+    let env = Env::start(example_world("kyverno-rollout-auto.yaml"));
+    let mut plugin = Running::start(&env, &["describe", "kyverno-rollout-auto", "--watch"]);
+    plugin.expect_line(Stream::Stdout, "Stages:");
+    // A second production cluster, still provisioning: the count of provisioned ones stays 1.
+    let store = env.server.store();
+    let mut third = store
+        .get(
+            "clustersummaries",
+            Some("prod"),
+            "kyverno-rollout-auto-production-sveltos-prod01",
+        )
+        .expect("the production summary");
+    third["metadata"]["name"] = json!("kyverno-rollout-auto-production-sveltos-prod03");
+    third["spec"]["clusterName"] = json!("prod03");
+    set_features(&mut third, &[("Helm", "Provisioning", None)]);
+    forget_version(&mut third);
+    if let Some(m) = third["metadata"].as_object_mut() {
+        m.remove("uid");
+    }
+    env.put(third);
+    let line = plugin.expect_line(Stream::Stdout, "stage production: clusters");
+    assert!(
+        line.ends_with("stage production: clusters 1/1 → 1/2 provisioned\n"),
+        "{line}"
+    );
+    env.set_features(
+        "prod",
+        "kyverno-rollout-auto-production-sveltos-prod03",
+        &[("Helm", "Provisioned", None)],
+    );
+    let line = plugin.expect_line(Stream::Stdout, "stage production: clusters");
+    assert!(
+        line.ends_with("stage production: clusters 1 → 2/2 provisioned\n"),
+        "{line}"
+    );
+    env.set_features(
+        "prod",
+        "kyverno-rollout-auto-production-sveltos-prod01",
+        &[("Helm", "FailedNonRetriable", Some("template error"))],
+    );
+    let out = plugin.finish().expect(2);
+    // Every cluster line says a count that moved.
+    for l in out.stdout.lines().filter(|l| l.contains(": clusters ")) {
+        let (from, to) = l
+            .split_once(": clusters ")
+            .and_then(|(_, t)| t.split_once(" → "))
+            .unwrap_or_else(|| panic!("{l}"));
+        assert_ne!(Some(from), to.split(' ').next(), "{l}");
+        assert_ne!(Some(from), to.split('/').next(), "{l}");
+    }
+}
+
+#[test]
+fn list_watch_says_when_it_reconnects_after_the_server_comes_back() {
+    let env = Env::start(example_world("kyverno-manual-gate.yaml"));
+    let mut plugin = Running::start(&env, &["list", "--watch"]);
+    plugin.expect_line(Stream::Stdout, GATE);
+    // The API server's storage restarts: watches end, and requests fail until it is back.
+    env.server.set_unavailable(true);
+    let lost = plugin.expect_line(Stream::Stderr, "connection lost");
+    assert_eq!(
+        lost,
+        "warning: connection lost, retrying… (Internal error occurred: etcdserver: leader changed)\n"
+    );
+    env.server.set_unavailable(false);
+    // A watch resumed says nothing until something comes: the first change says it is back.
+    update(&env, GATE, |p| {
+        p["spec"]["stages"][1]["trigger"]["manual"]["approved"] = json!(true);
+    });
+    let back = plugin.expect_line(Stream::Stderr, "reconnected");
+    assert_eq!(back, "reconnected: watching again\n");
+    let row = plugin.expect_line(Stream::Stdout, GATE);
+    assert!(!row.contains("awaiting approval"), "{row}");
+}

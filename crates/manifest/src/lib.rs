@@ -171,14 +171,70 @@ pub fn parse_documents(text: &str) -> Result<Vec<SourceDocument>, SourceError> {
         ..Builder::default()
     };
     let mut parser = Parser::new_from_str(text);
+    // Character offsets of the collections open now, innermost last: an unclosed flow
+    // collection is reported where it opens.
+    let mut open: Vec<usize> = Vec::new();
     while let Some(event) = parser.next_event() {
-        let (event, span) = event.map_err(|e| SourceError {
-            pos: lines.pos(e.marker()),
-            message: e.info().to_string(),
-        })?;
+        let (event, span) =
+            event.map_err(|e| unclosed_flow(text, &lines, &open, e.marker(), e.info()))?;
+        match event {
+            Event::MappingStart(..) | Event::SequenceStart(..) => open.push(span.start.index()),
+            Event::MappingEnd | Event::SequenceEnd => {
+                open.pop();
+            }
+            _ => {}
+        }
         builder.event(event, lines.pos(&span.start), lines.pos(&span.end))?;
     }
     Ok(builder.docs)
+}
+
+/// A parser error, placed as kubectl places it. go-yaml v2 reports a parser error on the line
+/// before its token (it prints the 0-based line as if 1-based), which for a flow mapping or
+/// sequence never closed is, in the usual case, the line where it opens: the error is put
+/// there, at the opening bracket, and says where the parser gave up.
+fn unclosed_flow(
+    text: &str,
+    lines: &LineIndex,
+    open: &[usize],
+    marker: &Marker,
+    info: &str,
+) -> SourceError {
+    let found = lines.pos(marker);
+    let bracket = if info.starts_with("while parsing a flow mapping") {
+        Some('{')
+    } else if info.starts_with("while parsing a flow sequence") {
+        Some('[')
+    } else {
+        None
+    };
+    let start = bracket.and_then(|b| {
+        open.iter()
+            .rev()
+            .copied()
+            .find(|&i| text.chars().nth(i) == Some(b))
+    });
+    match start {
+        Some(index) => {
+            let what = info
+                .strip_prefix("while parsing ")
+                .and_then(|rest| rest.split_once(", "))
+                .map_or(info.to_string(), |(what, problem)| {
+                    format!("{what} not closed: {problem}")
+                });
+            SourceError {
+                pos: lines.at(index),
+                message: format!(
+                    "{what} (found line {}, column {} instead)",
+                    found.line, found.column
+                ),
+            }
+        }
+        None => SourceError {
+            pos: found,
+            message: info.to_string(),
+        },
+    }
 }
 
 /// Where each line of a text starts, counting lines as `\n` ends them (as grep, editors and
@@ -649,7 +705,12 @@ mod tests {
         let doc = one("a: \"x\r y\"\nb: [1, 2]\n");
         assert_eq!(doc.locate("b", None), Pos { line: 2, column: 1 });
         let err = parse_documents("a: \"x\r y\"\nb: {c\n").unwrap_err();
-        assert_eq!(err.pos.line, 3, "{err}");
+        // Reported at the `{` never closed; where the parser gave up is counted the same way.
+        assert_eq!(err.pos, Pos { line: 2, column: 4 }, "{err}");
+        assert!(
+            err.message.ends_with("(found line 3, column 1 instead)"),
+            "{err}"
+        );
     }
 
     #[test]

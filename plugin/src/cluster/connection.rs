@@ -226,6 +226,21 @@ impl ConnectionFlags {
             }
             config.root_cert_file = Some(ca.clone());
         }
+        // kube's own message for a missing file quotes the path twice ('"/x/c"'): say it as
+        // --certificate-authority is said.
+        for (flag, path) in [
+            ("--client-certificate", &self.client_certificate),
+            ("--client-key", &self.client_key),
+        ] {
+            if let Some(path) = path {
+                std::fs::metadata(path).map_err(|e| {
+                    Error::file(
+                        path.display(),
+                        format!("{flag}: {}", promotion_manifest::io_reason(&e)),
+                    )
+                })?;
+            }
+        }
         if let Some(cert) = &self.client_certificate {
             config.auth_info.client_certificate = Some(cert.display().to_string());
             config.auth_info.client_certificate_data = None;

@@ -24,9 +24,9 @@ pub async fn snapshot(kube: &Kube, name: &str) -> Result<Snapshot> {
     );
     Ok(Snapshot {
         object,
-        profiles: profiles.map_err(|e| e.unreadable()),
-        summaries: summaries.map_err(|e| e.unreadable()),
-        events: events.map_err(|e| e.unreadable()),
+        profiles: profiles.map_err(|e| e.read_failure()),
+        summaries: summaries.map_err(|e| e.read_failure()),
+        events: events.map_err(|e| e.read_failure()),
     })
 }
 
@@ -40,8 +40,8 @@ pub async fn state(kube: &Kube, name: &str) -> Result<Snapshot> {
     );
     Ok(Snapshot {
         object,
-        profiles: profiles.map_err(|e| e.unreadable()),
-        summaries: summaries.map_err(|e| e.unreadable()),
+        profiles: profiles.map_err(|e| e.read_failure()),
+        summaries: summaries.map_err(|e| e.read_failure()),
         events: Err(String::new()),
     })
 }

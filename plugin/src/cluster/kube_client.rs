@@ -349,6 +349,33 @@ impl Kube {
         }
     }
 
+    /// Whether the caller may `patch` the ClusterPromotion `name`, as `kubectl auth can-i`
+    /// asks it: a SelfSubjectAccessReview, answered by the server's own authorizer (RBAC and
+    /// any other), so that impersonation (`--as`) is asked about too. `Err` when the review
+    /// itself fails.
+    pub async fn can_patch_promotion(&self, name: &str) -> Result<bool> {
+        let what = Request::new("create", "selfsubjectaccessreviews.authorization.k8s.io");
+        let review = serde_json::json!({
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {
+                "verb": "patch",
+                "group": PROMOTION.group,
+                "version": PROMOTION.version,
+                "resource": PROMOTION.plural,
+                "name": name,
+            }},
+        });
+        let body = serde_json::to_vec(&review).map_err(|e| Error::Io(e.to_string()))?;
+        let req = self.build(
+            KubeRequest::new("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
+                .create(&PostParams::default(), body),
+            &what,
+        )?;
+        let answer = self.send(req, &what).await?;
+        Ok(answer.pointer("/status/allowed").and_then(Value::as_bool) == Some(true))
+    }
+
     pub async fn list_promotions(&self, selector: Option<&str>) -> Result<Vec<Value>> {
         let what = Request::new("list", PROMOTIONS);
         let mut lp = ListParams::default();

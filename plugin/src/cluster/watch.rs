@@ -7,8 +7,10 @@
 //! Both streams come from `kube::runtime::watcher`, which lists, then watches from the list's
 //! resourceVersion with bookmarks, re-watches when a watch ends, and re-lists when the server
 //! says the version is gone (410). A dropped connection is retried with backoff; only errors that
-//! retrying cannot fix (401, 403, 404) end the follow. Each stream's objects are kept in a
-//! `kube::runtime::reflector` store.
+//! retrying cannot fix (401, 403, 404) end the follow, except that ClusterProfiles or
+//! ClusterSummaries the user may not read (or whose CRD is missing) are followed without, as
+//! `describe` reads without them: the view says what could not be read. Each stream's objects
+//! are kept in a `kube::runtime::reflector` store.
 
 use std::pin::Pin;
 
@@ -34,8 +36,9 @@ use crate::view::{self, Snapshot};
 #[derive(Clone)]
 pub struct State {
     pub object: Value,
-    pub profiles: Vec<Value>,
-    pub summaries: Vec<Value>,
+    /// `Err`: why they cannot be read.
+    pub profiles: std::result::Result<Vec<Value>, String>,
+    pub summaries: std::result::Result<Vec<Value>, String>,
 }
 
 impl State {
@@ -43,8 +46,8 @@ impl State {
     pub fn snapshot(&self, events: std::result::Result<Vec<Value>, String>) -> Snapshot {
         Snapshot {
             object: self.object.clone(),
-            profiles: Ok(self.profiles.clone()),
-            summaries: Ok(self.summaries.clone()),
+            profiles: self.profiles.clone(),
+            summaries: self.summaries.clone(),
             events,
         }
     }
@@ -53,8 +56,9 @@ impl State {
 /// The current state of every followed promotion, after a change.
 pub struct Fleet {
     pub objects: Vec<Value>,
-    pub profiles: Vec<Value>,
-    pub summaries: Vec<Value>,
+    /// `Err`: why they cannot be read.
+    pub profiles: std::result::Result<Vec<Value>, String>,
+    pub summaries: std::result::Result<Vec<Value>, String>,
 }
 
 impl Fleet {
@@ -62,8 +66,8 @@ impl Fleet {
     pub fn snapshot<'a>(&'a self, object: &'a Value) -> view::SnapshotRef<'a> {
         view::SnapshotRef {
             object,
-            profiles: Ok(&self.profiles),
-            summaries: Ok(&self.summaries),
+            profiles: view::shared(&self.profiles),
+            summaries: view::shared(&self.summaries),
             events: Err(""),
         }
     }
@@ -146,6 +150,9 @@ fn fatal(kube: &Kube, err: watcher::Error, what: &Request) -> std::result::Resul
             Ok(kube.error(inner, what))
         }
         kube::Error::Auth(_) => Ok(kube.error(inner, what)),
+        // The server's own words (`Internal error occurred: etcdserver: leader changed`), not
+        // the Status object's debug dump.
+        kube::Error::Api(s) => Err(s.message.clone()),
         _ => Err(kube_client::chain(&inner)),
     }
 }
@@ -172,6 +179,8 @@ struct Reflected {
     synced: bool,
     /// Between `Init` and `InitDone`: the store still shows the previous list.
     relisting: bool,
+    /// The user may not read these (or they are not served): why. The stream is then left.
+    unreadable: Option<String>,
 }
 
 impl Reflected {
@@ -184,6 +193,15 @@ impl Reflected {
             resource,
             synced: false,
             relisting: false,
+            unreadable: None,
+        }
+    }
+
+    /// The objects, or why they cannot be read.
+    fn read(&self) -> std::result::Result<Vec<Value>, String> {
+        match &self.unreadable {
+            Some(why) => Err(why.clone()),
+            None => Ok(self.values()),
         }
     }
 
@@ -390,8 +408,8 @@ impl Watches {
             }
             return Ok(Update::Changed(Fleet {
                 objects,
-                profiles: self.profs.values(),
-                summaries: self.sums.values(),
+                profiles: self.profs.read(),
+                summaries: self.sums.read(),
             }));
         }
     }
@@ -416,6 +434,19 @@ impl Watches {
         match ev {
             Some(Ok(e)) => Ok(reflected.apply(e)),
             Some(Err(e)) => match fatal(&self.kube, e, &what) {
+                // What the view can go without: followed without, and said so in the view.
+                Ok(err @ (Error::Forbidden { .. } | Error::NotServed { .. }))
+                    if !matches!(which, Which::Promotion) =>
+                {
+                    reflected.unreadable = Some(err.read_failure());
+                    reflected.synced = true;
+                    let stream = match which {
+                        Which::Profiles => &mut self.prof_stream,
+                        _ => &mut self.sum_stream,
+                    };
+                    *stream = futures::stream::pending().boxed();
+                    Ok(true)
+                }
                 Ok(err) => Err(err),
                 Err(reason) => {
                     *trouble = Some(reason);

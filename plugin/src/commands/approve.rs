@@ -72,8 +72,8 @@ Examples:
   kubectl promotion approve kyverno-rollout --stage staging --revoke --reason \"wrong build\"
   kubectl promotion approve kyverno-rollout --wait --timeout=10m
 
-Exit status: 0 approved (or already approved) or revoked; 1 refused or error; with --wait, 2 if the pipeline
-fails and 3 if the next stage has not started within --timeout."
+Exit status: 0 approved (or already approved) or revoked; 1 refused or error; with --wait, 2 if
+the pipeline fails and 3 if the next stage has not started within --timeout."
 )]
 pub struct ApproveArgs {
     /// ClusterPromotion name
@@ -109,8 +109,8 @@ pub struct ApproveArgs {
     #[arg(short = 'o', long = "output", value_name = "FORMAT",
           value_parser = FormatArg(OBJECT_FORMATS))]
     pub output: Option<String>,
-    /// With a jsonpath or custom-columns template, print nothing for a missing field instead of
-    /// failing
+    /// With a jsonpath template, print nothing for a missing field instead of failing
+    /// (custom-columns print <none> for it either way, as kubectl does)
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
           action = clap::ArgAction::Set, value_name = "BOOL")]
     pub allow_missing_template_keys: bool,
@@ -273,8 +273,8 @@ async fn read(kube: &Kube, name: &str) -> Result<(Snapshot, ClusterPromotion)> {
     );
     let snap = Snapshot {
         object,
-        profiles: profiles.map_err(|e| e.unreadable()),
-        summaries: summaries.map_err(|e| e.unreadable()),
+        profiles: profiles.map_err(|e| e.read_failure()),
+        summaries: summaries.map_err(|e| e.read_failure()),
         events: Err(String::new()),
     };
     Ok((snap, promotion))

@@ -77,7 +77,8 @@ pub struct DescribeArgs {
     /// changes otherwise; ends when the pipeline completes or fails
     #[arg(short = 'w', long)]
     pub watch: bool,
-    /// List every cluster of every stage (default: the ones not provisioned, then a count)
+    /// List every cluster of every stage (default: all of a stage's clusters up to 10; beyond
+    /// that the ones not provisioned, at most 10, then how many more are provisioned)
     #[arg(long)]
     pub all_clusters: bool,
 }
@@ -150,6 +151,7 @@ pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
         }
     }
     add_reach(&kube, &mut descriptions, &promotions).await;
+    advise_only_what_the_caller_can(&kube, &mut descriptions).await;
     if descriptions.is_empty() && missing.is_empty() {
         eprintln!("No resources found");
     }
@@ -190,6 +192,34 @@ async fn add_reach(kube: &Kube, descriptions: &mut [Description], objects: &[Val
                 ));
             }
         }
+    }
+}
+
+/// A next step that approves is advice only to someone who may approve: the caller is asked
+/// with a SelfSubjectAccessReview (patch on the promotion), and told when they cannot, and who
+/// can as far as the plugin can tell without reading RBAC objects.
+async fn advise_only_what_the_caller_can(kube: &Kube, descriptions: &mut [Description]) {
+    for d in descriptions.iter_mut() {
+        let Some(step) = d
+            .next_step
+            .as_ref()
+            .filter(|s| s.starts_with("kubectl promotion approve "))
+        else {
+            continue;
+        };
+        let verdict = match kube.can_patch_promotion(&d.name).await {
+            Ok(true) => continue,
+            Ok(false) => format!(
+                "you cannot approve (RBAC: no patch on clusterpromotions.config.projectsveltos.io \
+                 {:?}): someone who can runs: {step}",
+                d.name
+            ),
+            Err(e) => format!(
+                "{step}   (whether you may approve is unknown: the access review failed: {})",
+                e.read_failure()
+            ),
+        };
+        d.next_step = Some(verdict);
     }
 }
 
@@ -280,7 +310,7 @@ async fn watch(
                 Update::Changed(state) => {
                     if tty {
                         let uid = state.object.pointer("/metadata/uid").and_then(Value::as_str);
-                        events = kube.list_events(name, uid).await.map_err(|e| e.unreadable());
+                        events = kube.list_events(name, uid).await.map_err(|e| e.read_failure());
                     }
                     current = Some(Description::build(&state.snapshot(events.clone()))?);
                     lost = None;
@@ -391,10 +421,15 @@ pub fn changes(prev: &Description, now: &Description, ctx: &Ctx) -> String {
             s.and_then(|s| s.cluster_counts.as_ref())
                 .map(|c| (c.provisioned, c.total))
         };
-        if let (Some((was, _)), Some((is, total))) = (counts(before), counts(Some(stage))) {
-            if counts(before) != counts(Some(stage)) {
+        if let (Some((was, was_total)), Some((is, total))) = (counts(before), counts(Some(stage))) {
+            // Only what moved: `0 → 0/8` would read as no change when it is clusters matched.
+            if was != is && was_total == total {
                 line(format!(
                     "stage {name}: clusters {was} → {is}/{total} provisioned"
+                ));
+            } else if was_total != total {
+                line(format!(
+                    "stage {name}: clusters {was}/{was_total} → {is}/{total} provisioned"
                 ));
             }
         }

@@ -50,8 +50,8 @@ pub struct ListArgs {
     /// Do not print the header row
     #[arg(long)]
     pub no_headers: bool,
-    /// With a jsonpath or custom-columns template, print nothing for a missing field instead of
-    /// failing
+    /// With a jsonpath template, print nothing for a missing field instead of failing
+    /// (custom-columns print <none> for it either way, as kubectl does)
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
           action = clap::ArgAction::Set, value_name = "BOOL")]
     pub allow_missing_template_keys: bool,
@@ -139,19 +139,21 @@ pub async fn rows(kube: &Kube, selector: Option<&str>) -> Result<(Vec<Row>, Vec<
         kube.list_summaries(&frontier)
     );
     let mut warnings = Vec::new();
+    // The reason stays with the read: the view tells a read that failed from `describe -f`
+    // (nothing read), so a phase that needs the clusters is "unknown", not a guess.
     let profiles = profiles.map_err(|e| {
+        let why = e.read_failure();
         warnings.push(format!(
-            "ClusterProfiles {}: STATE cannot tell a change Sveltos has not picked up yet",
-            e.unreadable()
+            "ClusterProfiles: {why}: STATE cannot tell a change Sveltos has not picked up yet"
         ));
-        String::new()
+        why
     });
     let summaries = summaries.map_err(|e| {
+        let why = e.read_failure();
         warnings.push(format!(
-            "ClusterSummaries {}: STATE cannot show clusters that failed",
-            e.unreadable()
+            "ClusterSummaries: {why}: STATE cannot show clusters that failed"
         ));
-        String::new()
+        why
     });
     let mut rows = Vec::new();
     for object in &objects {
@@ -178,15 +180,36 @@ async fn watch(ctx: &Ctx, args: &ListArgs, format: &OutputFormat, kube: &Kube) -
     let mut columns = table::Columns::new(&headers, args.no_headers);
     let mut header_printed = args.no_headers;
     let mut shown: BTreeMap<String, Row> = BTreeMap::new();
+    // What each table row printed last, its times as timestamps (a clock ticking is no change):
+    // a row is printed again only when its text would change, not when a column the table does
+    // not show did.
+    let table = matches!(format, OutputFormat::Wide | OutputFormat::Default);
+    let printed_as = |r: &Row| {
+        cells(
+            r,
+            wide,
+            &Style { color: false },
+            chrono::DateTime::UNIX_EPOCH,
+        )
+    };
+    let mut printed: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut first = true;
+    let mut lost = false;
     loop {
         let fleet = match follower.next().await? {
             Update::Changed(fleet) => fleet,
             Update::ConnectionLost(reason) => {
                 warn(ctx, &format!("connection lost, retrying… ({reason})"));
+                lost = true;
                 continue;
             }
         };
+        // The watches are back (after a restart of the API server, say): what follows is
+        // current again, and the user watching the warning above should know. A resumed watch
+        // yields nothing by itself, so this is said with the first change or re-list after it.
+        if std::mem::take(&mut lost) {
+            super::note(ctx, "reconnected: watching again");
+        }
         let mut now: BTreeMap<String, Row> = BTreeMap::new();
         for object in &fleet.objects {
             let r = row(&view::Description::build_shared(fleet.snapshot(object))?);
@@ -204,12 +227,22 @@ async fn watch(ctx: &Ctx, args: &ListArgs, format: &OutputFormat, kube: &Kube) -
                 .map(|r| (r.clone(), true)),
         );
         changed.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+        if table {
+            changed.retain(|(r, deleted)| *deleted || printed.get(&r.name) != Some(&printed_as(r)));
+        }
         shown = now;
         let print_these = !(first && args.watch_only);
         if first && shown.is_empty() && print_these {
             eprintln!("No resources found");
         }
         first = false;
+        for (r, deleted) in &changed {
+            if *deleted {
+                printed.remove(&r.name);
+            } else {
+                printed.insert(r.name.clone(), printed_as(r));
+            }
+        }
         if changed.is_empty() || !print_these {
             continue;
         }

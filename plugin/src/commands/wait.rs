@@ -8,13 +8,13 @@ use std::time::Duration;
 use clap::Args;
 use promotion_shared::pipeline::{Phase, StageState};
 
-use super::{note, Ctx};
+use super::{note, warn, Ctx};
 use crate::cluster::fetch;
 use crate::cluster::kube_client::Kube;
 use crate::cluster::watch::Follower;
 use crate::duration;
 use crate::error::{exit::wait as exit, Error, Result};
-use crate::view::Description;
+use crate::view::{self, Description};
 
 #[derive(Args, Debug)]
 #[command(
@@ -28,7 +28,9 @@ Conditions:
 A condition holds only for the current rollout: while Sveltos has not picked up the latest
 change (the status still describes the previous rollout), `wait` keeps waiting. Failures Sveltos
 retries (a feature `Failed`) keep it waiting too, unless --fail-fast; a failure Sveltos gave up on
-(`FailedNonRetriable`) or a refusal (licence) ends it with exit 2.
+(`FailedNonRetriable`) or a refusal (licence) ends it with exit 2. What you may not read
+(ClusterProfiles, ClusterSummaries) is said once on stderr and the wait goes on from the rest,
+as `describe` shows it: a failure only those show cannot end it.
 
 Exit status: 0 the condition holds; 2 the pipeline failed first; 3 the timeout elapsed;
 1 any other error. Follows watch events (re-listing when a watch drops), not polling.
@@ -156,6 +158,9 @@ fn doing(d: &Description) -> String {
     if let Some(n) = &d.note {
         return format!("status empty: {n}");
     }
+    if let Some(why) = view::unknown_because(d) {
+        return format!("phase unknown: {why}");
+    }
     match d
         .stages
         .iter()
@@ -229,17 +234,20 @@ pub async fn wait_for(
     if timeout.is_zero() {
         // kubectl wait --timeout=0: check once.
         let d = Description::build(&fetch::state(kube, name).await?)?;
+        warn_unread(ctx, &d, &mut Vec::new());
         return conclude(ctx, cond, evaluate(cond, &d, fail_fast), timeout);
     }
     // The command's deadline, so that `approve --wait` waits only what is left of --timeout.
     let deadline = ctx.deadline(timeout);
     let mut follower = Follower::start(kube, name).await?;
     let mut last = String::new();
+    let mut warned = Vec::new();
     loop {
         let Some(state) = follower.next_until(Some(deadline)).await? else {
             return conclude(ctx, cond, Verdict::Pending(last), timeout);
         };
         let d = Description::build(&state.snapshot(Err(String::new())))?;
+        warn_unread(ctx, &d, &mut warned);
         match evaluate(cond, &d, fail_fast) {
             Verdict::Pending(doing) => {
                 if doing != last {
@@ -248,6 +256,17 @@ pub async fn wait_for(
                 }
             }
             verdict => return conclude(ctx, cond, verdict, timeout),
+        }
+    }
+}
+
+/// Say once what could not be read: the wait goes on from the rest, as `describe` shows it,
+/// and a failure only the unread objects show cannot end it.
+fn warn_unread(ctx: &Ctx, d: &Description, warned: &mut Vec<String>) {
+    for w in &d.warnings {
+        if !warned.contains(w) {
+            warn(ctx, w);
+            warned.push(w.clone());
         }
     }
 }

@@ -47,7 +47,11 @@ fn when(t: Option<&str>, now: DateTime<Utc>) -> Option<String> {
 pub fn render(d: &Description, style: &Style, opts: &Options) -> String {
     let mut out = String::new();
     field(&mut out, 0, "Name", &style.paint(&d.name, Tone::Strong));
-    field(&mut out, 0, "Phase", &style.phase(&d.phase));
+    let mut phase = style.phase(&d.phase);
+    if let Some(why) = crate::view::unknown_because(d) {
+        phase.push_str(&format!(" ({why}: see Warnings)"));
+    }
+    field(&mut out, 0, "Phase", &phase);
     let reconciler_tone = if d.foreign_status_writer {
         Tone::Waiting
     } else {
@@ -388,10 +392,12 @@ fn clusters(out: &mut String, d: &Description, stage: &StageDetail, style: &Styl
             ) {
                 (None, true) => "unknown (the stage's ClusterProfile name is taken)".to_string(),
                 (None, false) if d.warnings.iter().any(|w| w.starts_with("ClusterProfiles")) => {
-                    "unknown (ClusterProfiles not readable)".to_string()
+                    "unknown (ClusterProfiles not readable: see Warnings)".to_string()
                 }
                 (None, false) => "none yet (no ClusterProfile for this stage)".to_string(),
-                (Some(p), _) => format!("unknown (ClusterSummaries of {p} not readable)"),
+                (Some(p), _) => {
+                    format!("unknown (ClusterSummaries of {p} not readable: see Warnings)")
+                }
             }
         };
         field(out, ind, "Clusters", &style.paint(&text, Tone::Dim));
@@ -459,15 +465,18 @@ fn clusters(out: &mut String, d: &Description, stage: &StageDetail, style: &Styl
         let _ = writeln!(out, "{:w$}{line}", "", w = ind + 2);
     }
     let hidden = list.len() - limit;
+    // "… and N more" after no cluster at all reads as a list gone missing: say what they are.
+    let rest = if limit == 0 {
+        format!("all {hidden} provisioned, not listed (--all-clusters lists every cluster)")
+    } else {
+        format!("… and {hidden} more provisioned (--all-clusters lists every cluster)")
+    };
     if hidden > 0 {
         let _ = writeln!(
             out,
             "{:w$}{}",
             "",
-            style.paint(
-                &format!("… and {hidden} more (--all-clusters lists every cluster)"),
-                Tone::Dim
-            ),
+            style.paint(&rest, Tone::Dim),
             w = ind + 2
         );
     }
@@ -711,7 +720,7 @@ mod tests {
             .next()
             .unwrap()
             .contains("replicas: invalid type"));
-        assert!(text.contains("… and 30 more (--all-clusters lists every cluster)"));
+        assert!(text.contains("… and 30 more provisioned (--all-clusters lists every cluster)"));
         assert!(!text.contains("dev/ok00"));
         let all = render(
             &d,

@@ -125,7 +125,7 @@ impl Style {
 
     pub fn phase(&self, phase: &Phase) -> String {
         let tone = match phase {
-            Phase::NotStarted => Tone::Dim,
+            Phase::NotStarted | Phase::Unknown => Tone::Dim,
             Phase::Stale => Tone::Waiting,
             Phase::Progressing => Tone::Active,
             Phase::Degraded => Tone::Waiting,

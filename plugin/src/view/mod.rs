@@ -438,7 +438,7 @@ impl Description {
             ("Events", snap.events.err()),
         ] {
             if let Some(e) = r.filter(|e| !e.is_empty()) {
-                warnings.push(format!("{what} {e}"));
+                warnings.push(format!("{what}: {e}"));
             }
         }
         let (pipeline, profiles) = derive(snap, &promotion);
@@ -531,6 +531,28 @@ impl Description {
     }
 }
 
+/// Why the phase is unknown, in words: the stage still provisioning whose clusters could not be
+/// read, and what was not readable.
+pub fn unknown_because(d: &Description) -> Option<String> {
+    if d.phase != Phase::Unknown {
+        return None;
+    }
+    let stage = d
+        .stages
+        .iter()
+        .find(|s| s.view.state == pipeline::StageState::Provisioning)
+        .map(|s| format!("stage {} is provisioning, and ", s.view.name))
+        .unwrap_or_default();
+    let what = if d.warnings.iter().any(|w| w.starts_with("ClusterProfiles:")) {
+        "ClusterProfiles"
+    } else {
+        "ClusterSummaries"
+    };
+    Some(format!(
+        "{stage}whether its clusters are failing is in the {what}, which could not be read"
+    ))
+}
+
 /// The derived pipeline of `snap` alone, without the rest of a [`Description`], from the object
 /// the caller has already decoded into `promotion`: `approve` and completion decide on it
 /// ([`approval_target`]) without decoding the object again.
@@ -552,9 +574,16 @@ pub fn as_stored(object: &Value) -> Value {
         .unwrap_or_else(|| object.clone())
 }
 
-/// Whether cluster data was read (false for `describe -f`).
+/// Whether cluster data was read, or tried and refused (false only for `describe -f`, whose
+/// reads are `Err("")`).
 fn reads_clusters(snap: SnapshotRef<'_>) -> bool {
-    snap.profiles.is_ok() || snap.summaries.is_ok()
+    !matches!((snap.profiles, snap.summaries), (Err(""), Err("")))
+}
+
+/// Whether every stage's clusters are known: the profiles tell which clusters a stage has and
+/// the summaries how they fare, so with either unreadable no stage's clusters are shown.
+fn clusters_known(snap: SnapshotRef<'_>) -> bool {
+    snap.profiles.is_ok() && snap.summaries.is_ok()
 }
 
 /// The pipeline from the promotion and the clusters of its stage profiles, and those profiles.
@@ -572,11 +601,23 @@ fn derive<'a>(
         .and_then(|s| profiles.owned.get(&s.name))
         .copied();
     let fresh = freshness(&as_stored(snap.object), promotion, first_profile);
-    let mut pipeline = pipeline::derive(promotion, reads_clusters(snap).then_some(&obs), &fresh);
+    let mut pipeline = pipeline::derive(promotion, clusters_known(snap).then_some(&obs), &fresh);
     // A reached stage whose ClusterProfile is another's deploys what that one holds, whatever
     // the status says: list, describe and wait all judge it from here.
     for (stage, why) in &profiles.taken {
         pipeline.fail_stage(stage, why);
+    }
+    // Read online without the clusters, a stage still provisioning may be failing: Sveltos'
+    // status says "not yet provisioned" either way, and only the ClusterSummaries tell.
+    if reads_clusters(snap)
+        && !clusters_known(snap)
+        && pipeline.phase == Phase::Progressing
+        && pipeline
+            .stages
+            .iter()
+            .any(|s| s.state == pipeline::StageState::Provisioning)
+    {
+        pipeline.phase = Phase::Unknown;
     }
     (pipeline, profiles)
 }
@@ -1062,6 +1103,11 @@ mod tests {
         };
         let d = Description::build(&snap).unwrap();
         assert_eq!(d.warnings.len(), 1);
-        assert!(d.warnings[0].starts_with("ClusterSummaries forbidden"));
+        assert_eq!(
+            d.warnings,
+            ["ClusterSummaries: forbidden (403): you cannot list clustersummaries"]
+        );
+        assert!(d.online);
+        assert!(d.stages.iter().all(|s| s.view.clusters.is_none()));
     }
 }

@@ -169,6 +169,7 @@ impl StandIn {
             authorizer: RwLock::new(None),
             deny_rules: RwLock::new(Vec::new()),
             hangs: RwLock::new(Vec::new()),
+            unavailable: std::sync::atomic::AtomicBool::new(false),
             admission: RwLock::new(admission),
             drop_watches,
             bookmark_interval: options.bookmark_interval,
@@ -331,6 +332,17 @@ impl StandInHandle {
             .write()
             .unwrap_or_else(|p| p.into_inner()) = client;
         Ok(())
+    }
+
+    /// A restart of the server's storage, as clients see it: with `true` every open watch ends
+    /// and every request is answered 500 `etcdserver: leader changed`, until `false`.
+    pub fn set_unavailable(&self, unavailable: bool) {
+        self.app
+            .unavailable
+            .store(unavailable, std::sync::atomic::Ordering::SeqCst);
+        if unavailable {
+            self.drop_watches();
+        }
     }
 
     /// End every open watch stream (cleanly, as when the server's watch timeout fires), so

@@ -8,6 +8,7 @@
 //! | `release-manager` | `release-managers` | read like a viewer; `patch`/`update` ClusterPromotions (approve) |
 //! | `developer` | `developers` | read like a viewer; edit ConfigMaps, Secrets and Services (what profiles deploy); promotions read-only |
 //! | `viewer` | `viewers` | read like the built-in `view` role: core resources including core/v1 Events, not Secrets, not `events.k8s.io` Events; read Sveltos resources |
+//! | `auditor` | `auditors` | read ClusterPromotions, ClusterProfiles, SveltosClusters and core/v1 Events, not ClusterSummaries (a partial view) |
 //! | `system:serviceaccount:kubectl-promotion-system:promotion-controller` | the service-account groups | nothing from this table: a scenario grants it the roles of `manifests/controller/rbac.yaml`, as the install does |
 //!
 //! kube-apiserver without kube-controller-manager never fills the aggregated `view`/`edit` roles
@@ -23,16 +24,20 @@ pub enum User {
     ReleaseManager,
     Developer,
     Viewer,
+    /// Reads promotions and their ClusterProfiles but not ClusterSummaries: what a view with
+    /// partial RBAC shows.
+    Auditor,
     /// promotion-controller's service account, as the install names it.
     Controller,
 }
 
 impl User {
-    pub const ALL: [User; 5] = [
+    pub const ALL: [User; 6] = [
         User::Admin,
         User::ReleaseManager,
         User::Developer,
         User::Viewer,
+        User::Auditor,
         User::Controller,
     ];
 
@@ -42,6 +47,7 @@ impl User {
             User::ReleaseManager => "release-manager",
             User::Developer => "developer",
             User::Viewer => "viewer",
+            User::Auditor => "auditor",
             User::Controller => {
                 "system:serviceaccount:kubectl-promotion-system:promotion-controller"
             }
@@ -54,6 +60,7 @@ impl User {
             User::ReleaseManager => &["release-managers"],
             User::Developer => &["developers"],
             User::Viewer => &["viewers"],
+            User::Auditor => &["auditors"],
             User::Controller => &[
                 "system:serviceaccounts",
                 "system:serviceaccounts:kubectl-promotion-system",
@@ -138,6 +145,27 @@ pub const ROLES: &[Role] = &[
             resources: &["clusterpromotions"],
             verbs: &["patch", "update"],
         }],
+    },
+    Role {
+        name: "promotion-e2e:audit",
+        groups: &["auditors"],
+        rules: &[
+            Rule {
+                api_groups: &[""],
+                resources: &["events"],
+                verbs: READ,
+            },
+            Rule {
+                api_groups: &["config.projectsveltos.io"],
+                resources: &["clusterpromotions", "clusterprofiles"],
+                verbs: READ,
+            },
+            Rule {
+                api_groups: &["lib.projectsveltos.io"],
+                resources: &["sveltosclusters"],
+                verbs: READ,
+            },
+        ],
     },
     Role {
         name: "promotion-e2e:develop",
@@ -342,6 +370,15 @@ mod tests {
             ""
         ));
         assert!(ask(User::Viewer, "get", "", "pods", "log"));
+        assert!(ask(User::Auditor, "list", sveltos, "clusterprofiles", ""));
+        assert!(!ask(User::Auditor, "list", sveltos, "clustersummaries", ""));
+        assert!(!ask(
+            User::Auditor,
+            "patch",
+            sveltos,
+            "clusterpromotions",
+            ""
+        ));
         assert!(!ask(User::Viewer, "get", "", "pods", "exec"));
     }
 

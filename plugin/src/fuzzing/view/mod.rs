@@ -216,7 +216,8 @@ fn record(outcome: &mut Outcome, promotion: &ClusterPromotion, d: &Description) 
 
 /// The invariants of the description `d` of `promotion`, built from `snap`.
 fn check(promotion: &ClusterPromotion, snap: SnapshotRef<'_>, d: &Description) {
-    let online = snap.profiles.is_ok() || snap.summaries.is_ok();
+    let online = !matches!((snap.profiles, snap.summaries), (Err(""), Err("")));
+    let clusters_known = snap.profiles.is_ok() && snap.summaries.is_ok();
     let spec = &promotion.spec.stages;
     assert_eq!(d.name, promotion.name());
     assert_eq!(
@@ -280,10 +281,10 @@ fn check(promotion: &ClusterPromotion, snap: SnapshotRef<'_>, d: &Description) {
                 "an approval offered on stage {i} without a manual trigger"
             );
         }
-        if !online {
+        if !clusters_known {
             assert!(
                 v.clusters.is_none() && detail.cluster_counts.is_none(),
-                "offline clusters"
+                "clusters shown without both their profiles and summaries read"
             );
         }
     }
@@ -317,6 +318,10 @@ fn check(promotion: &ClusterPromotion, snap: SnapshotRef<'_>, d: &Description) {
         Phase::AwaitingApproval => assert!(d.awaiting_approval.is_some()),
         Phase::Stale => assert!(d.stale.is_some(), "stale without a reason"),
         Phase::NotStarted | Phase::Progressing => {}
+        Phase::Unknown => assert!(
+            online && !clusters_known,
+            "unknown with the clusters known, or offline"
+        ),
     }
     if d.stale.is_some() {
         assert!(
@@ -354,9 +359,9 @@ fn check(promotion: &ClusterPromotion, snap: SnapshotRef<'_>, d: &Description) {
     for w in &d.warnings {
         assert!(
             [
-                "ClusterProfiles ",
-                "ClusterSummaries ",
-                "Events ",
+                "ClusterProfiles: ",
+                "ClusterSummaries: ",
+                "Events: ",
                 "annotation ",
                 "spec.stages["
             ]

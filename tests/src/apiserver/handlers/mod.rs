@@ -72,6 +72,9 @@ pub(crate) struct AppState {
     /// Requests that match one of these are accepted and never answered (a hung webhook or
     /// etcd, seen from the client).
     pub hangs: RwLock<Vec<HangRule>>,
+    /// Answer every request 500 `etcdserver: leader changed`, as kube-apiserver does while its
+    /// etcd restarts (a 503 would not do: clients retry it silently).
+    pub unavailable: std::sync::atomic::AtomicBool,
     pub admission: RwLock<Option<Arc<AdmissionClient>>>,
     pub drop_watches: tokio_watch::Sender<u64>,
     pub bookmark_interval: Duration,
@@ -153,6 +156,9 @@ async fn serve(
     body: &Bytes,
     identity: &mut UserInfo,
 ) -> Result<Reply, ApiError> {
+    if app.unavailable.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err(ApiError::internal("etcdserver: leader changed"));
+    }
     let path = uri.path();
     let query = requestinfo::parse_query(uri.query());
     let tokens = read(&app.tokens).clone();
