@@ -4,14 +4,15 @@
 //! another size).
 //!
 //! Each promotion owns 20 clusters: 4 in its `canary` stage and all 20 in its `main` stage. The
-//! seeded state is the one the controller itself would have written (its own decision computes
-//! it): every promotion at `canary`, whose profile exists, with three of its four ClusterSummaries
-//! provisioned. Reported, all from one run:
+//! seeded state is the one the controller itself would have written (its own decisions compute
+//! it): every promotion at `main`, with 19 of main's 20 ClusterSummaries provisioned (24,000
+//! ClusterSummaries in all). Reported, all from one run:
 //! - the controller's resident memory once its caches are full and every promotion reconciled
 //!   (goal ≤ 200 MiB);
 //! - reconciles per second over that first pass;
-//! - reaction: from the last canary ClusterSummary of a promotion turning `Provisioned` to the
-//!   status write that records `main` (goal p99 ≤ 2 s), p50 and p99 over sampled promotions;
+//! - reaction: from the last ClusterSummary of a promotion's `main` stage turning `Provisioned`
+//!   to the status write that records the stage provisioned (goal p99 ≤ 2 s), p50 and p99 over
+//!   sampled promotions;
 //! - the baseline: one LIST of all ClusterSummaries through the same server, and each figure as
 //!   a ratio of it.
 
@@ -105,37 +106,67 @@ fn summary(profile: &Value, i: usize, k: usize, state: &str) -> Value {
     })
 }
 
-/// The seeded world: what the controller's own first reconcile writes, and Sveltos' answer.
+/// The seeded world: what the controller's own reconciles write, and Sveltos' answers. Every
+/// promotion is at `main`: canary provisioned and promoted, main's profile applied and all but
+/// one of its 20 ClusterSummaries provisioned; so every cluster has one ClusterSummary per stage
+/// that selects it (canary clusters two).
 fn world(promotions: usize) -> Vec<Value> {
     let now = Utc::now();
     let mut objects = vec![json!({"apiVersion": "v1", "kind": "Namespace",
         "metadata": {"name": NAMESPACE}})];
     for i in 0..promotions {
         let mut p = promotion(i);
-        let d = decide(
+        let clusters: Vec<Value> = (0..PER_PROMOTION).map(|k| cluster(i, k)).collect();
+        let fleet = {
+            let mut inventory = promotion_shared::plan::Inventory::new();
+            inventory
+                .add_documents("bench", &clusters)
+                .expect("bench clusters are valid");
+            inventory.into_clusters()
+        };
+        let restart = decide(
             &Snapshot {
                 promotion: p.clone(),
+                fleet: Some(fleet.clone().into()),
                 ..Snapshot::default()
             },
             now,
             &Options::default(),
         );
-        p["status"] = d.status.clone().unwrap_or(Value::Null);
-        let mut profile = d.apply[0].clone();
-        profile["metadata"]["uid"] = json!(format!("10000000-0000-0000-0000-{i:012}"));
+        p["status"] = restart.status.clone().unwrap_or(Value::Null);
+        let mut canary = restart.apply[0].clone();
+        canary["metadata"]["uid"] = json!(format!("10000000-0000-0000-0000-{i:012}"));
+        let canary_summaries: Vec<Value> = (0..CANARY)
+            .map(|k| summary(&canary, i, k, "Provisioned"))
+            .collect();
+        // Canary deployed: provisioned, and (no delay) promoted to main at once.
+        let promote = decide(
+            &Snapshot {
+                promotion: p.clone(),
+                profiles: vec![canary.clone()],
+                summaries: canary_summaries.clone(),
+                fleet: Some(fleet.into()),
+            },
+            now,
+            &Options::default(),
+        );
+        p["status"] = promote.status.clone().unwrap_or(Value::Null);
+        assert_eq!(p["status"]["currentStageName"], "main", "seeded at main");
+        let mut main = promote.apply[0].clone();
+        main["metadata"]["uid"] = json!(format!("20000000-0000-0000-0000-{i:012}"));
         for k in 0..PER_PROMOTION {
-            objects.push(cluster(i, k));
-        }
-        for k in 0..CANARY {
-            let state = if k + 1 == CANARY {
+            let state = if k + 1 == PER_PROMOTION {
                 "Provisioning"
             } else {
                 "Provisioned"
             };
-            objects.push(summary(&profile, i, k, state));
+            objects.push(summary(&main, i, k, state));
         }
+        objects.extend(clusters);
+        objects.extend(canary_summaries);
         objects.push(p);
-        objects.push(profile);
+        objects.push(canary);
+        objects.push(main);
     }
     objects
 }
@@ -177,7 +208,7 @@ fn main() {
     eprintln!(
         "controller_fleet: {} promotions, {clusters} SveltosClusters, {} ClusterSummaries seeded",
         args.promotions,
-        args.promotions * CANARY
+        args.promotions * (CANARY + PER_PROMOTION)
     );
     let token = "bench-admin-token";
     let server = StandIn::start(
@@ -213,7 +244,7 @@ fn main() {
             .list(&Default::default())
             .await
             .expect("LIST clustersummaries");
-        assert_eq!(list.items.len(), args.promotions * CANARY);
+        assert_eq!(list.items.len(), args.promotions * (CANARY + PER_PROMOTION));
         began.elapsed()
     });
 
@@ -249,15 +280,15 @@ fn main() {
     let first_pass = started.elapsed() - ready;
     let (rss, peak) = rss_mib(ctl.pid());
 
-    // Reaction: the last canary ClusterSummary of sampled promotions turns Provisioned.
+    // Reaction: the last main ClusterSummary of sampled promotions turns Provisioned.
     let store = server.store();
     let step = (args.promotions / args.samples.max(1)).max(1);
     let mut reactions = Vec::new();
     for i in (0..args.promotions).step_by(step).take(args.samples) {
-        let profile = json!({"metadata": {"name": format!("p{i}-canary")},
-            "spec": store.get("clusterprofiles", None, &format!("p{i}-canary"))
+        let profile = json!({"metadata": {"name": format!("p{i}-main")},
+            "spec": store.get("clusterprofiles", None, &format!("p{i}-main"))
                 .map(|p| p["spec"].clone()).unwrap_or(Value::Null)});
-        let mut last = summary(&profile, i, CANARY - 1, "Provisioned");
+        let mut last = summary(&profile, i, PER_PROMOTION - 1, "Provisioned");
         if let Some(stored) = store.get(
             "clustersummaries",
             Some(NAMESPACE),
@@ -269,16 +300,22 @@ fn main() {
         store.put(last).expect("the summary turns Provisioned");
         let deadline = began + Duration::from_secs(30);
         loop {
-            let at_main = store
+            // main recorded provisioned: its status entry has lastSuccessfulAppliedTime.
+            let provisioned = store
                 .get("clusterpromotions", None, &format!("p{i}"))
-                .is_some_and(|p| p["status"]["currentStageName"] == "main");
-            if at_main {
+                .is_some_and(|p| {
+                    p["status"]["stages"]
+                        .as_array()
+                        .and_then(|l| l.iter().find(|s| s["name"] == "main"))
+                        .is_some_and(|s| s.get("lastSuccessfulAppliedTime").is_some())
+                });
+            if provisioned {
                 reactions.push(began.elapsed());
                 break;
             }
             assert!(
                 Instant::now() < deadline,
-                "p{i} not promoted within 30 s; controller log:\n{}",
+                "p{i}'s main not recorded provisioned within 30 s; controller log:\n{}",
                 ctl.log()
             );
             std::thread::sleep(Duration::from_micros(500));
@@ -290,7 +327,7 @@ fn main() {
     let ratio = |d: Duration| d.as_secs_f64() / list_time.as_secs_f64();
     println!(
         "baseline: one LIST of {} ClusterSummaries: {list_time:.1?}",
-        args.promotions * CANARY
+        args.promotions * (CANARY + PER_PROMOTION)
     );
     println!(
         "startup: ready (caches listed) in {ready:.1?} ({:.1}x the baseline LIST)",
