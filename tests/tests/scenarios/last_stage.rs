@@ -46,7 +46,12 @@ pub fn a_gate_on_the_last_stage_is_approved_and_approve_wait_sees_it_complete(cl
         .put(&promotion)
         .or_fail(cluster, "storing the promotion and its status");
 
-    let out = kubectl(cluster, User::Viewer, &["promotion", "describe", &name]);
+    // Proposed to who may give it (a viewer is told it cannot: issue 25, item 7).
+    let out = kubectl(
+        cluster,
+        User::ReleaseManager,
+        &["promotion", "describe", &name],
+    );
     assert_eq!(out.code, 0, "[{backend}] describe: {out}");
     assert!(
         out.stdout.contains(&format!(
@@ -54,6 +59,12 @@ pub fn a_gate_on_the_last_stage_is_approved_and_approve_wait_sees_it_complete(cl
              complete)"
         )),
         "[{backend}] describe proposes approving the last stage: {out}"
+    );
+    let out = kubectl(cluster, User::Viewer, &["promotion", "describe", &name]);
+    assert!(
+        out.stdout
+            .contains("Next step:      you cannot approve (RBAC: no patch on"),
+        "[{backend}] describe tells a viewer it cannot approve: {out}"
     );
 
     let out = kubectl(
