@@ -575,6 +575,27 @@ fn failover(cluster: &Cluster) -> Result<(), String> {
     until(cluster, &name, "promoted by the new leader", |p| {
         current_stage(p) == "prod"
     })?;
+    // A clean shutdown hands the Lease over at once: no holder left behind.
+    match second.terminate() {
+        Some(status) if status.success() => {}
+        other => return Err(format!("SIGTERM: exit {other:?}\n{}", second.log())),
+    }
+    let lease_kind = promotion_e2e::envtest::objects::Kind {
+        api_version: "coordination.k8s.io/v1",
+        kind: "Lease",
+    };
+    let stored = cluster
+        .get(lease_kind, Some("kubectl-promotion-system"), &lease)
+        .map_err(e("reading the Lease"))?
+        .ok_or("the Lease is gone")?;
+    if stored
+        .pointer("/spec/holderIdentity")
+        .is_some_and(|h| !h.is_null())
+    {
+        return Err(format!(
+            "the Lease still has a holder after SIGTERM: {stored}"
+        ));
+    }
     Ok(())
 }
 
