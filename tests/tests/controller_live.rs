@@ -333,43 +333,41 @@ fn mission(cluster: &Cluster) -> Result<(), String> {
     )?;
     let history = kubectl_ok(cluster, User::Admin, &["promotion", "describe", &name])?;
     assert_contains(&history, &["release-manager"], "describe after completion")?;
-    // Upstream's Events, from our controller.
-    let events = kubectl_ok(
-        cluster,
-        User::Admin,
-        &[
-            "get",
-            "events",
-            "-A",
-            "--field-selector",
-            &format!("involvedObject.name={name}"),
-            "-o",
-            "json",
-        ],
-    )?;
-    assert_contains(
-        &events,
-        &[
-            "Provisioning stage dev (Restart)",
-            "Provisioning stage staging",
-            "Provisioning stage prod",
-            "Stage prod provisioned",
-        ],
-        "Events",
-    )?;
-    let metrics = promotion_e2e::envtest::http::get(
-        ctl.metrics.parse().map_err(e("metrics address"))?,
-        "/metrics",
-    )
-    .map_err(e("GET /metrics"))?;
-    assert_contains(
-        &metrics.1,
-        &[
-            "promotion_controller_reconciles_total{result=\"ok\"}",
-            "promotion_controller_promotions{phase=\"complete\"} 1",
-        ],
-        "/metrics",
-    )?;
+    // Upstream's Events, from our controller (published right after the writes they describe).
+    let wanted = [
+        "Provisioning stage dev (Restart)",
+        "Provisioning stage staging",
+        "Provisioning stage prod",
+        "Stage prod provisioned",
+    ];
+    eventually("upstream's Events", WAIT, || {
+        kubectl_ok(
+            cluster,
+            User::Admin,
+            &[
+                "get",
+                "events",
+                "-A",
+                "--field-selector",
+                &format!("involvedObject.name={name}"),
+                "-o",
+                "json",
+            ],
+        )
+        .ok()
+        .filter(|events| wanted.iter().all(|w| events.contains(w)))
+    })?;
+    // The phase gauge is set once the reconcile's writes are done.
+    let metrics_addr = ctl.metrics.parse().map_err(e("metrics address"))?;
+    let wanted = [
+        "promotion_controller_reconciles_total{result=\"ok\"}",
+        "promotion_controller_promotions{phase=\"complete\"} 1",
+    ];
+    eventually("/metrics", WAIT, || {
+        promotion_e2e::envtest::http::get(metrics_addr, "/metrics")
+            .ok()
+            .filter(|m| wanted.iter().all(|w| m.1.contains(w)))
+    })?;
     let ready = promotion_e2e::envtest::http::get(
         ctl.health.parse().map_err(e("health address"))?,
         "/readyz",
@@ -678,13 +676,14 @@ fn spec_change(cluster: &Cluster) -> Result<(), String> {
     eventually("the removed stage's profile deleted", WAIT, || {
         (!profile_exists(cluster, &format!("{name}-prod"))).then_some(())
     })?;
-    let dev = cluster
-        .get(CLUSTER_PROFILE, None, &format!("{name}-dev"))
-        .map_err(e("reading the dev profile"))?
-        .ok_or("the dev profile is gone")?;
-    if dev.pointer("/spec/helmCharts/0/chartVersion") != Some(&json!("3.6.3")) {
-        return Err(format!("dev was not restarted with the new spec: {dev}"));
-    }
+    // The status is written first, the profile right after it (the controller's write order).
+    eventually("dev restarted with the new spec", WAIT, || {
+        cluster
+            .get(CLUSTER_PROFILE, None, &format!("{name}-dev"))
+            .ok()
+            .flatten()
+            .filter(|dev| dev.pointer("/spec/helmCharts/0/chartVersion") == Some(&json!("3.6.3")))
+    })?;
     Ok(())
 }
 
