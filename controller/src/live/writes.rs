@@ -86,14 +86,15 @@ fn params() -> PatchParams {
     }
 }
 
-fn resource_version(object: &Value) -> Value {
+/// The `resourceVersion` a write is guarded by (`null` when absent: the guard then fails).
+pub fn version_of(object: &Value) -> Value {
     object
         .pointer("/metadata/resourceVersion")
         .cloned()
         .unwrap_or(Value::Null)
 }
 
-fn resource_version_of(object: &DynamicObject) -> Value {
+pub fn version_of_object(object: &DynamicObject) -> Value {
     object
         .metadata
         .resource_version
@@ -252,15 +253,7 @@ impl Writer {
 }
 
 fn test_version(promotion: &Value) -> Value {
-    json!({"op": "test", "path": "/metadata/resourceVersion", "value": resource_version(promotion)})
-}
-
-pub fn version_of(stored: &Value) -> Value {
-    resource_version(stored)
-}
-
-pub fn version_of_object(stored: &DynamicObject) -> Value {
-    resource_version_of(stored)
+    json!({"op": "test", "path": "/metadata/resourceVersion", "value": version_of(promotion)})
 }
 
 fn name_of(object: &Value) -> &str {
