@@ -186,6 +186,26 @@ fn profile_exists(cluster: &Cluster, name: &str) -> bool {
     matches!(cluster.get(CLUSTER_PROFILE, None, name), Ok(Some(_)))
 }
 
+/// Wait until the generated profile `profile` exists.
+fn until_profile(cluster: &Cluster, profile: &str, what: &str) -> Result<(), String> {
+    eventually(what, WAIT, || {
+        profile_exists(cluster, profile).then_some(())
+    })
+}
+
+/// The common prologue: the fleet, the addon double, a controller (as admin), and a promotion
+/// named `base` brought to staging's gate.
+fn gated<'c>(
+    cluster: &'c Cluster,
+    base: &str,
+) -> Result<(AddonController<'c>, ControllerProcess, String), String> {
+    clusters(cluster)?;
+    let addon = AddonController::new(cluster);
+    let ctl = controller(cluster, &[])?;
+    let name = to_the_gate(cluster, &addon, &promotion(cluster, base))?;
+    Ok((addon, ctl, name))
+}
+
 fn current_stage(promotion: &Value) -> &str {
     promotion
         .pointer("/status/currentStageName")
@@ -251,13 +271,13 @@ fn to_the_gate(
         User::Admin,
         &["apply", "-f", &file.to_string_lossy()],
     )?;
-    eventually("the dev profile applied", WAIT, || {
-        profile_exists(cluster, &format!("{name}-dev")).then_some(())
-    })?;
+    until_profile(cluster, &format!("{name}-dev"), "the dev profile applied")?;
     addon.sync(true).map_err(e("addon double"))?;
-    eventually("staging's profile applied", WAIT, || {
-        profile_exists(cluster, &format!("{name}-staging")).then_some(())
-    })?;
+    until_profile(
+        cluster,
+        &format!("{name}-staging"),
+        "staging's profile applied",
+    )?;
     addon.sync(true).map_err(e("addon double"))?;
     until(cluster, &name, "staging awaiting approval", |p| {
         description(p, "staging").starts_with("Paused: Awaiting Manual Approval")
@@ -296,9 +316,7 @@ fn mission(cluster: &Cluster) -> Result<(), String> {
     )?;
     // The controller uses the approval and promotes: prod's profile exists, `approved` is gone,
     // and the committed step is cleared once the status records the promotion.
-    eventually("prod's profile applied", WAIT, || {
-        profile_exists(cluster, &format!("{name}-prod")).then_some(())
-    })?;
+    until_profile(cluster, &format!("{name}-prod"), "prod's profile applied")?;
     let p = until(cluster, &name, "the approval used and the step done", |p| {
         p.pointer("/spec/stages/1/trigger/manual/approved")
             .is_none()
@@ -392,10 +410,7 @@ fn mission(cluster: &Cluster) -> Result<(), String> {
 /// The commit (approval removed, step recorded) happened, then the process died before the
 /// status: the next controller completes the step without asking for a new approval.
 fn crash_after_commit(cluster: &Cluster) -> Result<(), String> {
-    clusters(cluster)?;
-    let addon = AddonController::new(cluster);
-    let mut ctl = controller(cluster, &[])?;
-    let name = to_the_gate(cluster, &addon, &promotion(cluster, "crash"))?;
+    let (_addon, mut ctl, name) = gated(cluster, "crash")?;
     ctl.kill();
     // What the dead controller's commit left: `approved` removed, the step recorded.
     let mut p = stored(cluster, &name)?;
@@ -410,9 +425,7 @@ fn crash_after_commit(cluster: &Cluster) -> Result<(), String> {
     }
     cluster.put(&p).map_err(e("writing the committed step"))?;
     let _ctl = controller(cluster, &[])?;
-    eventually("prod's profile applied", WAIT, || {
-        profile_exists(cluster, &format!("{name}-prod")).then_some(())
-    })?;
+    until_profile(cluster, &format!("{name}-prod"), "prod's profile applied")?;
     until(cluster, &name, "the step done and cleared", |p| {
         current_stage(p) == "prod"
             && p.pointer("/metadata/annotations")
@@ -423,10 +436,7 @@ fn crash_after_commit(cluster: &Cluster) -> Result<(), String> {
 }
 
 fn foreign_writer(cluster: &Cluster) -> Result<(), String> {
-    clusters(cluster)?;
-    let addon = AddonController::new(cluster);
-    let mut ctl = controller(cluster, &[])?;
-    let name = to_the_gate(cluster, &addon, &promotion(cluster, "foreign"))?;
+    let (_addon, mut ctl, name) = gated(cluster, "foreign")?;
     ctl.kill();
     // Someone else writes the status (as another reconciler would): kubectl as field manager
     // "addon-controller".
@@ -647,9 +657,7 @@ fn spec_change(cluster: &Cluster) -> Result<(), String> {
         User::Admin,
         &["promotion", "approve", &name, "--stage", "staging"],
     )?;
-    eventually("prod's profile applied", WAIT, || {
-        profile_exists(cluster, &format!("{name}-prod")).then_some(())
-    })?;
+    until_profile(cluster, &format!("{name}-prod"), "prod's profile applied")?;
     addon.sync(true).map_err(e("addon double"))?;
     let before = until(cluster, &name, "complete", |p| {
         current_stage(p) == "prod" && description(p, "prod").starts_with("Successfully provisioned")
@@ -691,10 +699,7 @@ fn spec_change(cluster: &Cluster) -> Result<(), String> {
 /// Cluster joins the prod stage: the controller watches it from then on, and prod waits for its
 /// ClusterSummary (which the addon double, knowing only SveltosClusters, never writes).
 fn capi_installed_later(cluster: &Cluster) -> Result<(), String> {
-    clusters(cluster)?;
-    let addon = AddonController::new(cluster);
-    let mut ctl = controller(cluster, &[])?;
-    let name = to_the_gate(cluster, &addon, &promotion(cluster, "capi"))?;
+    let (addon, mut ctl, name) = gated(cluster, "capi")?;
     cluster
         .put(&json!({
             "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -729,9 +734,7 @@ fn capi_installed_later(cluster: &Cluster) -> Result<(), String> {
         User::Admin,
         &["promotion", "approve", &name, "--stage", "staging"],
     )?;
-    eventually("prod's profile applied", WAIT, || {
-        profile_exists(cluster, &format!("{name}-prod")).then_some(())
-    })?;
+    until_profile(cluster, &format!("{name}-prod"), "prod's profile applied")?;
     addon.sync(true).map_err(e("addon double"))?;
     let waiting = format!(
         "ClusterSummary for Cluster {}/capi-1 is not created yet.",
@@ -751,10 +754,7 @@ fn capi_installed_later(cluster: &Cluster) -> Result<(), String> {
 /// D10: the generated profile of a stage the rollout reached, deleted or edited by hand, is
 /// applied again with the spec the stage received (the rollout identity says it is the spec's).
 fn repair(cluster: &Cluster) -> Result<(), String> {
-    clusters(cluster)?;
-    let addon = AddonController::new(cluster);
-    let _ctl = controller(cluster, &[])?;
-    let name = to_the_gate(cluster, &addon, &promotion(cluster, "repair"))?;
+    let (_addon, _ctl, name) = gated(cluster, "repair")?;
     let dev = format!("{name}-dev");
     let original = cluster
         .get(CLUSTER_PROFILE, None, &dev)
