@@ -15,7 +15,7 @@ use promotion_shared::plan::{ClusterType, Inventory};
 use promotion_shared::reconcile::Snapshot;
 
 use crate::error::{Error, Result};
-use crate::live::resources::resource;
+use crate::live::resources;
 
 /// A snapshot from the objects of a manifest: the one ClusterPromotion (or the one named
 /// `promotion`), every ClusterProfile and ClusterSummary, and the clusters. Clusters are the
@@ -135,29 +135,13 @@ pub async fn client(kubeconfig: Option<&Path>, context: Option<&str>) -> Result<
 /// The snapshot of promotion `name` as the cluster holds it now.
 pub async fn live(client: &Client, name: &str) -> Result<Snapshot> {
     let read = |what: &str, e: kube::Error| Error::Cluster(format!("reading {what}: {e}"));
-    let promotions: Api<DynamicObject> = Api::all_with(
-        client.clone(),
-        &resource(
-            "config.projectsveltos.io",
-            "v1beta1",
-            "ClusterPromotion",
-            "clusterpromotions",
-        ),
-    );
+    let promotions: Api<DynamicObject> = Api::all_with(client.clone(), &resources::promotions());
     let promotion = promotions
         .get(name)
         .await
         .map_err(|e| read(&format!("clusterpromotion {name}"), e))?;
     let promotion = serde_json::to_value(&promotion).map_err(|e| Error::Cluster(e.to_string()))?;
-    let profiles_api: Api<DynamicObject> = Api::all_with(
-        client.clone(),
-        &resource(
-            "config.projectsveltos.io",
-            "v1beta1",
-            "ClusterProfile",
-            "clusterprofiles",
-        ),
-    );
+    let profiles_api: Api<DynamicObject> = Api::all_with(client.clone(), &resources::profiles());
     let profiles = profiles_api
         .list(&ListParams::default().labels(&format!("{PROMOTION_NAME_LABEL}={name}")))
         .await
@@ -179,15 +163,7 @@ pub async fn live(client: &Client, name: &str) -> Result<Snapshot> {
                 .collect()
         })
         .unwrap_or_default();
-    let summaries_api: Api<DynamicObject> = Api::all_with(
-        client.clone(),
-        &resource(
-            "config.projectsveltos.io",
-            "v1beta1",
-            "ClusterSummary",
-            "clustersummaries",
-        ),
-    );
+    let summaries_api: Api<DynamicObject> = Api::all_with(client.clone(), &resources::summaries());
     let summaries = if stage_names.is_empty() {
         Vec::new()
     } else {
@@ -205,19 +181,12 @@ pub async fn live(client: &Client, name: &str) -> Result<Snapshot> {
             .collect()
     };
     let mut inventory = Inventory::new();
-    for (cluster_type, group, version, plural) in [
-        (
-            ClusterType::Sveltos,
-            "lib.projectsveltos.io",
-            "v1beta1",
-            "sveltosclusters",
-        ),
-        (ClusterType::Capi, "cluster.x-k8s.io", "v1beta1", "clusters"),
+    for (cluster_type, resource) in [
+        (ClusterType::Sveltos, resources::sveltos_clusters()),
+        (ClusterType::Capi, resources::capi_clusters()),
     ] {
-        let api: Api<DynamicObject> = Api::all_with(
-            client.clone(),
-            &resource(group, version, cluster_type.kind(), plural),
-        );
+        let plural = resource.plural.as_str();
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
         match api.list(&ListParams::default()).await {
             Ok(list) => {
                 let docs: Vec<Value> = list
@@ -225,7 +194,7 @@ pub async fn live(client: &Client, name: &str) -> Result<Snapshot> {
                     .iter()
                     .filter_map(|c| serde_json::to_value(c).ok())
                     .map(|mut c| {
-                        c["apiVersion"] = format!("{group}/{version}").into();
+                        c["apiVersion"] = resource.api_version.clone().into();
                         c["kind"] = cluster_type.kind().into();
                         c
                     })

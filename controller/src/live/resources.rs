@@ -3,7 +3,7 @@
 
 use kube::api::ApiResource;
 
-pub fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
     ApiResource {
         group: group.into(),
         version: version.into(),
