@@ -267,10 +267,14 @@ fn check_install(install: &Install, extra_kinds: &[&str]) -> Facts {
         "NetworkPolicy",
         "ValidatingWebhookConfiguration",
         "MutatingWebhookConfiguration",
+        "ConfigMap",
+        "Role",
+        "RoleBinding",
     ]
     .into();
     allowed.extend(extra_kinds);
-    // No Role, ClusterRole or binding: the server never calls the Kubernetes API.
+    // The Role and RoleBinding only let users read the approver rules; the server never calls
+    // the Kubernetes API (its ServiceAccount has no token mounted, check_pod_security).
     assert_eq!(install.kinds(), allowed, "unexpected set of kinds");
 
     let namespace = s(install.one("Namespace"), "/metadata/name").to_string();
@@ -302,6 +306,7 @@ fn check_install(install: &Install, extra_kinds: &[&str]) -> Facts {
     let listen = check_server_container(pod);
     let service = check_service(install, pod_labels, &listen);
     check_network_policy(install, pod_labels, &listen);
+    check_published_approver_rules(install, pod, &namespace);
     for (kind, path) in [
         ("ValidatingWebhookConfiguration", VALIDATE_PATH),
         ("MutatingWebhookConfiguration", MUTATE_PATH),
@@ -309,6 +314,59 @@ fn check_install(install: &Install, extra_kinds: &[&str]) -> Facts {
         check_webhook_configuration(install.one(kind), path, &service, &namespace);
     }
     Facts { namespace, service }
+}
+
+/// The approver rules the webhook enforces are the ConfigMap the plugin reads: mounted whole
+/// (the kubelet updates no subPath mount) at `--governance-dir`, valid as published rules, and
+/// readable, that object only, by every signed-in user.
+fn check_published_approver_rules(install: &Install, pod: &Value, namespace: &str) {
+    use promotion_shared::admission::{GOVERNANCE_CONFIGMAP, GOVERNANCE_NAMESPACE};
+    assert_eq!(namespace, GOVERNANCE_NAMESPACE, "where the plugin looks");
+    published_rules(install);
+
+    let container = &pod["containers"][0];
+    let args = strings(&container["args"]);
+    let dir = flag(&args, "--governance-dir").expect("--governance-dir is set");
+    let mount = container["volumeMounts"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["mountPath"] == dir))
+        .expect("the rules are mounted at --governance-dir");
+    assert_eq!(mount["readOnly"], true);
+    assert!(
+        mount.get("subPath").is_none(),
+        "a subPath mount is never updated"
+    );
+    let volume = pod["volumes"]
+        .as_array()
+        .and_then(|v| v.iter().find(|v| v["name"] == mount["name"]))
+        .expect("the mount's volume");
+    assert_eq!(volume["configMap"]["name"], GOVERNANCE_CONFIGMAP);
+
+    let role = install.one("Role");
+    assert_eq!(
+        role["rules"],
+        json!([{"apiGroups": [""], "resources": ["configmaps"],
+                "resourceNames": [GOVERNANCE_CONFIGMAP], "verbs": ["get"]}])
+    );
+    let binding = install.one("RoleBinding");
+    assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
+    assert_eq!(
+        binding["subjects"],
+        json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                "name": "system:authenticated"}])
+    );
+}
+
+/// The rules the install publishes; they must parse as the webhook parses them.
+fn published_rules(install: &Install) -> promotion_shared::admission::PublishedGovernance {
+    use promotion_shared::admission::{PublishedGovernance, GOVERNANCE_CONFIGMAP};
+    let config_map = install.named("ConfigMap", GOVERNANCE_CONFIGMAP);
+    let data = config_map["data"].as_object().expect("data");
+    PublishedGovernance::parse(
+        data.iter()
+            .map(|(k, v)| (k.as_str(), v.as_str().unwrap_or_default())),
+    )
+    .expect("the installed rules parse")
 }
 
 fn check_availability(install: &Install, deployment: &Value, pod_labels: &Value) {
@@ -743,6 +801,11 @@ fn cluster_promotion(annotations: Value, finalizers: Value, approved: bool) -> V
 fn cert_manager_overlay_renders_an_installable_webhook() {
     let install = render(&repo_root().join("manifests/overlays/cert-manager"));
     let facts = check_install(&install, &["Issuer", "Certificate"]);
+    assert_eq!(
+        published_rules(&install),
+        promotion_shared::admission::PublishedGovernance::default(),
+        "no approver restriction unless configured"
+    );
 
     // The serving Certificate fills the Secret the pods mount, for every name of the Service.
     let serving = install
@@ -1138,4 +1201,42 @@ fn match_conditions_skip_only_updates_that_leave_spec_and_annotations_alone() {
         webhook_called(&install, "UPDATE", &bare_approved, &bare),
         [true, true]
     );
+}
+
+/// docs/install.md's own overlay (its `my-webhook/kustomization.yaml`, with the remote base
+/// replaced by this checkout's) changes the approver rules where both the webhook and the plugin
+/// read them: the one ConfigMap, under its own name, mounted by the Deployment.
+#[test]
+fn the_documented_overlay_publishes_its_approver_rules() {
+    use promotion_shared::admission::PublishedGovernance;
+    let doc = fs::read_to_string(repo_root().join("docs/install.md")).expect("docs/install.md");
+    let block = doc
+        .split("```yaml\n# my-webhook/kustomization.yaml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the overlay example in docs/install.md");
+    let tree = manifests_copy();
+    let remote = block
+        .lines()
+        .find(|l| l.contains("https://github.com/"))
+        .expect("the remote base")
+        .trim()
+        .trim_start_matches("- ");
+    let overlay = tree.path().join("my-webhook");
+    fs::create_dir_all(&overlay).unwrap();
+    fs::write(
+        overlay.join("kustomization.yaml"),
+        block.replace(remote, "../overlays/cert-manager"),
+    )
+    .unwrap();
+    let install = render(&overlay);
+    assert_eq!(install.all("ConfigMap").len(), 1, "one set of rules");
+    assert_eq!(
+        published_rules(&install),
+        PublishedGovernance {
+            approver_groups: vec!["platform-approvers".into()],
+            forbid_self_approval: true,
+        }
+    );
+    check_install(&install, &["Issuer", "Certificate"]);
 }

@@ -169,7 +169,7 @@ fn describe_advises_an_approval_only_to_who_may_give_it() {
         out.stdout.contains(&format!(
             "Next step:      you cannot approve (RBAC: no patch on \
              clusterpromotions.config.projectsveltos.io \"kyverno-rollout-man\"): someone who \
-             can runs: {advice}\n"
+             may patch it runs: {advice}\n"
         )),
         "{}",
         out.stdout
@@ -177,4 +177,212 @@ fn describe_advises_an_approval_only_to_who_may_give_it() {
     // The server was asked, as the viewer.
     let reviews = env.requests("POST", "/selfsubjectaccessreviews");
     assert!(reviews.iter().any(|r| r.user == "viewer"), "{reviews:?}");
+}
+
+const MANUAL: &str = "kyverno-rollout-man";
+const APPROVE: &str = "kubectl promotion approve kyverno-rollout-man --stage staging";
+
+/// The approver rules as the install publishes them (`manifests/base/governance.yaml`).
+fn publish_rules(env: &Env, groups: &str, four_eyes: bool) {
+    env.put(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "promotion-governance", "namespace": "kubectl-promotion-system"},
+        "data": {"approver-groups": groups, "forbid-self-approval": four_eyes.to_string()},
+    }));
+}
+
+/// The webhook's record: `user` made the change that started the current rollout.
+fn started_by(env: &Env, user: &str) {
+    let mut promotion = env.promotion(MANUAL);
+    forget_version(&mut promotion);
+    promotion["metadata"]["annotations"]["audit.kubectl-promotion.dev/spec-change"] =
+        serde_json::json!({"user": user, "time": "2026-02-16T07:20:00Z"})
+            .to_string()
+            .into();
+    env.put(promotion);
+}
+
+/// The next step and the stage's approve line, as `describe` prints them for `user`.
+fn advice_for(env: &Env, user: User, extra: &[&str]) -> (String, String) {
+    let mut args = vec!["describe", MANUAL];
+    args.extend(extra);
+    let out = run_as(env, user, &args).expect(0);
+    let line = |label: &str| {
+        out.stdout
+            .lines()
+            .find_map(|l| l.trim_start().strip_prefix(label))
+            .map(|rest| rest.trim_start().to_string())
+            .unwrap_or_else(|| panic!("no {label} in:\n{}", out.stdout))
+    };
+    (line("Next step:"), line("Approve:"))
+}
+
+#[test]
+fn describe_says_who_may_approve_by_the_rules_the_webhook_enforces() {
+    let env = rbac_env("kyverno-manual-gate.yaml");
+    publish_rules(&env, "release-managers", true);
+    started_by(&env, "developer");
+    let next = format!("{APPROVE}   (staging → production)");
+    let stage = format!("{APPROVE}   (unblocks staging → production)");
+
+    // A release manager who did not start the rollout: the command, as is.
+    let (step, line) = advice_for(&env, User::ReleaseManager, &[]);
+    assert_eq!(
+        (step.as_str(), line.as_str()),
+        (next.as_str(), stage.as_str())
+    );
+
+    // The admin: RBAC lets them, the rules do not; told who can, on both lines.
+    let who = "a member of group \"release-managers\" other than \"developer\" who may patch it";
+    let not_in_group = "the admission webhook admits approvals only from members of group \
+                        \"release-managers\", and you (\"admin\") are in \"system:masters\", \
+                        \"system:authenticated\"";
+    let (step, line) = advice_for(&env, User::Admin, &[]);
+    assert_eq!(
+        step,
+        format!("you cannot approve ({not_in_group}): {who} runs: {next}")
+    );
+    assert_eq!(
+        line,
+        format!("you cannot approve ({not_in_group}): {who} runs: {stage}")
+    );
+
+    // A viewer: neither RBAC nor the rules; both reasons.
+    let (step, _) = advice_for(&env, User::Viewer, &[]);
+    assert_eq!(
+        step,
+        format!(
+            "you cannot approve (RBAC: no patch on clusterpromotions.config.projectsveltos.io \
+             \"{MANUAL}\"; the admission webhook admits approvals only from members of group \
+             \"release-managers\", and you (\"viewer\") are in \"viewers\", \
+             \"system:authenticated\"): {who} runs: {next}"
+        )
+    );
+
+    // Four eyes: the release manager who started the rollout may not approve it.
+    started_by(&env, "release-manager");
+    let (step, _) = advice_for(&env, User::ReleaseManager, &[]);
+    assert_eq!(
+        step,
+        format!(
+            "you cannot approve (four eyes: you (\"release-manager\") started this rollout, and \
+             the admission webhook admits another user's approval only): a member of group \
+             \"release-managers\" other than \"release-manager\" who may patch it runs: {next}"
+        )
+    );
+
+    // The model says the same.
+    let json: serde_json::Value = serde_json::from_str(
+        &run_as(
+            &env,
+            User::ReleaseManager,
+            &["describe", MANUAL, "-o", "json"],
+        )
+        .expect(0)
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(json["approvalRight"]["mayApprove"], false);
+    assert_eq!(json["approvalRight"]["rulesRead"], true);
+    assert_eq!(json["nextStep"], step.as_str());
+
+    // Who the caller is was asked of the server, as the release manager.
+    let reviews = env.requests("POST", "/selfsubjectreviews");
+    assert!(
+        reviews.iter().any(|r| r.user == "release-manager"),
+        "{reviews:?}"
+    );
+}
+
+#[test]
+fn approver_rules_that_cannot_be_read_leave_the_right_unknown_and_say_why() {
+    let env = rbac_env("kyverno-manual-gate.yaml");
+    publish_rules(&env, "release-managers", false);
+    env.server.deny(DenyRule {
+        user: Some("release-manager".into()),
+        resource: Some("configmaps".into()),
+        ..DenyRule::default()
+    });
+    let (step, _) = advice_for(&env, User::ReleaseManager, &[]);
+    assert_eq!(
+        step,
+        format!(
+            "{APPROVE}   (staging → production)   (whether you may approve is unknown: the \
+             approver rules could not be read (ConfigMap \
+             kubectl-promotion-system/promotion-governance: forbidden (User \"release-manager\" \
+             cannot get resource \"configmaps\" in API group \"\" in the namespace \
+             \"kubectl-promotion-system\")))"
+        )
+    );
+
+    // Rules that do not parse are not guessed at either.
+    env.put(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "promotion-governance", "namespace": "kubectl-promotion-system"},
+        "data": {"approver-group": "release-managers"},
+    }));
+    let (step, _) = advice_for(&env, User::Viewer, &[]);
+    assert!(
+        step.starts_with("you cannot approve (RBAC: no patch on"),
+        "a known refusal wins: {step}"
+    );
+    let (step, _) = advice_for(&env, User::Admin, &[]);
+    assert_eq!(
+        step,
+        format!(
+            "{APPROVE}   (staging → production)   (whether you may approve is unknown: the \
+             approver rules could not be read (ConfigMap \
+             kubectl-promotion-system/promotion-governance: not valid: key \"approver-group\" is \
+             not an approver rule (the keys are \"approver-groups\" and \
+             \"forbid-self-approval\")))"
+        )
+    );
+}
+
+#[test]
+fn describe_watch_and_file_advise_approvals_as_describe_does() {
+    let env = rbac_env("kyverno-manual-gate.yaml");
+    publish_rules(&env, "release-managers", false);
+    // -w: the first view, printed whole, is judged as the one-shot describe is.
+    let mut running = Running::start(
+        &env,
+        &[
+            "describe",
+            MANUAL,
+            "-w",
+            "--as",
+            User::Viewer.name(),
+            "--as-group",
+            "viewers",
+        ],
+    );
+    let line = running.expect_line(Stream::Stdout, "Next step:");
+    assert!(
+        line.contains(&format!(
+            "you cannot approve (RBAC: no patch on clusterpromotions.config.projectsveltos.io \
+             \"{MANUAL}\"; the admission webhook admits approvals only from members of group \
+             \"release-managers\""
+        )),
+        "{line}"
+    );
+    drop(running);
+
+    // -f: nothing is asked of a cluster, and the advice says so.
+    let out = env
+        .run(&[
+            "describe",
+            "-f",
+            example_path("kyverno-manual-gate.yaml").to_str().unwrap(),
+        ])
+        .expect(0);
+    assert!(
+        out.stdout.contains(&format!(
+            "{APPROVE}   (staging → production)   (whether you may approve is unknown: \
+             described offline, nothing was asked of a cluster)\n"
+        )),
+        "{}",
+        out.stdout
+    );
 }

@@ -541,6 +541,83 @@ fn clients_cannot_write_audit_records() {
 }
 
 #[test]
+fn published_approver_rules_are_enforced_and_reloaded_without_a_restart() {
+    // The ConfigMap kubectl-promotion-system/promotion-governance as the kubelet mounts it.
+    let rules = tempfile::tempdir().unwrap();
+    let write = |key: &str, value: &str| std::fs::write(rules.path().join(key), value).unwrap();
+    write("approver-groups", "release-managers");
+    write("forbid-self-approval", "false");
+    let dir = rules.path().to_str().unwrap();
+    let webhook = Webhook::start(&["--governance-dir", dir, "--cert-reload-interval", "100ms"]);
+    let users = [("token-dave", UserInfo::new("dave", &["developers"]))];
+    let env = cluster(gate_world().objects, &webhook, &users);
+    let dave = env
+        .kube
+        .kubeconfig_for(&env.server, "token-dave", "dave")
+        .unwrap();
+    let approve = ["promotion", "approve", GATE];
+    let refused = |out: &Output| {
+        assert_eq!(out.code, 1, "{out}");
+        assert_contains(&out.stderr, &["\"dave\"", "\"release-managers\""]);
+    };
+    refused(&kubectl_as(&env, &dave, &approve));
+
+    // A misspelt key is not applied: the rules in use stay, and the log says why.
+    write("approver-group", "developers");
+    webhook
+        .0
+        .wait_for_log("the refused reload", Duration::from_secs(30), |l| {
+            l["message"] == "approver rules not reloaded; keeping the ones in use"
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    refused(&kubectl_as(&env, &dave, &approve));
+
+    // The edit done right takes effect without a restart.
+    std::fs::remove_file(rules.path().join("approver-group")).unwrap();
+    write("approver-groups", "developers");
+    webhook
+        .0
+        .wait_for_log("the reload", Duration::from_secs(30), |l| {
+            l["message"] == "approver rules reloaded" && l["approver_groups"] == "[\"developers\"]"
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let allowed = kubectl_as(&env, &dave, &approve);
+    assert_eq!(allowed.code, 0, "{allowed}");
+    assert_eq!(
+        approval_record(&env.promotion(GATE), "staging").expect("record")["user"],
+        "dave"
+    );
+}
+
+#[test]
+fn approver_rules_that_do_not_parse_stop_the_start_with_the_reason() {
+    let rules = tempfile::tempdir().unwrap();
+    std::fs::write(rules.path().join("forbid-self-approval"), "yes").unwrap();
+    let bin = bins::binary("promotion-webhook").unwrap_or_else(|e| panic!("{e}"));
+    let out = bins::run(
+        std::process::Command::new(bin)
+            .args([
+                "serve",
+                "--tls-cert-file",
+                "/nonexistent/c",
+                "--tls-key-file",
+                "/nonexistent/k",
+            ])
+            .arg("--governance-dir")
+            .arg(rules.path()),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_ne!(out.code, 0, "{out}");
+    assert_contains(
+        &out.stderr,
+        &[&format!(
+            "approver rules in {}: key \"forbid-self-approval\": \"yes\" is not \"true\" or \"false\"",
+            rules.path().display()
+        )],
+    );
+}
+
+#[test]
 fn approver_groups_decide_who_may_approve() {
     let open = Webhook::start(&[]);
     let governed = Webhook::start(&["--approver-group", "release-managers"]);

@@ -88,6 +88,19 @@ pub struct ServeArgs {
     #[arg(long, env = "PROMOTION_WEBHOOK_FORBID_SELF_APPROVAL")]
     pub forbid_self_approval: bool,
 
+    /// Read the approver rules from this folder instead of --approver-group and
+    /// --forbid-self-approval: the ConfigMap kubectl-promotion-system/promotion-governance
+    /// mounted as a volume (keys approver-groups and forbid-self-approval), which
+    /// `kubectl promotion describe` reads too to say who may approve. Re-read every
+    /// --cert-reload-interval; a change that does not parse keeps the rules in use.
+    #[arg(
+        long,
+        env = "PROMOTION_WEBHOOK_GOVERNANCE_DIR",
+        value_name = "DIR",
+        conflicts_with_all = ["approver_groups", "forbid_self_approval"]
+    )]
+    pub governance_dir: Option<PathBuf>,
+
     /// How often the certificate and key files are checked for changes.
     #[arg(long, env = "PROMOTION_WEBHOOK_CERT_RELOAD_INTERVAL", default_value = "5s", value_parser = parse_duration)]
     pub cert_reload_interval: Duration,

@@ -15,7 +15,10 @@ pub struct ServeConfig {
     pub metrics_listen: SocketAddr,
     pub tls: TlsFiles,
     pub log: LogConfig,
+    /// The approver rules from the flags; replaced at start by those in `governance_dir`.
     pub policy: GovernancePolicy,
+    /// `--governance-dir`: the published rules, read at start and re-read with the certificate.
+    pub governance_dir: Option<PathBuf>,
     pub limits: Limits,
     pub shutdown: Shutdown,
 }
@@ -122,6 +125,7 @@ impl TryFrom<ServeArgs> for ServeConfig {
                 forbid_self_approval: args.forbid_self_approval,
                 controller_users: args.controller_users,
             },
+            governance_dir: args.governance_dir,
             limits: Limits {
                 max_body_bytes: args.max_body_bytes,
                 request_timeout: args.request_timeout,
@@ -171,6 +175,29 @@ mod tests {
         assert_eq!(config.policy.approver_groups, ["a", "b", "c"]);
         assert!(config.policy.forbid_self_approval);
         assert!(!parse(&[]).unwrap().policy.is_enforcing());
+    }
+
+    #[test]
+    fn the_published_rules_replace_the_flags_not_join_them() {
+        let config = parse(&["--governance-dir", "/etc/governance"]).unwrap();
+        assert_eq!(
+            config.governance_dir,
+            Some(PathBuf::from("/etc/governance"))
+        );
+        let argv = [
+            "promotion-webhook",
+            "serve",
+            "--tls-cert-file",
+            "c",
+            "--tls-key-file",
+            "k",
+            "--governance-dir",
+            "/etc/governance",
+            "--approver-group",
+            "a",
+        ];
+        let err = Cli::try_parse_from(argv).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::ArgumentConflict);
     }
 
     #[test]

@@ -30,6 +30,7 @@ pub mod config;
 pub mod evaluation;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+pub mod governance;
 pub mod log_writer;
 pub mod logging;
 pub mod metrics;

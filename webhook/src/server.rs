@@ -22,6 +22,7 @@ use hyper_util::rt::TokioTimer;
 use crate::api::{self, probes, AppState};
 use crate::config::ServeConfig;
 use crate::evaluation::Evaluator;
+use crate::governance::{self, GovernanceDirError, GovernanceReloader};
 use crate::metrics::Metrics;
 use crate::tls::{self, Reloader, TlsError};
 
@@ -44,6 +45,8 @@ pub enum ServeError {
     Signals(io::Error),
     #[error("HTTPS server failed: {0}")]
     Serve(io::Error),
+    #[error(transparent)]
+    Governance(#[from] GovernanceDirError),
 }
 
 pub fn serve(config: ServeConfig) -> Result<(), ServeError> {
@@ -56,6 +59,10 @@ pub fn serve(config: ServeConfig) -> Result<(), ServeError> {
 }
 
 async fn run(config: ServeConfig) -> Result<(), ServeError> {
+    let published = match &config.governance_dir {
+        Some(dir) => Some((dir.clone(), governance::read_dir(dir)?)),
+        None => None,
+    };
     let loaded = tls::load(&config.tls)?;
     let metrics = Arc::new(Metrics::new());
     let rustls = RustlsConfig::from_config(loaded.config.clone());
@@ -64,11 +71,26 @@ async fn run(config: ServeConfig) -> Result<(), ServeError> {
         .spawn(stop_reload.clone())
         .map_err(ServeError::Runtime)?;
 
-    let state = AppState::new(
-        Evaluator::new(config.policy.clone()),
-        metrics.clone(),
-        config.limits,
-    );
+    let evaluator = Evaluator::new(config.policy.clone());
+    let governance_reloader = match published {
+        Some((dir, rules)) => {
+            evaluator.set_policy(rules.policy(config.policy.controller_users.clone()));
+            let reloader = GovernanceReloader::new(
+                dir,
+                config.policy.controller_users.clone(),
+                evaluator.clone(),
+                rules,
+            );
+            Some(
+                reloader
+                    .spawn(config.tls.reload_interval, stop_reload.clone())
+                    .map_err(ServeError::Runtime)?,
+            )
+        }
+        None => None,
+    };
+    let policy = evaluator.policy();
+    let state = AppState::new(evaluator, metrics.clone(), config.limits);
 
     let https_listener = bind(config.listen)?;
     let https_addr = local_addr(&https_listener, config.listen)?;
@@ -113,8 +135,9 @@ async fn run(config: ServeConfig) -> Result<(), ServeError> {
     tracing::info!(
         https = %https_addr,
         metrics = %probes_addr,
-        approver_groups = ?config.policy.approver_groups,
-        forbid_self_approval = config.policy.forbid_self_approval,
+        approver_groups = ?policy.approver_groups,
+        forbid_self_approval = policy.forbid_self_approval,
+        governance_dir = ?config.governance_dir,
         max_concurrent_evaluations = config.limits.max_concurrent_evaluations.get(),
         "listening"
     );
@@ -138,6 +161,7 @@ async fn run(config: ServeConfig) -> Result<(), ServeError> {
     let _ = stop_probes.send(());
     let _ = probes.await;
     drop(reloader);
+    drop(governance_reloader);
 
     match served {
         Ok(Ok(())) => {

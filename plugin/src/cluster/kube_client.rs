@@ -8,14 +8,15 @@ use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::core::Request as KubeRequest;
 use serde_json::Value;
 
+use promotion_shared::admission::{UserInfo, GOVERNANCE_CONFIGMAP, GOVERNANCE_NAMESPACE};
 use promotion_shared::model::{CLUSTER_PROFILE_NAME_LABEL, PROMOTION_NAME_LABEL};
 use promotion_shared::patch::FIELD_MANAGER;
 
 use crate::cluster::connection::ConnectionFlags;
 use crate::cluster::request_log::RequestLog;
 use crate::cluster::resources::{
-    CORE_EVENT, CORE_EVENTS, EVENT, EVENTS, PROFILE, PROFILES, PROMOTION, PROMOTIONS, SUMMARIES,
-    SUMMARY,
+    CONFIG_MAP, CONFIG_MAPS, CORE_EVENT, CORE_EVENTS, EVENT, EVENTS, PROFILE, PROFILES, PROMOTION,
+    PROMOTIONS, SELF_SUBJECT_REVIEW, SELF_SUBJECT_REVIEWS, SUMMARIES, SUMMARY,
 };
 use crate::error::{Error, Request, Result};
 
@@ -374,6 +375,50 @@ impl Kube {
         )?;
         let answer = self.send(req, &what).await?;
         Ok(answer.pointer("/status/allowed").and_then(Value::as_bool) == Some(true))
+    }
+
+    /// Who the server says the caller is, as `kubectl auth whoami` asks it: a SelfSubjectReview
+    /// (GA in Kubernetes 1.28), answered after authentication and impersonation (`--as`).
+    pub async fn who_am_i(&self) -> Result<UserInfo> {
+        let what = Request::new("create", SELF_SUBJECT_REVIEWS);
+        let review = serde_json::json!({
+            "apiVersion": SELF_SUBJECT_REVIEW.api_version,
+            "kind": SELF_SUBJECT_REVIEW.kind,
+        });
+        let body = serde_json::to_vec(&review).map_err(|e| Error::Io(e.to_string()))?;
+        let req = self.build(
+            KubeRequest::new(SELF_SUBJECT_REVIEW.path).create(&PostParams::default(), body),
+            &what,
+        )?;
+        let answer = self.send(req, &what).await?;
+        serde_json::from_value(
+            answer
+                .pointer("/status/userInfo")
+                .cloned()
+                .unwrap_or_default(),
+        )
+        .map_err(|e| Error::Api {
+            request: what,
+            message: format!("the answer is not a SelfSubjectReview: {e}"),
+        })
+    }
+
+    /// The ConfigMap data of the approver rules the install publishes
+    /// ([`GOVERNANCE_CONFIGMAP`] in [`GOVERNANCE_NAMESPACE`]); `None` when there is none.
+    pub async fn published_governance(&self) -> Result<Option<Value>> {
+        let what = Request::named("get", CONFIG_MAPS, GOVERNANCE_CONFIGMAP);
+        let path = CONFIG_MAP.namespaced_object_path(GOVERNANCE_NAMESPACE, GOVERNANCE_CONFIGMAP);
+        let req = http::Request::get(path)
+            .body(Vec::new())
+            .map_err(|e| Error::Io(e.to_string()))?;
+        let id = self.in_flight.start(&self.server, &what, None);
+        let answer = self.client.request::<Value>(req).await;
+        self.in_flight.finish(id);
+        match answer {
+            Ok(config_map) => Ok(Some(config_map["data"].clone())),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
+            Err(e) => Err(self.error(e, &what)),
+        }
     }
 
     pub async fn list_promotions(&self, selector: Option<&str>) -> Result<Vec<Value>> {

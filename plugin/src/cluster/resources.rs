@@ -83,6 +83,13 @@ pub const SVELTOS_CLUSTER: Resource = grouped!(
 pub const EVENT: Resource = grouped!("events.k8s.io", "v1", "Event", "events");
 pub const CORE_EVENT: Resource = core!("v1", "Event", "events");
 pub const SECRET: Resource = core!("v1", "Secret", "secrets");
+pub const CONFIG_MAP: Resource = core!("v1", "ConfigMap", "configmaps");
+pub const SELF_SUBJECT_REVIEW: Resource = grouped!(
+    "authentication.k8s.io",
+    "v1",
+    "SelfSubjectReview",
+    "selfsubjectreviews"
+);
 
 /// The Cluster API's Cluster: its version is the one the server prefers (discovered), so only
 /// its name is fixed.
@@ -97,6 +104,8 @@ pub const SVELTOS_CLUSTERS: &str = SVELTOS_CLUSTER.name;
 pub const EVENTS: &str = EVENT.name;
 pub const CORE_EVENTS: &str = CORE_EVENT.name;
 pub const SECRETS: &str = SECRET.name;
+pub const CONFIG_MAPS: &str = CONFIG_MAP.name;
+pub const SELF_SUBJECT_REVIEWS: &str = SELF_SUBJECT_REVIEW.name;
 
 impl Resource {
     /// What kube-runtime's watcher and `Api<DynamicObject>` take.

@@ -9,6 +9,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use promotion_manifest::Reader;
+use promotion_shared::admission::{spec_change_record, PublishedGovernance};
 use promotion_shared::pipeline::{Phase, StageState};
 
 use super::Ctx;
@@ -20,6 +21,7 @@ use crate::error::{exit::describe as exit, Error, Result};
 use crate::render::output;
 use crate::render::printers::{FormatArg, OutputFormat, PrintOptions, Target, MODEL_FORMATS};
 use crate::render::{self, describe::Options, terminal};
+use crate::view::approver::{ApprovalRight, CallerFacts};
 use crate::view::{self, Description, Snapshot, API_VERSION};
 
 #[derive(Args, Debug)]
@@ -106,7 +108,10 @@ pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
                 path.display()
             )));
         }
-        let d = Description::build(&Snapshot::offline(object))?;
+        let mut d = Description::build(&Snapshot::offline(object))?;
+        if d.proposes_approval() {
+            d.set_approval_right(ApprovalRight::offline());
+        }
         print(ctx, args, format, std::slice::from_ref(&d), false)?;
         return Ok(exit::OK);
     }
@@ -151,7 +156,7 @@ pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
         }
     }
     add_reach(&kube, &mut descriptions, &promotions).await;
-    advise_only_what_the_caller_can(&kube, &mut descriptions).await;
+    advise_only_what_the_caller_can(&kube, &mut descriptions, &promotions).await;
     if descriptions.is_empty() && missing.is_empty() {
         eprintln!("No resources found");
     }
@@ -195,32 +200,79 @@ async fn add_reach(kube: &Kube, descriptions: &mut [Description], objects: &[Val
     }
 }
 
-/// A next step that approves is advice only to someone who may approve: the caller is asked
-/// with a SelfSubjectAccessReview (patch on the promotion), and told when they cannot, and who
-/// can as far as the plugin can tell without reading RBAC objects.
-async fn advise_only_what_the_caller_can(kube: &Kube, descriptions: &mut [Description]) {
-    for d in descriptions.iter_mut() {
-        let Some(step) = d
-            .next_step
-            .as_ref()
-            .filter(|s| s.starts_with("kubectl promotion approve "))
-        else {
-            continue;
-        };
-        let verdict = match kube.can_patch_promotion(&d.name).await {
-            Ok(true) => continue,
-            Ok(false) => format!(
-                "you cannot approve (RBAC: no patch on clusterpromotions.config.projectsveltos.io \
-                 {:?}): someone who can runs: {step}",
-                d.name
-            ),
-            Err(e) => format!(
-                "{step}   (whether you may approve is unknown: the access review failed: {})",
-                e.read_failure()
-            ),
-        };
-        d.next_step = Some(verdict);
+/// A proposed approval is advice only to someone who may give it: the caller is judged by the
+/// server's RBAC (a SelfSubjectAccessReview for patch on each promotion) and by the approver
+/// rules the install publishes, and told when they cannot and who can ([`ApprovalRight`]).
+async fn advise_only_what_the_caller_can(
+    kube: &Kube,
+    descriptions: &mut [Description],
+    objects: &[Value],
+) {
+    if !descriptions.iter().any(Description::proposes_approval) {
+        return;
     }
+    let caller = caller_facts(kube).await;
+    let rbac = futures::future::join_all(descriptions.iter().map(|d| async move {
+        if d.proposes_approval() {
+            Some(may_patch(kube, &d.name).await)
+        } else {
+            None
+        }
+    }))
+    .await;
+    for ((d, object), rbac) in descriptions.iter_mut().zip(objects).zip(rbac) {
+        if let Some(rbac) = rbac {
+            judge(d, object, &rbac, &caller);
+        }
+    }
+}
+
+/// What the server says about the caller, once per command: the approver rules first, and who
+/// the caller is only when those rules depend on it.
+async fn caller_facts(kube: &Kube) -> CallerFacts {
+    let rules = match kube.published_governance().await {
+        Ok(None) => Ok(None),
+        Ok(Some(data)) => {
+            let entries = data
+                .as_object()
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| (k.as_str(), v.as_str().unwrap_or_default()))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default();
+            PublishedGovernance::parse(entries)
+                .map(Some)
+                .map_err(|e| format!("not valid: {e}"))
+        }
+        Err(e) => Err(e.read_failure()),
+    };
+    let needs_identity = matches!(&rules, Ok(Some(r)) if r.policy(Vec::new()).is_enforcing());
+    let identity = if needs_identity {
+        kube.who_am_i().await.map_err(|e| e.read_failure())
+    } else {
+        Ok(Default::default())
+    };
+    CallerFacts { identity, rules }
+}
+
+async fn may_patch(kube: &Kube, name: &str) -> std::result::Result<bool, String> {
+    kube.can_patch_promotion(name)
+        .await
+        .map_err(|e| e.read_failure())
+}
+
+/// Word `d`'s proposed approvals for the caller; the rollout's starter is the one the webhook's
+/// record names, as the webhook judges four eyes.
+fn judge(
+    d: &mut Description,
+    object: &Value,
+    rbac: &std::result::Result<bool, String>,
+    caller: &CallerFacts,
+) {
+    let starter = spec_change_record(object).ok().flatten().map(|r| r.user);
+    let right = ApprovalRight::judge(&d.name, rbac, caller, starter.as_deref());
+    d.set_approval_right(right);
 }
 
 /// Print descriptions: one model as an object, several (or "all") as a list.
@@ -304,6 +356,7 @@ async fn watch(
     let mut lost: Option<String> = None;
     let mut last_draw: Option<Instant> = None;
     let mut tick = tokio::time::interval(REDRAW_EVERY);
+    let mut access: Option<(std::result::Result<bool, String>, CallerFacts)> = None;
     loop {
         tokio::select! {
             update = follower.next() => match update? {
@@ -312,7 +365,19 @@ async fn watch(
                         let uid = state.object.pointer("/metadata/uid").and_then(Value::as_str);
                         events = kube.list_events(name, uid).await.map_err(|e| e.read_failure());
                     }
-                    current = Some(Description::build(&state.snapshot(events.clone()))?);
+                    let mut d = Description::build(&state.snapshot(events.clone()))?;
+                    if d.proposes_approval() {
+                        // Asked once per watch: who the caller is and what RBAC and the rules
+                        // say change far more rarely than the pipeline; the starter of the
+                        // rollout is read from each new state.
+                        if access.is_none() {
+                            access = Some((may_patch(kube, name).await, caller_facts(kube).await));
+                        }
+                        if let Some((rbac, caller)) = &access {
+                            judge(&mut d, &state.object, rbac, caller);
+                        }
+                    }
+                    current = Some(d);
                     lost = None;
                 }
                 Update::ConnectionLost(reason) => lost = Some(reason),

@@ -280,15 +280,7 @@ fn stage_block(
         }
     }
     if let Some(t) = &stage.approve_unblocks {
-        field(
-            out,
-            ind,
-            "Approve",
-            &format!(
-                "kubectl promotion approve {} --stage {}   (unblocks {t})",
-                d.name, v.name
-            ),
-        );
+        field(out, ind, "Approve", &d.approve_advice(&v.name, t));
     }
     out.push('\n');
 }

@@ -26,6 +26,7 @@ use promotion_shared::plan::promotion_from_json;
 use promotion_shared::plan::Cluster;
 use promotion_shared::rollout::{self, RolloutId};
 
+pub mod approver;
 pub mod events;
 
 use crate::error::{Error, Result};
@@ -383,6 +384,10 @@ pub struct Description {
     /// The stage whose manual gate blocks the pipeline now.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub awaiting_approval: Option<String>,
+    /// Whether the caller may approve, and who may; set by `describe` when an approval is
+    /// proposed (`nextStep` and each stage's approve command are worded by it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_right: Option<approver::ApprovalRight>,
     pub deploys: Deploys,
     pub stages: Vec<StageDetail>,
     pub approvals: Vec<ApprovalEntry>,
@@ -412,6 +417,39 @@ impl Description {
         self.stages
             .iter()
             .any(|s| s.view.state == pipeline::StageState::NotStarted)
+    }
+
+    /// Whether an approval is proposed: as the next step, or on a stage's gate.
+    pub fn proposes_approval(&self) -> bool {
+        self.next_step
+            .as_deref()
+            .is_some_and(|s| s.starts_with(APPROVE_COMMAND))
+            || self.stages.iter().any(|s| s.approve_unblocks.is_some())
+    }
+
+    /// Word the proposed approvals for a caller: the next step now, each stage's command when
+    /// rendered.
+    pub fn set_approval_right(&mut self, right: approver::ApprovalRight) {
+        if let Some(step) = self
+            .next_step
+            .as_deref()
+            .filter(|s| s.starts_with(APPROVE_COMMAND))
+        {
+            self.next_step = Some(right.advise(step));
+        }
+        self.approval_right = Some(right);
+    }
+
+    /// The command that approves stage `stage`, worded for the caller when they were judged.
+    pub fn approve_advice(&self, stage: &str, unblocks: &str) -> String {
+        let step = format!(
+            "{APPROVE_COMMAND}{} --stage {stage}   (unblocks {unblocks})",
+            self.name
+        );
+        match &self.approval_right {
+            Some(right) => right.advise(&step),
+            None => step,
+        }
     }
 
     /// Fill `willReach` of every stage not started from the fleet, as `plan` computes it.
@@ -516,6 +554,7 @@ impl Description {
             foreign_status_writer,
             next_step,
             awaiting_approval,
+            approval_right: None,
             deploys: deploys(snap.object),
             stages,
             approvals: approvals
@@ -751,6 +790,9 @@ impl RolloutView {
     }
 }
 
+/// How every proposed approval starts.
+const APPROVE_COMMAND: &str = "kubectl promotion approve ";
+
 /// What the operator should do next, from the derived pipeline: approve the gate that waits
 /// (the one `approve` without `--stage` opens, [`approval_target`]; never one of a stale
 /// status), run the health checks a stage waits on, fix what failed, or know that Sveltos will
@@ -774,7 +816,7 @@ fn next_step(pipeline: &Pipeline) -> Option<String> {
     if let Ok(gate) = approval_target(pipeline, None, false) {
         if !gate.already_approved {
             return Some(format!(
-                "kubectl promotion approve {name} --stage {}   ({})",
+                "{APPROVE_COMMAND}{name} --stage {}   ({})",
                 gate.stage,
                 gate.transition()
             ));

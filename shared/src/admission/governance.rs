@@ -65,55 +65,82 @@ pub fn check_governance_tree(
         return outcome;
     }
     let requester = username(user);
+    let starter = match old {
+        Some(old) if crate::rollout::restart(old, new).is_none() => spec_change_record_in(old)
+            .ok()
+            .flatten()
+            .map(|record| record.user),
+        _ => Some(requester.to_string()),
+    };
+    for refusal in approver_refusals(policy, user, starter.as_deref()) {
+        for gate in &approving {
+            let (rule, message) = match &refusal {
+                ApproverRefusal::NotInGroup { approver_groups } => (
+                    "approver-not-in-group",
+                    format!(
+                        "user {requester:?} may not approve stage {:?}: approving requires \
+                         membership in {}",
+                        gate.name,
+                        group_list(approver_groups)
+                    ),
+                ),
+                ApproverRefusal::SelfApproval => (
+                    "self-approval",
+                    format!(
+                        "user {requester:?} may not approve stage {:?}: they made the last \
+                         change that started this rollout, and another user must approve it (four eyes)",
+                        gate.name
+                    ),
+                ),
+            };
+            outcome
+                .violations
+                .push(Violation::new(rule, approved_path(gate.index), message));
+        }
+    }
+    if policy.forbid_self_approval && starter.is_none() {
+        for gate in &approving {
+            outcome.warnings.push(format!(
+                "stage {:?} approved without a four-eyes check: no record of who started this rollout",
+                gate.name
+            ));
+        }
+    }
+    outcome
+}
 
+/// Why an approval by `user` is refused under `policy`, for a rollout `starter` started (`None`:
+/// no record of who did, which four eyes lets pass with a warning). The one rule the webhook
+/// enforces and `describe` predicts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "rule", rename_all = "camelCase")]
+pub enum ApproverRefusal {
+    /// `user` is in none of the approver groups.
+    #[serde(rename_all = "camelCase")]
+    NotInGroup { approver_groups: Vec<String> },
+    /// `user` started the rollout, and four eyes are required.
+    SelfApproval,
+}
+
+pub fn approver_refusals(
+    policy: &GovernancePolicy,
+    user: &UserInfo,
+    starter: Option<&str>,
+) -> Vec<ApproverRefusal> {
+    let mut refusals = Vec::new();
     if !policy.approver_groups.is_empty()
         && !groups(user)
             .iter()
             .any(|g| policy.approver_groups.contains(g))
     {
-        for gate in &approving {
-            outcome.violations.push(Violation::new(
-                "approver-not-in-group",
-                approved_path(gate.index),
-                format!(
-                    "user {requester:?} may not approve stage {:?}: approving requires membership in {}",
-                    gate.name,
-                    group_list(&policy.approver_groups)
-                ),
-            ));
-        }
+        refusals.push(ApproverRefusal::NotInGroup {
+            approver_groups: policy.approver_groups.clone(),
+        });
     }
-
-    if policy.forbid_self_approval {
-        let changer = match old {
-            Some(old) if crate::rollout::restart(old, new).is_none() => spec_change_record_in(old)
-                .ok()
-                .flatten()
-                .map(|record| record.user),
-            _ => Some(requester.to_string()),
-        };
-        for gate in &approving {
-            match &changer {
-                Some(changer) if changer == requester => {
-                    outcome.violations.push(Violation::new(
-                        "self-approval",
-                        approved_path(gate.index),
-                        format!(
-                            "user {requester:?} may not approve stage {:?}: they made the last \
-                             change that started this rollout, and another user must approve it (four eyes)",
-                            gate.name
-                        ),
-                    ));
-                }
-                Some(_) => {}
-                None => outcome.warnings.push(format!(
-                    "stage {:?} approved without a four-eyes check: no record of who started this rollout",
-                    gate.name
-                )),
-            }
-        }
+    if policy.forbid_self_approval && starter == Some(username(user)) {
+        refusals.push(ApproverRefusal::SelfApproval);
     }
-    outcome
+    refusals
 }
 
 /// Only the controller may change its committed-step annotation: it passes a manual gate
@@ -157,7 +184,8 @@ fn committed_step(
     ));
 }
 
-fn group_list(groups: &[String]) -> String {
+/// `group "a"` / `one of the groups "a", "b"`: how refusals name approver groups.
+pub fn group_list(groups: &[String]) -> String {
     let quoted: Vec<String> = groups.iter().map(|g| format!("{g:?}")).collect();
     match quoted.len() {
         1 => format!("group {}", quoted[0]),

@@ -12,13 +12,15 @@
 //!   new rollout are removed; audit annotations record who approved and who changed the rollout);
 //! - [`check_audit_integrity`]: audit annotations may only change the way [`plan_mutation`]
 //!   changes them, for the user making the request; anything else is a forgery;
-//! - [`check_governance`]: who may approve (approver groups, four eyes).
+//! - [`check_governance`]: who may approve (approver groups, four eyes), with the rules as the
+//!   install publishes them ([`PublishedGovernance`]).
 
 mod audit;
 mod gates;
 mod governance;
 mod integrity;
 mod mutation;
+mod published;
 mod removed;
 
 pub use audit::{
@@ -27,11 +29,16 @@ pub use audit::{
 };
 pub use gates::{is_deleting, newly_approved_stages};
 pub use governance::{
-    check_governance, check_governance_tree, GovernanceOutcome, GovernancePolicy,
+    approver_refusals, check_governance, check_governance_tree, group_list, ApproverRefusal,
+    GovernanceOutcome, GovernancePolicy,
 };
 pub use integrity::{check_audit_integrity, check_audit_integrity_tree};
 pub use k8s_openapi::api::authentication::v1::UserInfo;
 pub use mutation::{plan_mutation, plan_mutation_tree, ApprovalReset, MutationPlan, ResetCause};
+pub use published::{
+    PublishedError, PublishedGovernance, APPROVER_GROUPS_KEY, FORBID_SELF_APPROVAL_KEY,
+    GOVERNANCE_CONFIGMAP, GOVERNANCE_NAMESPACE,
+};
 pub use removed::{removed_approvals, removed_approvals_tree, RemovalCause, RemovedApproval};
 
 use std::fmt;

@@ -9,6 +9,26 @@ use serde_json::{json, Value};
 
 use super::status::{go_quote, ApiError};
 
+/// The group of `SelfSubjectReview`.
+pub const AUTHENTICATION_GROUP: &str = "authentication.k8s.io";
+
+/// `kubectl auth whoami`'s answer: the requester after authentication and impersonation.
+pub fn self_subject_review(user: &UserInfo) -> serde_json::Value {
+    let mut info = serde_json::json!({"username": user.username, "groups": user.groups});
+    if !user.uid.is_empty() {
+        info["uid"] = user.uid.clone().into();
+    }
+    if !user.extra.is_empty() {
+        info["extra"] = serde_json::json!(user.extra);
+    }
+    serde_json::json!({
+        "kind": "SelfSubjectReview",
+        "apiVersion": format!("{AUTHENTICATION_GROUP}/v1"),
+        "metadata": {"creationTimestamp": null},
+        "status": {"userInfo": info},
+    })
+}
+
 /// Who a request runs as; becomes `userInfo` in AdmissionReviews.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct UserInfo {

@@ -336,6 +336,23 @@ pub fn registry(with_promotion_crd: bool) -> Vec<Arc<ResourceDef>> {
             is_crd: false,
             review: true,
         },
+        ResourceDef {
+            group: super::auth::AUTHENTICATION_GROUP,
+            version: "v1",
+            plural: "selfsubjectreviews",
+            singular: "selfsubjectreview",
+            kind: "SelfSubjectReview",
+            namespaced: false,
+            short_names: &[],
+            verbs: &["create"],
+            status_subresource: false,
+            storage: "selfsubjectreviews",
+            // Never listed: a review is only ever created.
+            printer: Printer::Crd(Vec::new()),
+            schema: None,
+            is_crd: false,
+            review: true,
+        },
         admission_configuration(
             "mutatingwebhookconfigurations",
             "mutatingwebhookconfiguration",

@@ -13,6 +13,8 @@ pub mod wire;
 
 pub use messages::warnings;
 
+use std::sync::{Arc, PoisonError, RwLock};
+
 use chrono::{DateTime, SubsecRound, Utc};
 use kube_core::admission::Operation;
 use kube_core::Status;
@@ -59,9 +61,10 @@ pub struct Review {
     pub summary: Summary,
 }
 
+/// Clones share one policy: `serve --governance-dir` replaces it while reviews run.
 #[derive(Clone, Debug, Default)]
 pub struct Evaluator {
-    policy: GovernancePolicy,
+    policy: Arc<RwLock<Arc<GovernancePolicy>>>,
 }
 
 /// The objects of a write this webhook judges.
@@ -81,7 +84,21 @@ enum Scope<'a> {
 
 impl Evaluator {
     pub fn new(policy: GovernancePolicy) -> Self {
-        Evaluator { policy }
+        Evaluator {
+            policy: Arc::new(RwLock::new(Arc::new(policy))),
+        }
+    }
+
+    /// The approver rules for reviews from now on (every clone of this evaluator).
+    pub fn set_policy(&self, policy: GovernancePolicy) {
+        *self.policy.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(policy);
+    }
+
+    pub fn policy(&self) -> Arc<GovernancePolicy> {
+        self.policy
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Answer one AdmissionReview body. `now` stamps audit records (seconds are kept, as
@@ -141,7 +158,7 @@ impl Evaluator {
             Some(old) => validation::validate_update_tree(old, new),
         };
         let integrity = check_audit_integrity_tree(old, new, user, now);
-        let governance = check_governance_tree(old, new, user, &self.policy);
+        let governance = check_governance_tree(old, new, user, &self.policy());
 
         let mut answer = Answer::allow(&request.uid);
         let texts: Vec<String> = findings
