@@ -58,6 +58,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
         capi_installed_later,
     ),
     ("a_deleted_or_edited_generated_profile_is_repaired", repair),
+    (
+        "describe_says_who_may_approve_by_the_published_rules_the_webhook_enforces",
+        published_rules,
+    ),
 ];
 
 fn main() {
@@ -790,5 +794,101 @@ fn assert_contains(haystack: &str, needles: &[&str], context: &str) -> Result<()
             return Err(format!("{context}: wanted {needle:?} in:\n{haystack}"));
         }
     }
+    Ok(())
+}
+
+/// The approver rules as the install publishes them (`manifests/base/governance.yaml`: the
+/// ConfigMap, and the Role and RoleBinding that let every signed-in user read it), with
+/// `approver-groups` set; the webhook reads the same data from a folder, as the kubelet mounts
+/// it. Real RBAC decides that the auditor, who may read no ConfigMap otherwise, reads this one,
+/// and the real SelfSubjectReview says who each caller is.
+fn published_rules(cluster: &Cluster) -> Result<(), String> {
+    cluster
+        .put(&json!({"apiVersion": "v1", "kind": "Namespace",
+                     "metadata": {"name": "kubectl-promotion-system"}}))
+        .map_err(e("creating the install namespace"))?;
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests/base/governance.yaml");
+    let text = std::fs::read_to_string(&path).map_err(e("reading governance.yaml"))?;
+    let objects: Vec<Value> =
+        serde_saphyr::from_multiple(&text).map_err(e("parsing governance.yaml"))?;
+    let folder = tempfile::tempdir().map_err(e("a folder for the mounted rules"))?;
+    for mut object in objects {
+        if object["kind"] == "ConfigMap" {
+            object["data"]["approver-groups"] = json!("release-managers");
+            for (key, value) in object["data"].as_object().into_iter().flatten() {
+                std::fs::write(folder.path().join(key), value.as_str().unwrap_or_default())
+                    .map_err(e("writing the mounted rules"))?;
+            }
+        }
+        cluster
+            .put(&object)
+            .map_err(e("applying governance.yaml"))?;
+    }
+    clusters(cluster)?;
+    let dir = folder.path().to_string_lossy().into_owned();
+    let webhook = cluster
+        .start_webhook(&["--governance-dir", &dir])
+        .map_err(e("starting the webhook"))?;
+    let configs = webhook.configurations().map_err(e("rendering manifests"))?;
+    cluster
+        .register_webhooks(configs)
+        .map_err(e("registering the webhook"))?;
+    let _ctl = controller(cluster, &[])?;
+    let addon = AddonController::new(cluster);
+    let name = to_the_gate(cluster, &addon, &promotion(cluster, "governed"))?;
+    let next = |stdout: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("Next step:"))
+            .map(|s| s.trim_start().to_string())
+            .unwrap_or_default()
+    };
+    let approve = format!("kubectl promotion approve {name} --stage staging   (staging → prod)");
+    let who = "a member of group \"release-managers\" who may patch it";
+
+    let auditor = kubectl_ok(cluster, User::Auditor, &["promotion", "describe", &name])?;
+    let expected = format!(
+        "you cannot approve (RBAC: no patch on clusterpromotions.config.projectsveltos.io \
+         \"{name}\"; the admission webhook admits approvals only from members of group \
+         \"release-managers\", and you (\"auditor\") are in \"auditors\", \
+         \"system:authenticated\"): {who} runs: {approve}"
+    );
+    if next(&auditor) != expected {
+        return Err(format!(
+            "the auditor's next step: wanted\n{expected}\nin:\n{auditor}"
+        ));
+    }
+
+    // What describe tells the admin is what the webhook does.
+    let admin = kubectl_ok(cluster, User::Admin, &["promotion", "describe", &name])?;
+    if !next(&admin).starts_with(
+        "you cannot approve (the admission webhook admits approvals only from members of group \
+         \"release-managers\", and you (\"admin\") are in \"system:masters\"",
+    ) {
+        return Err(format!("the admin's next step:\n{admin}"));
+    }
+    let refused = cluster
+        .kubectl(User::Admin, &["promotion", "approve", &name])
+        .map_err(e("running kubectl"))?;
+    if refused.code != 1 || !refused.stderr.contains("\"release-managers\"") {
+        return Err(format!(
+            "the admin's approval was not refused as said: {refused:?}"
+        ));
+    }
+
+    let manager = kubectl_ok(
+        cluster,
+        User::ReleaseManager,
+        &["promotion", "describe", &name],
+    )?;
+    if next(&manager) != approve {
+        return Err(format!("the release manager's next step:\n{manager}"));
+    }
+    kubectl_ok(
+        cluster,
+        User::ReleaseManager,
+        &["promotion", "approve", &name],
+    )?;
     Ok(())
 }

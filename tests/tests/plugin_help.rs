@@ -198,4 +198,33 @@ fn describe_help_exit_status_and_names_hold() {
         out.stdout.contains("Clusters:       not read (offline)"),
         "{out}"
     );
+
+    // The proposed approval is judged by RBAC and the published approver rules.
+    says(
+        &h,
+        "A proposed approval is worded for you: the server is asked whether RBAC lets you patch the \
+         promotion and who you are, and the approver rules the install publishes (ConfigMap \
+         kubectl-promotion-system/promotion-governance, which the admission webhook enforces) are \
+         read; when you may not approve, it says why and who may; when that cannot be learnt, it \
+         says so.",
+    );
+    env.put(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "promotion-governance", "namespace": "kubectl-promotion-system"},
+        "data": {"approver-groups": "release-managers"},
+    }));
+    let out = env.run(&["describe", GATE]).expect(0);
+    assert!(
+        out.stdout.contains(
+            "Next step:      you cannot approve (the admission webhook admits approvals only from \
+             members of group \"release-managers\""
+        ),
+        "{out}"
+    );
+    assert!(
+        out.stdout
+            .contains("who may patch it runs: kubectl promotion approve"),
+        "{out}"
+    );
 }

@@ -38,6 +38,11 @@ who last changed the spec (the admission webhook's audit annotations), and the o
 When Sveltos has not picked up the latest change yet, the view says so first: the stage states
 below it are then the previous rollout's, and no approval is proposed.
 
+A proposed approval is worded for you: the server is asked whether RBAC lets you patch the
+promotion and who you are, and the approver rules the install publishes (ConfigMap
+kubectl-promotion-system/promotion-governance, which the admission webhook enforces) are read;
+when you may not approve, it says why and who may; when that cannot be learnt, it says so.
+
 Without NAME, describes every ClusterPromotion; with several names, each of them.
 With -f, describes a manifest offline (no cluster needed; cluster status is then unknown).
 With -o json|yaml (or a jsonpath template), prints the computed model instead (field reference: plugin/docs/output.md);
