@@ -385,11 +385,25 @@ fn mission(cluster: &Cluster) -> Result<(), String> {
         "promotion_controller_reconciles_total{result=\"ok\"}",
         "promotion_controller_promotions{phase=\"complete\"} 1",
     ];
-    eventually("/metrics", WAIT, || {
+    let metrics = eventually("/metrics", WAIT, || {
         promotion_e2e::envtest::http::get(metrics_addr, "/metrics")
             .ok()
             .filter(|m| wanted.iter().all(|w| m.1.contains(w)))
     })?;
+    // Reconciles that watch events asked for were timed (the promotion is within --selector).
+    let timed = metrics
+        .1
+        .lines()
+        .find_map(|l| l.strip_prefix("promotion_controller_lag_seconds_count "))
+        .and_then(|n| n.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    if timed == 0 {
+        return Err(format!(
+            "no reconcile timed from its watch event:
+{}",
+            metrics.1
+        ));
+    }
     let ready = promotion_e2e::envtest::http::get(
         ctl.health.parse().map_err(e("health address"))?,
         "/readyz",

@@ -137,6 +137,7 @@ pub async fn run(args: &RunArgs) -> Result<()> {
         leader: leader_rx.clone(),
         warned_foreign: Mutex::new(HashSet::new()),
         asked: Mutex::new(Default::default()),
+        selected: reader.clone(),
     });
 
     let (one_tx, one_rx) = futures::channel::mpsc::unbounded();

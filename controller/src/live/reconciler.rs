@@ -23,6 +23,7 @@ use chrono::Utc;
 use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event as KubeEvent, EventType, Recorder};
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::Resource;
 use serde_json::Value;
 use tokio::sync::watch;
@@ -62,6 +63,10 @@ pub struct Context {
     pub warned_foreign: Mutex<HashSet<(String, String)>>,
     /// When a watch event first asked for each promotion's next reconcile (for the lag metric).
     pub asked: Mutex<HashMap<String, Instant>>,
+    /// The promotions this controller reconciles (within `--selector`), as its reflector holds
+    /// them: only their reconciles are timed, since no other name is ever reconciled to take
+    /// its entry out of `asked`.
+    pub selected: Store<DynamicObject>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -73,6 +78,10 @@ pub enum ReconcileError {
 impl Context {
     /// A watch event asks for `promotion`'s reconcile (the lag metric starts here).
     pub fn asked_for(&self, promotion: &str) {
+        let key = ObjectRef::<DynamicObject>::new_with(promotion, resources::promotions());
+        if self.selected.get(&key).is_none() {
+            return;
+        }
         let mut asked = self
             .asked
             .lock()
