@@ -302,6 +302,10 @@ async fn carry_out(
 /// The approvals the decision uses that must be removed (`automaticReset` not false), with the
 /// index of their stage.
 fn approvals_to_remove(promotion: &Value, stages: &[String]) -> Vec<(usize, String)> {
+    // Most reconciles use no approval: no need to decode the promotion again.
+    if stages.is_empty() {
+        return Vec::new();
+    }
     let Ok(p) = serde_json::from_value::<ClusterPromotion>(promotion.clone()) else {
         return Vec::new();
     };
