@@ -7,7 +7,7 @@
 //! (mutating webhook, on the client's object) and after it (validating webhook, on the final
 //! object), and under reinvocation.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::audit::{
     annotations, approval_records_in, reset_flip_records_in, spec_change_record_in,
@@ -15,8 +15,8 @@ use super::audit::{
 use super::gates::{gates_by_name, generation, newly_approved, newly_revoked};
 use super::mutation::reset_flips;
 use super::{
-    annotation_path, groups, username, ApprovalRecord, UserInfo, Violation, APPROVALS_ANNOTATION,
-    AUDIT_PREFIX, RESET_FLIPS_ANNOTATION, SPEC_CHANGE_ANNOTATION,
+    annotation_path, groups, username, ApprovalRecord, AuditParseError, UserInfo, Violation,
+    APPROVALS_ANNOTATION, AUDIT_PREFIX, RESET_FLIPS_ANNOTATION, SPEC_CHANGE_ANNOTATION,
 };
 use crate::tree::{tree_of, Tree};
 use chrono::{DateTime, Utc};
@@ -96,30 +96,22 @@ fn check_approvals(
     path: &str,
     violations: &mut Vec<Violation>,
 ) {
-    let after = match approval_records_in(new) {
-        Ok(records) => records,
-        Err(e) => {
-            violations.push(Violation::new(FORGED, path, e.reason));
-            return;
-        }
+    let Some((before, after)) = stage_records(
+        old,
+        new,
+        approval_records_in,
+        "approval record",
+        path,
+        violations,
+    ) else {
+        return;
     };
-    let before = old
-        .and_then(|old| approval_records_in(old).ok())
-        .unwrap_or_default();
     let approving: BTreeSet<&str> = newly_approved(old, new)
         .iter()
         .chain(newly_revoked(old, new).iter())
         .map(|g| g.name)
         .collect();
     let stored_generation = old.and_then(generation);
-
-    for stage in before.keys().filter(|stage| !after.contains_key(*stage)) {
-        violations.push(Violation::new(
-            FORGED,
-            path,
-            format!("the approval record of stage {stage:?} was removed; audit records cannot be removed"),
-        ));
-    }
     for (stage, record) in &after {
         if before.get(stage) == Some(record) {
             continue;
@@ -180,6 +172,35 @@ fn check_approvals(
     }
 }
 
+/// A per-stage audit annotation before and after the request, read by `read`. Records that do
+/// not parse, or a stage's record removed, are forgeries (reported here); `None` when the new
+/// records cannot be read at all.
+fn stage_records<R>(
+    old: Option<&Tree>,
+    new: &Tree,
+    read: fn(&Tree) -> Result<BTreeMap<String, R>, AuditParseError>,
+    what: &str,
+    path: &str,
+    violations: &mut Vec<Violation>,
+) -> Option<(BTreeMap<String, R>, BTreeMap<String, R>)> {
+    let after = match read(new) {
+        Ok(records) => records,
+        Err(e) => {
+            violations.push(Violation::new(FORGED, path, e.reason));
+            return None;
+        }
+    };
+    let before = old.and_then(|old| read(old).ok()).unwrap_or_default();
+    for stage in before.keys().filter(|stage| !after.contains_key(*stage)) {
+        violations.push(Violation::new(
+            FORGED,
+            path,
+            format!("the {what} of stage {stage:?} was removed; audit records cannot be removed"),
+        ));
+    }
+    Some((before, after))
+}
+
 /// Stage `stage` is approved in `old` and, in `new`, neither approved nor revoked.
 fn approval_taken(old: &Tree, new: &Tree, stage: &str) -> bool {
     let was = gates_by_name(old).get(stage).is_some_and(|g| g.approved);
@@ -198,26 +219,19 @@ fn check_reset_flips(
     path: &str,
     violations: &mut Vec<Violation>,
 ) {
-    let after = match reset_flip_records_in(new) {
-        Ok(records) => records,
-        Err(e) => {
-            violations.push(Violation::new(FORGED, path, e.reason));
-            return;
-        }
+    let Some((before, after)) = stage_records(
+        old,
+        new,
+        reset_flip_records_in,
+        "automaticReset record",
+        path,
+        violations,
+    ) else {
+        return;
     };
-    let before = old
-        .and_then(|old| reset_flip_records_in(old).ok())
-        .unwrap_or_default();
     let flipping: BTreeSet<&str> = old
         .map(|old| reset_flips(old, new).iter().map(|g| g.name).collect())
         .unwrap_or_default();
-    for stage in before.keys().filter(|stage| !after.contains_key(*stage)) {
-        violations.push(Violation::new(
-            FORGED,
-            path,
-            format!("the automaticReset record of stage {stage:?} was removed; audit records cannot be removed"),
-        ));
-    }
     for (stage, record) in &after {
         if before.get(stage) == Some(record) {
             continue;
