@@ -15,7 +15,9 @@ use promotion_shared::plan::{ClusterType, Inventory};
 use promotion_shared::reconcile::Snapshot;
 
 use crate::error::{Error, Result};
-use crate::live::resources;
+use promotion_shared::api_resources::{
+    CAPI_CLUSTER_V1BETA1, PROFILE, PROMOTION, SUMMARY, SVELTOS_CLUSTER,
+};
 
 /// A snapshot from the objects of a manifest: the one ClusterPromotion (or the one named
 /// `promotion`), every ClusterProfile and ClusterSummary, and the clusters. Clusters are the
@@ -135,13 +137,13 @@ pub async fn client(kubeconfig: Option<&Path>, context: Option<&str>) -> Result<
 /// The snapshot of promotion `name` as the cluster holds it now.
 pub async fn live(client: &Client, name: &str) -> Result<Snapshot> {
     let read = |what: &str, e: kube::Error| Error::Cluster(format!("reading {what}: {e}"));
-    let promotions: Api<DynamicObject> = Api::all_with(client.clone(), &resources::promotions());
+    let promotions: Api<DynamicObject> = Api::all_with(client.clone(), &PROMOTION.api_resource());
     let promotion = promotions
         .get(name)
         .await
         .map_err(|e| read(&format!("clusterpromotion {name}"), e))?;
     let promotion = serde_json::to_value(&promotion).map_err(|e| Error::Cluster(e.to_string()))?;
-    let profiles_api: Api<DynamicObject> = Api::all_with(client.clone(), &resources::profiles());
+    let profiles_api: Api<DynamicObject> = Api::all_with(client.clone(), &PROFILE.api_resource());
     let profiles = profiles_api
         .list(&ListParams::default().labels(&format!("{PROMOTION_NAME_LABEL}={name}")))
         .await
@@ -163,7 +165,7 @@ pub async fn live(client: &Client, name: &str) -> Result<Snapshot> {
                 .collect()
         })
         .unwrap_or_default();
-    let summaries_api: Api<DynamicObject> = Api::all_with(client.clone(), &resources::summaries());
+    let summaries_api: Api<DynamicObject> = Api::all_with(client.clone(), &SUMMARY.api_resource());
     let summaries = if stage_names.is_empty() {
         Vec::new()
     } else {
@@ -182,8 +184,8 @@ pub async fn live(client: &Client, name: &str) -> Result<Snapshot> {
     };
     let mut inventory = Inventory::new();
     for (cluster_type, resource) in [
-        (ClusterType::Sveltos, resources::sveltos_clusters()),
-        (ClusterType::Capi, resources::capi_clusters()),
+        (ClusterType::Sveltos, SVELTOS_CLUSTER.api_resource()),
+        (ClusterType::Capi, CAPI_CLUSTER_V1BETA1.api_resource()),
     ] {
         let plural = resource.plural.as_str();
         let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);

@@ -15,6 +15,7 @@
 //! document is), [`status`] (Sveltos' status texts).
 
 pub mod admission;
+pub mod api_resources;
 pub mod approval;
 pub mod cluster_summary;
 pub mod cron;

@@ -13,17 +13,18 @@ use kube::runtime::{reflector, watcher, WatchStreamExt};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
+use promotion_shared::api_resources::{PROFILE, PROMOTION};
 use promotion_shared::reconcile::Options;
 
 use crate::cli::{LogFormat, RunArgs};
 use crate::error::{Error, Result};
 use crate::live::cache::Cache;
+use crate::live::http;
 use crate::live::leader::{self, Election};
 use crate::live::metrics::Metrics;
 use crate::live::reconciler::{self, Context};
 use crate::live::watches::{self, Triggers};
 use crate::live::writes::Writer;
-use crate::live::{http, resources};
 use crate::snapshot;
 
 fn init_logging(args: &RunArgs) -> Result<()> {
@@ -100,7 +101,7 @@ pub async fn run(args: &RunArgs) -> Result<()> {
         (Some(tx), rx, None)
     };
 
-    let ar = resources::promotions();
+    let ar = PROMOTION.api_resource();
     let promotions: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
     let mut config = watcher::Config::default();
     if let Some(selector) = &args.selector {
@@ -124,7 +125,7 @@ pub async fn run(args: &RunArgs) -> Result<()> {
     let ctx = Arc::new(Context {
         writer: Writer {
             promotions,
-            profiles: Api::all_with(client.clone(), &resources::profiles()),
+            profiles: Api::all_with(client.clone(), &PROFILE.api_resource()),
         },
         cache: cache.clone(),
         metrics: metrics.clone(),

@@ -1,7 +1,7 @@
 //! `promotion-controller run`: the decision of [`promotion_shared::reconcile`] carried out live,
 //! driven by watches and by each decision's own deadline.
 //!
-//! - [`resources`]: the kinds read and written;
+//! - the kinds read and written: [`promotion_shared::api_resources`], the plugin's table too;
 //! - [`cache`]: what the watches have seen, stripped to what the decision reads, indexed;
 //! - [`watches`]: profiles, summaries and clusters, each change mapped to its promotion;
 //! - [`reconciler`]: one reconcile — snapshot, decision, ordered writes;
@@ -14,6 +14,5 @@ pub mod http;
 pub mod leader;
 pub mod metrics;
 pub mod reconciler;
-pub mod resources;
 pub mod watches;
 pub mod writes;

@@ -37,8 +37,8 @@ use promotion_shared::status_writer::{status_writer, take_over_requested, Status
 
 use super::cache::{Cache, Source};
 use super::metrics::Metrics;
-use super::resources;
 use super::writes::{version_of, version_of_object, WriteError, Writer};
+use promotion_shared::api_resources::PROMOTION;
 
 /// The watches a reconcile needs to have listed once (CAPI Clusters are optional).
 pub const REQUIRED: [Source; 3] = [Source::Profiles, Source::Summaries, Source::SveltosClusters];
@@ -78,7 +78,7 @@ pub enum ReconcileError {
 impl Context {
     /// A watch event asks for `promotion`'s reconcile (the lag metric starts here).
     pub fn asked_for(&self, promotion: &str) {
-        let key = ObjectRef::<DynamicObject>::new_with(promotion, resources::promotions());
+        let key = ObjectRef::<DynamicObject>::new_with(promotion, PROMOTION.api_resource());
         if self.selected.get(&key).is_none() {
             return;
         }
@@ -99,7 +99,7 @@ impl Context {
     }
 
     async fn publish(&self, object: &DynamicObject, type_: EventType, reason: &str, note: String) {
-        let reference = object.object_ref(&resources::promotions());
+        let reference = object.object_ref(&PROMOTION.api_resource());
         let event = KubeEvent {
             type_,
             reason: reason.to_string(),

@@ -18,7 +18,9 @@ use tracing::{info, warn};
 
 use super::cache::{Cache, Source};
 use super::reconciler::Context;
-use super::resources;
+use promotion_shared::api_resources::{
+    CAPI_CLUSTERS, CAPI_CLUSTER_V1BETA1, PROFILE, PROMOTION, SUMMARY, SVELTOS_CLUSTER,
+};
 
 /// Where watch changes go: one promotion, or all of them.
 #[derive(Clone)]
@@ -36,7 +38,7 @@ impl Triggers {
                 .one
                 .unbounded_send(ObjectRef::<DynamicObject>::new_with(
                     &name,
-                    resources::promotions(),
+                    PROMOTION.api_resource(),
                 ));
         }
     }
@@ -50,21 +52,21 @@ impl Triggers {
 pub fn spawn_all(client: &Client, cache: Arc<Cache>, triggers: Triggers) {
     spawn(
         client,
-        resources::profiles(),
+        PROFILE.api_resource(),
         Source::Profiles,
         cache.clone(),
         triggers.clone(),
     );
     spawn(
         client,
-        resources::summaries(),
+        SUMMARY.api_resource(),
         Source::Summaries,
         cache.clone(),
         triggers.clone(),
     );
     spawn(
         client,
-        resources::sveltos_clusters(),
+        SVELTOS_CLUSTER.api_resource(),
         Source::SveltosClusters,
         cache.clone(),
         triggers.clone(),
@@ -156,8 +158,7 @@ fn spawn_capi_when_installed(client: Client, cache: Arc<Cache>, triggers: Trigge
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     tokio::spawn(async move {
-        let config = watcher::Config::default()
-            .fields(&format!("metadata.name={}", resources::CAPI_CLUSTER_CRD));
+        let config = watcher::Config::default().fields(&format!("metadata.name={}", CAPI_CLUSTERS));
         let mut stream = watcher::watcher(crds, config)
             .default_backoff()
             .applied_objects()
@@ -170,7 +171,7 @@ fn spawn_capi_when_installed(client: Client, cache: Arc<Cache>, triggers: Trigge
                     info!("CAPI Cluster CRD found: watching CAPI Clusters");
                     spawn(
                         &client,
-                        resources::capi_clusters(),
+                        CAPI_CLUSTER_V1BETA1.api_resource(),
                         Source::CapiClusters,
                         cache.clone(),
                         triggers.clone(),
