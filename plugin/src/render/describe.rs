@@ -653,6 +653,7 @@ mod tests {
             object,
             summaries: Ok(summaries),
             events: Ok(vec![]),
+            owners: Default::default(),
         })
         .unwrap()
     }
