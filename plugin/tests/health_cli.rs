@@ -212,7 +212,11 @@ fn examples_without_checks_and_with_broken_scripts() {
     );
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        stdout(&o).contains("error         Deployment cert-manager/cert-manager: Lua: <string>:"),
+        stdout(&o).contains(
+            "error         Deployment cert-manager/cert-manager: Lua: Sveltos' Lua (gopher-lua) \
+             refuses the script, so it never runs: Lua syntax error at line 3, column 17: near \
+             '!': Invalid token"
+        ),
         "{}",
         stdout(&o)
     );
@@ -355,4 +359,75 @@ fn a_script_only_luajit_refuses_is_a_limit_of_the_local_run() {
         stderr(&out)
     );
     assert!(!text.contains("Sveltos records"), "{text}");
+}
+
+/// The opposite case: a script LuaJIT runs and gopher-lua refuses (`0x1p4`, a hex float, which
+/// gopher-lua lexes as `0x1` then the name `p4`). `lint` and `health` agree that Sveltos fails
+/// the check before `evaluate` runs: `health` reports gopher-lua's refusal, in the words `lint`
+/// uses, never LuaJIT's verdict (here it would be healthy).
+#[test]
+fn a_script_only_gopher_lua_refuses_is_sveltos_refusal_not_a_local_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "function evaluate()\n  local n = 0x1p4\n  return {healthy = n == 16}\nend\n";
+    let promotion = serde_json::json!({
+        "apiVersion": "config.projectsveltos.io/v1beta1",
+        "kind": "ClusterPromotion",
+        "metadata": {"name": "hexfloat"},
+        "spec": {
+            "profileSpec": {"policyRefs": [{"kind": "ConfigMap", "name": "web", "namespace": "default"}]},
+            "stages": [{"name": "dev", "clusterSelector": {"matchLabels": {"env": "dev"}},
+                "trigger": {"auto": {"delay": "1m", "postDelayHealthChecks": [
+                    {"name": "hex", "featureID": "Resources", "version": "v1",
+                     "kind": "ConfigMap", "namespace": "apps", "script": script}]}}},
+                {"name": "prod", "clusterSelector": {"matchLabels": {"env": "prod"}}}]
+        }
+    });
+    let path = dir.path().join("hex.yaml");
+    std::fs::write(&path, promotion.to_string()).unwrap();
+    let object = dir.path().join("cm.yaml");
+    std::fs::write(
+        &object,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: apps}\n",
+    )
+    .unwrap();
+    let reason = "Lua syntax error at line 3, column 8: near 'return': parse error";
+
+    let lint = bin().arg("lint").arg(&path).output().unwrap();
+    assert_eq!(lint.status.code(), Some(1));
+    assert!(
+        stdout(&lint).contains(&format!(
+            "error[lua-syntax] spec.stages[0].trigger.auto.postDelayHealthChecks[0].script: {reason}"
+        )),
+        "{}",
+        stdout(&lint)
+    );
+
+    let out = bin()
+        .arg("health")
+        .arg("-f")
+        .arg(&path)
+        .arg("--object")
+        .arg(&object)
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert_ne!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("path:     spec.stages[0].trigger.auto.postDelayHealthChecks[0]"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "ConfigMap apps/web: Lua: Sveltos' Lua (gopher-lua) refuses the script, so it never \
+             runs: {reason}"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "Sveltos records: health check 'hex' for feature Resources failed: {reason}"
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("healthy "), "{text}");
 }

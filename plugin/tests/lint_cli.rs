@@ -516,3 +516,44 @@ fn an_unclosed_flow_mapping_is_placed_where_kubectl_places_it() {
         "{text}"
     );
 }
+
+/// A flow sequence never closed, as kubectl reports it (`kubectl create -f` on these files:
+/// `yaml: line 6: did not find expected ',' or ']'`, then `line 6` again): at its `[` when the
+/// parser gave up on the next line, else on the line kubectl names, saying where the `[` opened.
+/// The key after it (`d: e`, folded into the entry `c d`) is what go-yaml finds instead of `,`.
+#[test]
+fn an_unclosed_flow_sequence_is_placed_where_kubectl_places_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let next_line = dir.path().join("next.yaml");
+    std::fs::write(
+        &next_line,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: [b, c\n  d: e\n",
+    )
+    .unwrap();
+    let further = dir.path().join("further.yaml");
+    std::fs::write(
+        &further,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  labels: [a,\n   b\ndata:\n  a: b\n",
+    )
+    .unwrap();
+    for (file, expected) in [
+        (
+            &next_line,
+            "6:6: error[yaml] not valid YAML: a flow sequence not closed: did not find expected \
+             ',' or ']' (found line 7, column 4 instead)",
+        ),
+        (
+            &further,
+            "6:4: error[yaml] not valid YAML: a flow sequence opened at line 5, column 11 not \
+             closed: did not find expected ',' or ']' (found line 7, column 5 instead)",
+        ),
+    ] {
+        let out = lint(&[file.to_str().unwrap()]);
+        assert_ne!(out.status.code(), Some(0));
+        let text = stdout(&out) + &stderr(&out);
+        assert!(
+            text.contains(&format!("{}:{expected}", file.display())),
+            "{text}"
+        );
+    }
+}

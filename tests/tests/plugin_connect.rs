@@ -532,6 +532,69 @@ fn connection_files_are_named_once_with_what_is_wrong() {
     );
 }
 
+/// The files a kubeconfig names are said as the flags' are: the path once, the kubeconfig
+/// field that names it (`users[NAME].client-certificate`, `clusters[NAME].certificate-authority`)
+/// and what is wrong, not kube's '"/x/c"' nor its "(os error 2)".
+#[test]
+fn kubeconfig_files_are_named_once_with_their_field_and_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let cert = dir.path().join("x.crt");
+    let key = dir.path().join("x.key");
+    let ca = dir.path().join("ca.crt");
+    let kubeconfig = dir.path().join("kc");
+    let write = |ca_line: &str| {
+        std::fs::write(
+            &kubeconfig,
+            format!(
+                "apiVersion: v1\nkind: Config\ncurrent-context: ctx\n\
+                 clusters:\n- name: c1\n  cluster:\n    server: https://127.0.0.1:1\n{ca_line}\
+                 users:\n- name: u1\n  user:\n    client-certificate: {}\n    client-key: {}\n\
+                 contexts:\n- name: ctx\n  context: {{cluster: c1, user: u1}}\n",
+                cert.display(),
+                key.display()
+            ),
+        )
+        .unwrap();
+    };
+    let run = || {
+        let out = Command::new(plugin_bin())
+            .args(["list", "--kubeconfig", kubeconfig.to_str().unwrap()])
+            .env_clear()
+            .env("HOME", "/nonexistent")
+            .output()
+            .unwrap();
+        assert_ne!(out.status.code(), Some(0));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let kc = kubeconfig.display();
+    write("");
+    assert_eq!(
+        run(),
+        format!(
+            "error: {}: users[u1].client-certificate in {kc}: no such file or directory\n",
+            cert.display()
+        )
+    );
+    std::fs::write(&cert, "").unwrap();
+    assert_eq!(
+        run(),
+        format!(
+            "error: {}: users[u1].client-key in {kc}: no such file or directory\n",
+            key.display()
+        )
+    );
+    std::fs::write(&ca, "").unwrap();
+    write(&format!("    certificate-authority: {}\n", ca.display()));
+    assert_eq!(
+        run(),
+        format!(
+            "error: {}: clusters[c1].certificate-authority in {kc}: no PEM certificate in the \
+             file\n",
+            ca.display()
+        )
+    );
+}
+
 /// Issue 25, polish: a connection that `--request-timeout` ends says what timed out and after
 /// how long, not a bare "deadline has elapsed".
 #[test]

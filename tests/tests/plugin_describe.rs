@@ -644,20 +644,64 @@ fn a_leftover_profile_of_a_deleted_namesake_is_an_orphan_not_a_collision() {
     assert!(!out.stdout.contains("is taken by"), "{out}");
 }
 
+/// Issue 25: the dev ClusterProfile `kyverno-rollout-auto-dev` is owned by a ClusterPromotion of
+/// another name whose `<promotion>-<stage>` is the same (`kyverno-rollout` + `auto-dev`), and
+/// that promotion no longer exists: a leftover to delete, not a collision with a live promotion,
+/// in `describe` as in `list`, which reads every promotion.
+#[test]
+fn a_leftover_profile_of_a_deleted_promotion_of_another_name_is_an_orphan_not_a_collision() {
+    let env = Env::start(example_world("kyverno-rollout-auto.yaml"));
+    let profile = format!("{AUTO}-dev");
+    let gone = "77777777-2222-4333-8444-555555555555";
+    change_profile(&env, &profile, |p| {
+        p["metadata"]["labels"]["config.projectsveltos.io/promotionname"] =
+            json!("kyverno-rollout");
+        p["metadata"]["ownerReferences"][0]["name"] = json!("kyverno-rollout");
+        p["metadata"]["ownerReferences"][0]["uid"] = json!(gone);
+    });
+    let orphan = format!(
+        "the ClusterProfile \"{profile}\" is left over from ClusterPromotion \"kyverno-rollout\" \
+         (UID {gone}), which no longer exists, not a collision with a live promotion: delete it \
+         (kubectl delete clusterprofile {profile}) so that Sveltos creates this promotion's"
+    );
+    let out = env.run(&["describe", AUTO]).expect(0);
+    assert!(out.stdout.contains(&orphan), "{out}");
+    assert!(!out.stdout.contains("is taken by"), "{out}");
+    let json = env.run(&["describe", AUTO, "-o", "json"]).expect(0);
+    let d: Value = serde_json::from_str(&json.stdout).expect("json");
+    assert_eq!(
+        d["stages"][0]["clusterProfileTaken"],
+        json!(orphan),
+        "{json}"
+    );
+    let listed = env.run(&["list", "-o", "json"]).expect(0);
+    assert!(!listed.stdout.contains("is taken by"), "{listed}");
+}
+
 /// Issue 25, item 11: a reached stage whose ClusterProfile another promotion wrote (a real
-/// `<promotion>-<stage>` collision) makes the pipeline failed, in `list` as in `describe` (both
-/// from one derivation), with the collision as the reason.
+/// `<promotion>-<stage>` collision: `kyverno-rollout` + `auto-dev`, which exists) makes the
+/// pipeline failed, in `list` as in `describe` (both from one derivation), with the collision as
+/// the reason.
 #[test]
 fn a_profile_name_collision_fails_the_victim_in_list_and_describe_alike() {
     let env = Env::start(example_world("kyverno-rollout-auto.yaml"));
+    let owner = "kyverno-rollout";
+    let owner_uid = "99999999-2222-4333-8444-555555555555";
+    let mut other = env.promotion(AUTO);
+    other["metadata"] = json!({"name": owner, "uid": owner_uid});
+    other["spec"]["stages"] = json!([other["spec"]["stages"][0].clone()]);
+    other["spec"]["stages"][0]["name"] = json!("auto-dev");
+    other.as_object_mut().expect("object").remove("status");
+    env.put(other);
     let profile = format!("{AUTO}-dev");
     change_profile(&env, &profile, |p| {
-        p["metadata"]["labels"]["config.projectsveltos.io/promotionname"] = json!("kyverno");
-        p["metadata"]["ownerReferences"][0]["name"] = json!("kyverno");
-        p["metadata"]["ownerReferences"][0]["uid"] = json!("99999999-2222-4333-8444-555555555555");
+        p["metadata"]["labels"]["config.projectsveltos.io/promotionname"] = json!(owner);
+        p["metadata"]["ownerReferences"][0]["name"] = json!(owner);
+        p["metadata"]["ownerReferences"][0]["uid"] = json!(owner_uid);
     });
+    // Rows are sorted by name: `kyverno-rollout` first, the victim second.
     let list = env
-        .run(&["list", "-o", "jsonpath={.items[0].phase}"])
+        .run(&["list", "-o", "jsonpath={.items[1].phase}"])
         .expect(0);
     assert_eq!(list.stdout, "failed", "{list}");
     let describe = env.run(&["describe", AUTO, "-o", "json"]).expect(0);
@@ -673,7 +717,7 @@ fn a_profile_name_collision_fails_the_victim_in_list_and_describe_alike() {
     let text = env.run(&["describe", AUTO]).expect(0);
     assert!(
         text.stdout.contains(&format!(
-            "the ClusterProfile name \"{profile}\" is taken by ClusterPromotion \"kyverno\""
+            "the ClusterProfile name \"{profile}\" is taken by ClusterPromotion \"{owner}\""
         )),
         "{text}"
     );

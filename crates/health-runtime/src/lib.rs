@@ -273,10 +273,21 @@ fn metrics_only(check: &Check, metrics: &BTreeMap<String, f64>, inputs: &Inputs)
             e.sveltos_error = Some(message);
             e
         }
+        LuaOutcome::Refused { reason } => {
+            let mut e = Evaluation::new(check, None, Status::Error, refused(&reason));
+            e.sveltos_error = Some(reason);
+            e
+        }
         LuaOutcome::Stopped { message, .. } => {
             Evaluation::new(check, None, Status::Stopped, message)
         }
     }
+}
+
+/// A script gopher-lua refuses, said as such: it fails in Sveltos before `evaluate` runs, and
+/// LuaJIT's verdict on it (which may be to run it) is not Sveltos'.
+fn refused(reason: &str) -> String {
+    format!("Sveltos' Lua (gopher-lua) refuses the script, so it never runs: {reason}")
 }
 
 /// Lua, then CEL; both must pass. Sveltos stops at the first failure; every rule is still shown
@@ -303,6 +314,16 @@ fn evaluate_object(
                 format!("Lua: {message}"),
             );
             e.sveltos_error = Some(message.clone());
+            e
+        }
+        Some(LuaOutcome::Refused { reason }) => {
+            let mut e = Evaluation::new(
+                check,
+                Some(obj.clone()),
+                Status::Error,
+                format!("Lua: {}", refused(reason)),
+            );
+            e.sveltos_error = Some(reason.clone());
             e
         }
         Some(LuaOutcome::Stopped { message, .. }) => Evaluation::new(

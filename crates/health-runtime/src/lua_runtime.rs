@@ -64,6 +64,12 @@ pub enum LuaOutcome {
     Error {
         message: String,
     },
+    /// gopher-lua refuses the script before running anything (Sveltos' `DoString` parses and
+    /// compiles it first): `reason` is its error, in the Lua checker's words. The script is not
+    /// run in LuaJIT, which may accept what gopher-lua refuses.
+    Refused {
+        reason: String,
+    },
     /// The local runner stopped the script; Sveltos would still be running it.
     Stopped {
         limit: Limit,
@@ -81,6 +87,15 @@ pub fn evaluate(
     metrics: &BTreeMap<String, f64>,
     budget: &Budget,
 ) -> LuaOutcome {
+    // Sveltos' `DoString` parses and compiles the script with gopher-lua before running it: a
+    // script gopher-lua refuses fails there, whatever LuaJIT would make of it (`0x1p4`, a hex
+    // float, is a number to LuaJIT and a syntax error to gopher-lua).
+    let gopher = gopher_lua(script);
+    if let GopherLua::Refuses(reason) = &gopher {
+        return LuaOutcome::Refused {
+            reason: reason.clone(),
+        };
+    }
     let tripped: Rc<Cell<Option<Limit>>> = Rc::new(Cell::new(None));
     let result = run(script, object, metrics, budget, &tripped);
     if let Some(limit) = tripped.get() {
@@ -89,7 +104,7 @@ pub fn evaluate(
     match result {
         Ok(outcome) => outcome,
         Err(e) if is_memory_error(&e) => stopped(Limit::Memory, budget),
-        Err(mlua::Error::SyntaxError { message, .. }) if gopher_lua_compiles(script) => {
+        Err(mlua::Error::SyntaxError { message, .. }) if gopher == GopherLua::Compiles => {
             LuaOutcome::Stopped {
                 limit: Limit::Compiler,
                 message: format!(
@@ -105,19 +120,30 @@ pub fn evaluate(
     }
 }
 
-/// Whether gopher-lua (Sveltos' Lua) parses and compiles `script`, as the Lua checker ports it.
-/// The checker's own limits (`lua-too-large`, `lua-too-deep`) are not gopher-lua's and stop
-/// its reading early, so they leave the answer unknown: no.
-fn gopher_lua_compiles(script: &str) -> bool {
+/// What gopher-lua (Sveltos' Lua) makes of `script`, as the Lua checker ports its parser and
+/// compiler.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum GopherLua {
+    Compiles,
+    /// The checker's first finding, which is gopher-lua's error.
+    Refuses(String),
+    /// The checker's own limits (`lua-too-large`, `lua-too-deep`) are not gopher-lua's and stop
+    /// its reading early: the answer is unknown.
+    Unknown,
+}
+
+fn gopher_lua(script: &str) -> GopherLua {
     let mut findings = Vec::new();
     lua_check::check_script(
         script,
         &promotion_findings::FieldPath::root("script"),
         &mut findings,
     );
-    !findings
-        .iter()
-        .any(|f| matches!(f.code, "lua-syntax" | "lua-too-deep" | "lua-too-large"))
+    match findings.first() {
+        Some(f) if f.code == "lua-syntax" => GopherLua::Refuses(f.message.clone()),
+        Some(f) if matches!(f.code, "lua-too-deep" | "lua-too-large") => GopherLua::Unknown,
+        _ => GopherLua::Compiles,
+    }
 }
 
 fn stopped(limit: Limit, budget: &Budget) -> LuaOutcome {

@@ -135,8 +135,16 @@ fn scripts_accept_goto_and_report_errors_with_lines() {
     assert_eq!(run(script), LuaOutcome::Healthy);
     let e = error_of("function evaluate()\n  local x = nil\n  return {healthy = x.y}\nend");
     assert!(e.starts_with("<string>:3:"), "{e}");
-    let e = error_of("function evaluate()\n  return {healthy = true\nend");
-    assert!(e.starts_with("<string>:"), "{e}");
+    // A syntax error is gopher-lua's, from the Lua checker: the script never runs.
+    match run("function evaluate()\n  return {healthy = true\nend") {
+        LuaOutcome::Refused { reason } => {
+            assert!(
+                reason.starts_with("Lua syntax error at line 3, column "),
+                "{reason}"
+            )
+        }
+        other => panic!("expected gopher-lua's refusal, got {other:?}"),
+    }
 }
 
 #[test]
@@ -407,7 +415,20 @@ fn scripts_luajit_refuses_but_gopher_lua_runs_are_a_local_limit() {
         &BTreeMap::new(),
         &Budget::default(),
     ) {
-        LuaOutcome::Error { .. } => {}
-        other => panic!("a syntax error both reject is Sveltos' error, got {other:?}"),
+        LuaOutcome::Refused { .. } => {}
+        other => panic!("a syntax error both reject is Sveltos' refusal, got {other:?}"),
     }
+}
+
+/// A script LuaJIT runs and gopher-lua refuses (a hex float with an exponent, which gopher-lua
+/// lexes as `0x1` then the name `p4`) is gopher-lua's refusal, never LuaJIT's verdict.
+#[test]
+fn scripts_only_gopher_lua_refuses_are_refused_not_run() {
+    let script = "function evaluate()\n  local n = 0x1p4\n  return {healthy = n == 16}\nend";
+    assert_eq!(
+        run(script),
+        LuaOutcome::Refused {
+            reason: "Lua syntax error at line 3, column 8: near 'return': parse error".into()
+        }
+    );
 }

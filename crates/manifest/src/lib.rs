@@ -190,9 +190,10 @@ pub fn parse_documents(text: &str) -> Result<Vec<SourceDocument>, SourceError> {
 }
 
 /// A parser error, placed as kubectl places it. go-yaml v2 reports a parser error on the line
-/// before its token (it prints the 0-based line as if 1-based), which for a flow mapping or
-/// sequence never closed is, in the usual case, the line where it opens: the error is put
-/// there, at the opening bracket, and says where the parser gave up.
+/// before its token (it prints the 0-based line as if 1-based). For a flow mapping or sequence
+/// never closed that is, in the usual case, the line where it opens: the error is put there, at
+/// the opening bracket, and says where the parser gave up. When the parser gave up further on,
+/// the error is put on the line kubectl names and says where the bracket opened.
 fn unclosed_flow(
     text: &str,
     lines: &LineIndex,
@@ -201,39 +202,58 @@ fn unclosed_flow(
     info: &str,
 ) -> SourceError {
     let found = lines.pos(marker);
-    let bracket = if info.starts_with("while parsing a flow mapping") {
-        Some('{')
-    } else if info.starts_with("while parsing a flow sequence") {
-        Some('[')
-    } else {
-        None
-    };
-    let start = bracket.and_then(|b| {
-        open.iter()
-            .rev()
-            .copied()
-            .find(|&i| text.chars().nth(i) == Some(b))
-    });
-    match start {
-        Some(index) => {
-            let what = info
-                .strip_prefix("while parsing ")
-                .and_then(|rest| rest.split_once(", "))
-                .map_or(info.to_string(), |(what, problem)| {
-                    format!("{what} not closed: {problem}")
-                });
-            SourceError {
-                pos: lines.at(index),
-                message: format!(
-                    "{what} (found line {}, column {} instead)",
-                    found.line, found.column
-                ),
-            }
+    let opens_with = |i: usize, b: char| text.chars().nth(i) == Some(b);
+    let (bracket, what, problem) = if let Some(rest) = info.strip_prefix("while parsing ") {
+        let (what, problem) = rest.split_once(", ").unwrap_or((rest, ""));
+        match what {
+            "a flow mapping" => ('{', what, problem),
+            // go-yaml's words, which saphyr shortens to "expected ',' or ']'".
+            "a flow sequence" => ('[', what, "did not find expected ',' or ']'"),
+            _ => ('\0', what, problem),
         }
-        None => SourceError {
+    } else if info == "illegal placement of ':' indicator"
+        && open.last().is_some_and(|&i| opens_with(i, '['))
+    {
+        // A key over two lines inside `[` (`[b, c` then `d: e`: the plain scalar `c d` folds
+        // across the line break): saphyr refuses the `:` while scanning, go-yaml parses it as a
+        // value where it expects ',' or ']' and says so.
+        ('[', "a flow sequence", "did not find expected ',' or ']'")
+    } else {
+        ('\0', "", "")
+    };
+    let start = open.iter().rev().copied().find(|&i| opens_with(i, bracket));
+    let Some(index) = start.filter(|_| bracket != '\0') else {
+        return SourceError {
             pos: found,
             message: info.to_string(),
+        };
+    };
+    let opened = lines.at(index);
+    let found_at = format!(
+        "(found line {}, column {} instead)",
+        found.line, found.column
+    );
+    let kubectl_line = found.line.saturating_sub(1).max(1);
+    if kubectl_line <= opened.line {
+        return SourceError {
+            pos: opened,
+            message: format!("{what} not closed: {problem} {found_at}"),
+        };
+    }
+    let indent = text
+        .chars()
+        .skip(lines.start(kubectl_line))
+        .take_while(|c| *c == ' ' || *c == '\t')
+        .count();
+    SourceError {
+        pos: Pos {
+            line: kubectl_line,
+            column: indent + 1,
         },
+        message: format!(
+            "{what} opened at line {}, column {} not closed: {problem} {found_at}",
+            opened.line, opened.column
+        ),
     }
 }
 

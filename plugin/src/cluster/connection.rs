@@ -152,6 +152,7 @@ impl ConnectionFlags {
                 )));
             }
         }
+        self.check_kubeconfig_files(&kc, source)?;
         let options = KubeConfigOptions {
             context: self.context.clone(),
             cluster: self.cluster.clone(),
@@ -164,6 +165,81 @@ impl ConnectionFlags {
             }
             Err(e) => Err(Error::Kubeconfig(format!("{source}: {}", reason(&e)))),
         }
+    }
+
+    /// The files the selected cluster and user of `kc` name (`certificate-authority`,
+    /// `client-certificate`, `client-key`), checked as the flags' files are: the path once, the
+    /// kubeconfig field that names it and what is wrong, instead of kube's message, which
+    /// quotes the path twice ('"/x/c"') and, for the client files, comes only when the client
+    /// is built. A file a flag replaces is not read, and is not checked.
+    fn check_kubeconfig_files(&self, kc: &Kubeconfig, source: &str) -> Result<()> {
+        let Some(context) = self
+            .context
+            .as_ref()
+            .or(kc.current_context.as_ref())
+            .and_then(|name| kc.contexts.iter().find(|c| &c.name == name))
+            .and_then(|c| c.context.as_ref())
+        else {
+            return Ok(());
+        };
+        let cluster_name = self.cluster.as_ref().unwrap_or(&context.cluster);
+        let cluster = kc.clusters.iter().find(|c| &c.name == cluster_name);
+        if let Some(cluster) = cluster.and_then(|c| c.cluster.as_ref()) {
+            let ca = cluster
+                .certificate_authority
+                .as_ref()
+                .filter(|_| cluster.certificate_authority_data.is_none())
+                .filter(|_| self.certificate_authority.is_none());
+            if let Some(ca) = ca {
+                let field = format!("clusters[{cluster_name}].certificate-authority in {source}");
+                let text = std::fs::read(ca).map_err(|e| {
+                    Error::file(
+                        ca,
+                        format!("{field}: {}", promotion_manifest::io_reason(&e)),
+                    )
+                })?;
+                if !String::from_utf8_lossy(&text).contains("-----BEGIN CERTIFICATE-----") {
+                    return Err(Error::file(
+                        ca,
+                        format!("{field}: no PEM certificate in the file"),
+                    ));
+                }
+            }
+        }
+        let user_name = self.user.as_ref().or(context.user.as_ref());
+        let user = user_name
+            .and_then(|name| kc.auth_infos.iter().find(|u| &u.name == name))
+            .and_then(|u| Some((u.name.as_str(), u.auth_info.as_ref()?)));
+        if let Some((name, user)) = user {
+            for (key, path, has_data, replaced) in [
+                (
+                    "client-certificate",
+                    &user.client_certificate,
+                    user.client_certificate_data.is_some(),
+                    self.client_certificate.is_some(),
+                ),
+                (
+                    "client-key",
+                    &user.client_key,
+                    user.client_key_data.is_some(),
+                    self.client_key.is_some(),
+                ),
+            ] {
+                let Some(path) = path.as_ref().filter(|_| !has_data && !replaced) else {
+                    continue;
+                };
+                std::fs::File::open(path).map_err(|e| {
+                    Error::file(
+                        path,
+                        format!(
+                            "users[{name}].{key} in {source}: {}",
+                            promotion_manifest::io_reason(&e)
+                        ),
+                    )
+                })?;
+            }
+        }
+        Ok(())
     }
 
     fn without_kubeconfig(&self) -> Result<kube::Config> {

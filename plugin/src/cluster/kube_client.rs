@@ -350,6 +350,21 @@ impl Kube {
         }
     }
 
+    /// The ClusterPromotion `name`, or `None` when the server answers that it does not exist
+    /// (for a promotion named as an owner, which may have been deleted).
+    pub async fn find_promotion(&self, name: &str) -> Result<Option<Value>> {
+        let what = Request::named("get", PROMOTIONS, name);
+        let req = self.build(
+            KubeRequest::new(PROMOTION.path).get(name, &Default::default()),
+            &what,
+        )?;
+        match self.send(req, &what).await {
+            Ok(object) => Ok(Some(object)),
+            Err(Error::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Whether the caller may `patch` the ClusterPromotion `name`, as `kubectl auth can-i`
     /// asks it: a SelfSubjectAccessReview, answered by the server's own authorizer (RBAC and
     /// any other), so that impersonation (`--as`) is asked about too. `Err` when the review

@@ -39,6 +39,7 @@ pub struct State {
     /// `Err`: why they cannot be read.
     pub profiles: std::result::Result<Vec<Value>, String>,
     pub summaries: std::result::Result<Vec<Value>, String>,
+    pub owners: view::Owners,
 }
 
 impl State {
@@ -49,6 +50,7 @@ impl State {
             profiles: self.profiles.clone(),
             summaries: self.summaries.clone(),
             events,
+            owners: self.owners.clone(),
         }
     }
 }
@@ -59,6 +61,8 @@ pub struct Fleet {
     /// `Err`: why they cannot be read.
     pub profiles: std::result::Result<Vec<Value>, String>,
     pub summaries: std::result::Result<Vec<Value>, String>,
+    /// Whether the owners of taken profiles exist: known when every promotion is followed.
+    pub owners: view::Owners,
 }
 
 impl Fleet {
@@ -69,6 +73,7 @@ impl Fleet {
             profiles: view::shared(&self.profiles),
             summaries: view::shared(&self.summaries),
             events: Err(""),
+            owners: &self.owners,
         }
     }
 }
@@ -300,6 +305,7 @@ impl Follower {
                     object,
                     profiles: fleet.profiles,
                     summaries: fleet.summaries,
+                    owners: fleet.owners,
                 })
             }
         })
@@ -406,7 +412,13 @@ impl Watches {
                 self.sums = Reflected::new(&SUMMARY);
                 continue;
             }
+            // Only an unfiltered watch sees every promotion, and so which owners are gone.
+            let owners = match self.scope {
+                Scope::Selector(None) => view::Owners::of_all(&objects),
+                _ => view::Owners::default(),
+            };
             return Ok(Update::Changed(Fleet {
+                owners,
                 objects,
                 profiles: self.profs.read(),
                 summaries: self.sums.read(),

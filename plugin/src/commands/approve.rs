@@ -271,11 +271,15 @@ async fn read(kube: &Kube, name: &str) -> Result<(Snapshot, ClusterPromotion)> {
         kube.list_promotion_profiles(),
         kube.list_summaries(&stage_profiles),
     );
+    let owners =
+        crate::cluster::fetch::owners(kube, &[&promotion], profiles.as_deref().unwrap_or_default())
+            .await;
     let snap = Snapshot {
         object,
         profiles: profiles.map_err(|e| e.read_failure()),
         summaries: summaries.map_err(|e| e.read_failure()),
         events: Err(String::new()),
+        owners,
     };
     Ok((snap, promotion))
 }

@@ -691,7 +691,8 @@ fn stage_specs(
     next: &promotion_shared::model::Stage,
 ) -> (Value, Value, Vec<String>) {
     // Only a profile that belongs to this promotion: a colliding name is another's.
-    let owned = view::StageProfiles::of(p, profiles);
+    // Only which profiles are owned is used here, not why the others are taken.
+    let owned = view::StageProfiles::of(p, profiles, &view::Owners::default());
     let find = |stage: &str| owned.owned.get(stage).and_then(|v| v.get("spec")).cloned();
     let profile_spec = p.spec.profile_spec.as_ref();
     let mut notes = Vec::new();

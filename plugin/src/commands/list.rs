@@ -10,6 +10,7 @@ use promotion_shared::model::{ClusterPromotion, ProfileRole};
 use promotion_shared::pipeline::{self, Phase};
 
 use super::{warn, Ctx};
+use crate::cluster::fetch;
 use crate::cluster::kube_client::Kube;
 use crate::cluster::watch::{FleetFollower, Update};
 use crate::duration;
@@ -138,6 +139,14 @@ pub async fn rows(kube: &Kube, selector: Option<&str>) -> Result<(Vec<Row>, Vec<
         kube.list_promotion_profiles(),
         kube.list_summaries(&frontier)
     );
+    // Unfiltered, the list is every promotion, so an owner not in it is gone.
+    let owners = match selector {
+        None => view::Owners::of_all(&objects),
+        Some(_) => {
+            let all: Vec<&ClusterPromotion> = promotions.iter().collect();
+            fetch::owners(kube, &all, profiles.as_deref().unwrap_or_default()).await
+        }
+    };
     let mut warnings = Vec::new();
     // The reason stays with the read: the view tells a read that failed from `describe -f`
     // (nothing read), so a phase that needs the clusters is "unknown", not a guess.
@@ -162,6 +171,7 @@ pub async fn rows(kube: &Kube, selector: Option<&str>) -> Result<(Vec<Row>, Vec<
             profiles: view::shared(&profiles),
             summaries: view::shared(&summaries),
             events: Err(""),
+            owners: &owners,
         };
         rows.push(row(&view::Description::build_shared(snap)?));
     }
@@ -458,6 +468,7 @@ mod tests {
             profiles: cluster_data(),
             summaries: cluster_data(),
             events: Err(String::new()),
+            owners: Default::default(),
         };
         row(&view::Description::build(&snap).unwrap())
     }

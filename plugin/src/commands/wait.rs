@@ -340,6 +340,7 @@ mod tests {
             object,
             summaries: Ok(summaries),
             events: Err(String::new()),
+            owners: Default::default(),
         })
         .unwrap()
     }
@@ -436,6 +437,7 @@ mod tests {
             profiles: Ok(vec![old]),
             summaries: Ok(vec![]),
             events: Err(String::new()),
+            owners: Default::default(),
         })
         .unwrap();
         assert_eq!(d.phase, Phase::Stale);

@@ -645,6 +645,7 @@ mod tests {
             object,
             summaries: Ok(summaries),
             events: Ok(vec![]),
+            owners: Default::default(),
         })
         .unwrap()
     }

@@ -42,6 +42,8 @@ pub struct Snapshot {
     pub profiles: std::result::Result<Vec<Value>, String>,
     pub summaries: std::result::Result<Vec<Value>, String>,
     pub events: std::result::Result<Vec<Value>, String>,
+    /// Whether the ClusterPromotions that own profiles taken from this promotion exist.
+    pub owners: Owners,
 }
 
 impl Snapshot {
@@ -52,6 +54,7 @@ impl Snapshot {
             profiles: Err(String::new()),
             summaries: Err(String::new()),
             events: Err(String::new()),
+            owners: Owners::default(),
         }
     }
 
@@ -61,8 +64,73 @@ impl Snapshot {
             profiles: shared(&self.profiles),
             summaries: shared(&self.summaries),
             events: shared(&self.events),
+            owners: &self.owners,
         }
     }
+}
+
+/// What was read of the ClusterPromotions named as owners of ClusterProfiles: by name, the UID
+/// of the one that exists, or `None` when the server answered that none of that name exists. A
+/// name not here was not read, and then whether its owner exists is unknown, unless the names
+/// are every ClusterPromotion there is (`complete`, from an unfiltered list).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Owners {
+    pub found: BTreeMap<String, Option<String>>,
+    pub complete: bool,
+}
+
+impl Owners {
+    /// From a list of every ClusterPromotion: a name not among them does not exist.
+    pub fn of_all(promotions: &[Value]) -> Owners {
+        let found = promotions
+            .iter()
+            .filter_map(|p| {
+                let name = p.pointer("/metadata/name").and_then(Value::as_str)?;
+                let uid = p.pointer("/metadata/uid").and_then(Value::as_str);
+                Some((name.to_string(), Some(uid.unwrap_or_default().to_string())))
+            })
+            .collect();
+        Owners {
+            found,
+            complete: true,
+        }
+    }
+
+    /// Whether the ClusterPromotion `name` (with `uid` when the reference gives one) exists:
+    /// `None` when it was not read.
+    fn exists(&self, name: &str, uid: Option<&str>) -> Option<bool> {
+        let found = match self.found.get(name) {
+            Some(found) => found,
+            None if self.complete => &None,
+            None => return None,
+        };
+        Some(match (found, uid) {
+            (None, _) => false,
+            (Some(found), Some(uid)) => found == uid,
+            (Some(_), None) => true,
+        })
+    }
+}
+
+/// The ClusterPromotion a ClusterProfile names as its owner: its first owner reference of that
+/// kind (name, UID), else the promotion-name label Sveltos sets (name only).
+pub fn profile_owner(profile: &Value) -> Option<(&str, Option<&str>)> {
+    let meta = profile.get("metadata")?;
+    let reference = meta
+        .get("ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|r| r.get("kind").and_then(Value::as_str) == Some(KIND));
+    if let Some(r) = reference {
+        if let Some(name) = r.get("name").and_then(Value::as_str) {
+            return Some((name, r.get("uid").and_then(Value::as_str)));
+        }
+    }
+    meta.get("labels")
+        .and_then(|l| l.get(PROMOTION_NAME_LABEL))
+        .and_then(Value::as_str)
+        .map(|n| (n, None))
 }
 
 /// Read objects (or why they could not be read), borrowed.
@@ -83,6 +151,7 @@ pub struct SnapshotRef<'a> {
     pub profiles: std::result::Result<&'a [Value], &'a str>,
     pub summaries: std::result::Result<&'a [Value], &'a str>,
     pub events: std::result::Result<&'a [Value], &'a str>,
+    pub owners: &'a Owners,
 }
 
 /// Deserialize the stored object into the shared model, naming what is wrong and where
@@ -105,7 +174,11 @@ pub struct StageProfiles<'a> {
 }
 
 impl<'a> StageProfiles<'a> {
-    pub fn of(promotion: &ClusterPromotion, profiles: &'a [Value]) -> StageProfiles<'a> {
+    pub fn of(
+        promotion: &ClusterPromotion,
+        profiles: &'a [Value],
+        owners: &Owners,
+    ) -> StageProfiles<'a> {
         let by_name: BTreeMap<&str, &Value> = profiles
             .iter()
             .filter_map(|p| {
@@ -134,7 +207,7 @@ impl<'a> StageProfiles<'a> {
             } else {
                 taken.insert(
                     generated.stage,
-                    taken_because(profile, &generated.name, promotion),
+                    taken_because(profile, &generated.name, promotion, owners),
                 );
             }
         }
@@ -144,13 +217,21 @@ impl<'a> StageProfiles<'a> {
 
 /// Why the ClusterProfile `name`, generated for a stage of `promotion`, is not this promotion's:
 /// left over from a deleted promotion of the same name (its owner reference names this promotion
-/// with another UID), or a collision with another promotion's `<promotion>-<stage>` name.
-fn taken_because(profile: &Value, name: &str, promotion: &ClusterPromotion) -> String {
-    let meta = |key: &str| profile.pointer("/metadata").and_then(|m| m.get(key));
-    let holder = meta("labels")
+/// with another UID), left over from a deleted promotion of another name (`a` + `b-c` and `a-b` +
+/// `c` both generate `a-b-c`: its owner no longer exists), or a collision with a promotion that
+/// exists.
+fn taken_because(
+    profile: &Value,
+    name: &str,
+    promotion: &ClusterPromotion,
+    owners: &Owners,
+) -> String {
+    let holder = profile
+        .pointer("/metadata/labels")
         .and_then(|l| l.get(PROMOTION_NAME_LABEL))
         .and_then(Value::as_str);
-    let old_owner = meta("ownerReferences")
+    let old_owner = profile
+        .pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -158,25 +239,51 @@ fn taken_because(profile: &Value, name: &str, promotion: &ClusterPromotion) -> S
         .find(|r| r.get("name").and_then(Value::as_str) == Some(promotion.name()))
         .and_then(|r| r.get("uid").and_then(Value::as_str));
     let uid = promotion.metadata.uid.as_deref();
-    match (old_owner, uid) {
-        (Some(old), Some(uid)) if old != uid && holder.is_none_or(|h| h == promotion.name()) => {
-            format!(
+    let delete = format!(
+        "delete it (kubectl delete clusterprofile {name}) so that Sveltos creates this \
+         promotion's"
+    );
+    if let (Some(old), Some(uid)) = (old_owner, uid) {
+        if old != uid && holder.is_none_or(|h| h == promotion.name()) {
+            return format!(
                 "the ClusterProfile {name:?} is left over from a deleted ClusterPromotion of the \
                  same name (its owner has UID {old}, this one {uid}), not a collision with \
-                 another promotion: delete it (kubectl delete clusterprofile {name}) so that \
-                 Sveltos creates this promotion's"
-            )
-        }
-        _ => {
-            let holder = holder
-                .map(|p| format!("ClusterPromotion {p:?}"))
-                .unwrap_or_else(|| "another object".to_string());
-            format!(
-                "the ClusterProfile name {name:?} is taken by {holder}: `<promotion>-<stage>` \
-                 names collide, rename a stage or a promotion"
-            )
+                 another promotion: {delete}"
+            );
         }
     }
+    let owner = profile_owner(profile).filter(|(n, _)| *n != promotion.name());
+    if let Some((owner, owner_uid)) = owner {
+        match owners.exists(owner, owner_uid) {
+            Some(false) => {
+                let was = owner_uid.map(|u| format!(" (UID {u})")).unwrap_or_default();
+                return format!(
+                    "the ClusterProfile {name:?} is left over from ClusterPromotion {owner:?}{was}, \
+                     which no longer exists, not a collision with a live promotion: {delete}"
+                );
+            }
+            Some(true) => {
+                return format!(
+                    "the ClusterProfile name {name:?} is taken by ClusterPromotion {owner:?}: \
+                     `<promotion>-<stage>` names collide, rename a stage or a promotion"
+                );
+            }
+            None => {
+                return format!(
+                    "the ClusterProfile name {name:?} is held by ClusterPromotion {owner:?}: if \
+                     that promotion exists, `<promotion>-<stage>` names collide (rename a stage \
+                     or a promotion); if it was deleted, {delete}"
+                );
+            }
+        }
+    }
+    let holder = holder
+        .map(|p| format!("ClusterPromotion {p:?}"))
+        .unwrap_or_else(|| "another object".to_string());
+    format!(
+        "the ClusterProfile name {name:?} is taken by {holder}: `<promotion>-<stage>` \
+         names collide, rename a stage or a promotion"
+    )
 }
 
 /// The clusters of every stage whose ClusterProfile belongs to this promotion: one per
@@ -630,7 +737,7 @@ fn derive<'a>(
     snap: SnapshotRef<'a>,
     promotion: &ClusterPromotion,
 ) -> (Pipeline, StageProfiles<'a>) {
-    let profiles = StageProfiles::of(promotion, snap.profiles.unwrap_or_default());
+    let profiles = StageProfiles::of(promotion, snap.profiles.unwrap_or_default(), snap.owners);
     let summaries = snap.summaries.unwrap_or_default();
     let obs = observations(promotion, &profiles, summaries);
     let first_profile = promotion
@@ -1010,6 +1117,7 @@ mod tests {
                 summary("other-dev", "z", "Failed"),
             ]),
             events: Ok(vec![]),
+            owners: Default::default(),
         };
         let d = Description::build(&snap).unwrap();
         assert_eq!(d.phase, Phase::AwaitingApproval);
@@ -1068,10 +1176,51 @@ mod tests {
             object: obj,
             summaries: Ok(vec![summary("p-dev", "a", "FailedNonRetriable")]),
             events: Ok(vec![]),
+            owners: Default::default(),
         };
         let d = Description::build(&snap).unwrap();
         assert_eq!(d.phase, Phase::Failed);
         assert_eq!(d.stages[0].cluster_counts.as_ref().unwrap().failed, 1);
+    }
+
+    /// A profile generated for `p`'s dev stage but owned by `p-d` + `ev` (both `p-dev`): gone,
+    /// alive, or not read (a watch of one promotion), the reason says what is known.
+    #[test]
+    fn a_profile_owned_under_another_name_is_judged_by_whether_its_owner_exists() {
+        let mut obj = manual_gate();
+        obj["status"]["stages"] = json!([{"name": "dev"}]);
+        let mut taken = profile(&obj, "dev", &[]);
+        taken["metadata"]["labels"][PROMOTION_NAME_LABEL] = json!("p-d");
+        taken["metadata"]["ownerReferences"] =
+            json!([{"kind": KIND, "name": "p-d", "uid": "u-old"}]);
+        let reason = |owners: Owners| {
+            let snap = Snapshot {
+                profiles: Ok(vec![taken.clone()]),
+                object: obj.clone(),
+                summaries: Ok(vec![]),
+                events: Ok(vec![]),
+                owners,
+            };
+            let d = Description::build(&snap).unwrap();
+            assert_eq!(d.phase, Phase::Failed);
+            d.stages[0].cluster_profile_taken.clone().unwrap()
+        };
+        let with = |uid: Option<&str>| Owners {
+            found: [("p-d".to_string(), uid.map(String::from))].into(),
+            complete: false,
+        };
+        let gone = "the ClusterProfile \"p-dev\" is left over from ClusterPromotion \"p-d\" \
+                    (UID u-old), which no longer exists";
+        assert!(reason(with(None)).starts_with(gone));
+        // A promotion of that name with another UID is a later namesake: the owner is gone.
+        assert!(reason(with(Some("u-new"))).starts_with(gone));
+        assert!(reason(Owners::of_all(&[])).starts_with(gone));
+        assert!(reason(with(Some("u-old")))
+            .starts_with("the ClusterProfile name \"p-dev\" is taken by ClusterPromotion \"p-d\""));
+        assert!(reason(Owners::default()).starts_with(
+            "the ClusterProfile name \"p-dev\" is held by ClusterPromotion \"p-d\": if that \
+             promotion exists"
+        ));
     }
 
     #[test]
@@ -1092,6 +1241,7 @@ mod tests {
             object: obj,
             summaries: Ok(vec![summary("p-dev", "a", "Provisioned")]),
             events: Ok(vec![]),
+            owners: Default::default(),
         };
         let d = Description::build(&snap).unwrap();
         assert_eq!(d.stages[0].cluster_profile.as_deref(), Some("p-dev"));
@@ -1142,6 +1292,7 @@ mod tests {
             profiles: Ok(vec![]),
             summaries: Err("forbidden (403): you cannot list clustersummaries".into()),
             events: Ok(vec![]),
+            owners: Default::default(),
         };
         let d = Description::build(&snap).unwrap();
         assert_eq!(d.warnings.len(), 1);

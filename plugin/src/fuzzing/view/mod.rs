@@ -101,6 +101,7 @@ pub fn describe_and_check(bytes: &[u8]) -> Outcome {
         profiles: shared(&input.profiles),
         summaries: shared(&input.summaries),
         events: shared(&input.events),
+        owners: &crate::view::Owners::default(),
     };
     let typed = serde_json::from_value::<ClusterPromotion>(input.object.clone());
     let (promotion, described) = match (typed, Description::build_shared(online)) {
@@ -138,6 +139,7 @@ pub fn describe_and_check(bytes: &[u8]) -> Outcome {
         profiles: Err(""),
         summaries: Err(""),
         events: Err(""),
+        owners: &crate::view::Owners::default(),
     };
     let offline_view = Description::build_shared(offline).expect("the online view was built");
     check(&promotion, offline, &offline_view);
