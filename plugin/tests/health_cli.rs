@@ -302,6 +302,37 @@ fn a_whole_number_is_named_an_integer_as_the_api_server_names_it() {
     );
 }
 
+/// A promotion in `dir` whose dev stage has one post-delay Lua check `name` running `script` on a
+/// ConfigMap, and that ConfigMap as an object file: (manifest, object).
+fn one_lua_check(
+    dir: &std::path::Path,
+    name: &str,
+    script: &str,
+) -> (std::path::PathBuf, std::path::PathBuf) {
+    let promotion = serde_json::json!({
+        "apiVersion": "config.projectsveltos.io/v1beta1",
+        "kind": "ClusterPromotion",
+        "metadata": {"name": name},
+        "spec": {
+            "profileSpec": {"policyRefs": [{"kind": "ConfigMap", "name": "web", "namespace": "default"}]},
+            "stages": [{"name": "dev", "clusterSelector": {"matchLabels": {"env": "dev"}},
+                "trigger": {"auto": {"delay": "1m", "postDelayHealthChecks": [
+                    {"name": name, "featureID": "Resources", "version": "v1",
+                     "kind": "ConfigMap", "namespace": "apps", "script": script}]}}},
+                {"name": "prod", "clusterSelector": {"matchLabels": {"env": "prod"}}}]
+        }
+    });
+    let path = dir.join(format!("{name}.yaml"));
+    std::fs::write(&path, promotion.to_string()).unwrap();
+    let object = dir.join("cm.yaml");
+    std::fs::write(
+        &object,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: apps}\n",
+    )
+    .unwrap();
+    (path, object)
+}
+
 /// Issue 25, item 3: `lint` and `health` agree on a script gopher-lua compiles and LuaJIT
 /// cannot (20,000 nested parentheses): `health` says it is the local runtime's limit instead of
 /// printing LuaJIT's refusal as what Sveltos records.
@@ -313,27 +344,7 @@ fn a_script_only_luajit_refuses_is_a_limit_of_the_local_run() {
         "(".repeat(20_000),
         ")".repeat(20_000)
     );
-    let promotion = serde_json::json!({
-        "apiVersion": "config.projectsveltos.io/v1beta1",
-        "kind": "ClusterPromotion",
-        "metadata": {"name": "deep"},
-        "spec": {
-            "profileSpec": {"policyRefs": [{"kind": "ConfigMap", "name": "web", "namespace": "default"}]},
-            "stages": [{"name": "dev", "clusterSelector": {"matchLabels": {"env": "dev"}},
-                "trigger": {"auto": {"delay": "1m", "postDelayHealthChecks": [
-                    {"name": "deep", "featureID": "Resources", "version": "v1",
-                     "kind": "ConfigMap", "namespace": "apps", "script": script}]}}},
-                {"name": "prod", "clusterSelector": {"matchLabels": {"env": "prod"}}}]
-        }
-    });
-    let path = dir.path().join("deep.yaml");
-    std::fs::write(&path, promotion.to_string()).unwrap();
-    let object = dir.path().join("cm.yaml");
-    std::fs::write(
-        &object,
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: apps}\n",
-    )
-    .unwrap();
+    let (path, object) = one_lua_check(dir.path(), "deep", &script);
 
     let lint = bin().arg("lint").arg(&path).output().unwrap();
     assert_eq!(
@@ -369,27 +380,7 @@ fn a_script_only_luajit_refuses_is_a_limit_of_the_local_run() {
 fn a_script_only_gopher_lua_refuses_is_sveltos_refusal_not_a_local_verdict() {
     let dir = tempfile::tempdir().unwrap();
     let script = "function evaluate()\n  local n = 0x1p4\n  return {healthy = n == 16}\nend\n";
-    let promotion = serde_json::json!({
-        "apiVersion": "config.projectsveltos.io/v1beta1",
-        "kind": "ClusterPromotion",
-        "metadata": {"name": "hexfloat"},
-        "spec": {
-            "profileSpec": {"policyRefs": [{"kind": "ConfigMap", "name": "web", "namespace": "default"}]},
-            "stages": [{"name": "dev", "clusterSelector": {"matchLabels": {"env": "dev"}},
-                "trigger": {"auto": {"delay": "1m", "postDelayHealthChecks": [
-                    {"name": "hex", "featureID": "Resources", "version": "v1",
-                     "kind": "ConfigMap", "namespace": "apps", "script": script}]}}},
-                {"name": "prod", "clusterSelector": {"matchLabels": {"env": "prod"}}}]
-        }
-    });
-    let path = dir.path().join("hex.yaml");
-    std::fs::write(&path, promotion.to_string()).unwrap();
-    let object = dir.path().join("cm.yaml");
-    std::fs::write(
-        &object,
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: apps}\n",
-    )
-    .unwrap();
+    let (path, object) = one_lua_check(dir.path(), "hex", script);
     let reason = "Lua syntax error at line 3, column 8: near 'return': parse error";
 
     let lint = bin().arg("lint").arg(&path).output().unwrap();

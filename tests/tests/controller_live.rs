@@ -151,16 +151,31 @@ fn controller(cluster: &Cluster, extra: &[&str]) -> Result<ControllerProcess, St
 
 /// The install's RBAC for the controller (`manifests/controller/rbac.yaml`), in force.
 fn install_rbac(cluster: &Cluster) -> Result<(), String> {
+    install(cluster, "controller/rbac.yaml", |_| Ok(()))
+}
+
+/// The objects of `manifests/<file>`, each passed through `edit`, stored as the admin in the
+/// install's namespace.
+fn install(
+    cluster: &Cluster,
+    file: &str,
+    mut edit: impl FnMut(&mut Value) -> Result<(), String>,
+) -> Result<(), String> {
     cluster
         .put(&json!({"apiVersion": "v1", "kind": "Namespace",
                      "metadata": {"name": "kubectl-promotion-system"}}))
         .map_err(e("creating the install namespace"))?;
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests/controller/rbac.yaml");
-    let text = std::fs::read_to_string(&path).map_err(e("reading rbac.yaml"))?;
-    let objects: Vec<Value> = serde_saphyr::from_multiple(&text).map_err(e("parsing rbac.yaml"))?;
-    for object in objects {
-        cluster.put(&object).map_err(e("applying rbac.yaml"))?;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../manifests")
+        .join(file);
+    let text = std::fs::read_to_string(&path).map_err(e("reading the manifest"))?;
+    let objects: Vec<Value> =
+        serde_saphyr::from_multiple(&text).map_err(e("parsing the manifest"))?;
+    for mut object in objects {
+        edit(&mut object)?;
+        cluster
+            .put(&object)
+            .map_err(|err| format!("applying manifests/{file}: {err}"))?;
     }
     Ok(())
 }
@@ -817,17 +832,8 @@ fn assert_contains(haystack: &str, needles: &[&str], context: &str) -> Result<()
 /// it. Real RBAC decides that the auditor, who may read no ConfigMap otherwise, reads this one,
 /// and the real SelfSubjectReview says who each caller is.
 fn published_rules(cluster: &Cluster) -> Result<(), String> {
-    cluster
-        .put(&json!({"apiVersion": "v1", "kind": "Namespace",
-                     "metadata": {"name": "kubectl-promotion-system"}}))
-        .map_err(e("creating the install namespace"))?;
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests/base/governance.yaml");
-    let text = std::fs::read_to_string(&path).map_err(e("reading governance.yaml"))?;
-    let objects: Vec<Value> =
-        serde_saphyr::from_multiple(&text).map_err(e("parsing governance.yaml"))?;
     let folder = tempfile::tempdir().map_err(e("a folder for the mounted rules"))?;
-    for mut object in objects {
+    install(cluster, "base/governance.yaml", |object| {
         if object["kind"] == "ConfigMap" {
             object["data"]["approver-groups"] = json!("release-managers");
             for (key, value) in object["data"].as_object().into_iter().flatten() {
@@ -835,10 +841,8 @@ fn published_rules(cluster: &Cluster) -> Result<(), String> {
                     .map_err(e("writing the mounted rules"))?;
             }
         }
-        cluster
-            .put(&object)
-            .map_err(e("applying governance.yaml"))?;
-    }
+        Ok(())
+    })?;
     clusters(cluster)?;
     let dir = folder.path().to_string_lossy().into_owned();
     let webhook = cluster

@@ -146,7 +146,8 @@ mod tests {
     use crate::cli::{Cli, Command};
     use clap::Parser;
 
-    fn parse(args: &[&str]) -> Result<ServeConfig, ConfigError> {
+    /// `promotion-webhook serve` with the two required flags and `args`, as clap parses it.
+    fn command_line(args: &[&str]) -> Result<Cli, clap::Error> {
         let mut argv = vec![
             "promotion-webhook",
             "serve",
@@ -156,7 +157,11 @@ mod tests {
             "k",
         ];
         argv.extend_from_slice(args);
-        match Cli::try_parse_from(argv).expect("parses").command {
+        Cli::try_parse_from(argv)
+    }
+
+    fn parse(args: &[&str]) -> Result<ServeConfig, ConfigError> {
+        match command_line(args).expect("parses").command {
             Command::Serve(args) => ServeConfig::try_from(args),
             Command::Certs(_) => unreachable!("serve was given"),
         }
@@ -184,19 +189,13 @@ mod tests {
             config.governance_dir,
             Some(PathBuf::from("/etc/governance"))
         );
-        let argv = [
-            "promotion-webhook",
-            "serve",
-            "--tls-cert-file",
-            "c",
-            "--tls-key-file",
-            "k",
+        let err = command_line(&[
             "--governance-dir",
             "/etc/governance",
             "--approver-group",
             "a",
-        ];
-        let err = Cli::try_parse_from(argv).unwrap_err();
+        ])
+        .unwrap_err();
         assert_eq!(err.kind(), clap::error::ErrorKind::ArgumentConflict);
     }
 

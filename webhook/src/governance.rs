@@ -10,7 +10,7 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -118,20 +118,15 @@ impl GovernanceReloader {
         }
     }
 
-    /// Poll on a dedicated thread (file reads are blocking and rare) until `stop` is set.
+    /// Poll on a dedicated thread until `stop` is set.
     pub fn spawn(
         mut self,
         interval: Duration,
         stop: Arc<AtomicBool>,
     ) -> io::Result<std::thread::JoinHandle<()>> {
-        std::thread::Builder::new()
-            .name("governance-reload".into())
-            .spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(interval);
-                    self.poll();
-                }
-            })
+        crate::tls::poll_every("governance-reload", interval, stop, move || {
+            self.poll();
+        })
     }
 }
 

@@ -225,18 +225,31 @@ impl Reloader {
         }
     }
 
-    /// Poll on a dedicated thread (file reads are blocking and rare) until `stop` is set.
+    /// Poll on a dedicated thread until `stop` is set.
     pub fn spawn(mut self, stop: Arc<AtomicBool>) -> io::Result<std::thread::JoinHandle<()>> {
         let interval = self.files.reload_interval;
-        std::thread::Builder::new()
-            .name("cert-reload".into())
-            .spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(interval);
-                    self.poll();
-                }
-            })
+        poll_every("cert-reload", interval, stop, move || {
+            self.poll();
+        })
     }
+}
+
+/// Call `poll` every `interval` on a thread of its own (the reloaders' file reads are blocking
+/// and rare) until `stop` is set.
+pub fn poll_every(
+    name: &str,
+    interval: std::time::Duration,
+    stop: Arc<AtomicBool>,
+    mut poll: impl FnMut() + Send + 'static,
+) -> io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(interval);
+                poll();
+            }
+        })
 }
 
 #[cfg(test)]

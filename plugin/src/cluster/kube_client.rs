@@ -382,14 +382,25 @@ impl Kube {
                 "name": name,
             }},
         });
-        let body = serde_json::to_vec(&review).map_err(|e| Error::Io(e.to_string()))?;
-        let req = self.build(
-            KubeRequest::new("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
-                .create(&PostParams::default(), body),
-            &what,
-        )?;
-        let answer = self.send(req, &what).await?;
+        let answer = self
+            .review(
+                "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                &review,
+                &what,
+            )
+            .await?;
         Ok(answer.pointer("/status/allowed").and_then(Value::as_bool) == Some(true))
+    }
+
+    /// POST a review (an access review, a SelfSubjectReview) to `path`: the server answers it
+    /// for the caller and stores nothing.
+    async fn review(&self, path: &str, review: &Value, what: &Request) -> Result<Value> {
+        let body = serde_json::to_vec(review).map_err(|e| Error::Io(e.to_string()))?;
+        let req = self.build(
+            KubeRequest::new(path).create(&PostParams::default(), body),
+            what,
+        )?;
+        self.send(req, what).await
     }
 
     /// Who the server says the caller is, as `kubectl auth whoami` asks it: a SelfSubjectReview
@@ -400,12 +411,9 @@ impl Kube {
             "apiVersion": SELF_SUBJECT_REVIEW.api_version,
             "kind": SELF_SUBJECT_REVIEW.kind,
         });
-        let body = serde_json::to_vec(&review).map_err(|e| Error::Io(e.to_string()))?;
-        let req = self.build(
-            KubeRequest::new(SELF_SUBJECT_REVIEW.path).create(&PostParams::default(), body),
-            &what,
-        )?;
-        let answer = self.send(req, &what).await?;
+        let answer = self
+            .review(SELF_SUBJECT_REVIEW.path, &review, &what)
+            .await?;
         serde_json::from_value(
             answer
                 .pointer("/status/userInfo")
