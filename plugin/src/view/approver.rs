@@ -13,7 +13,7 @@ use promotion_shared::admission::{
     GOVERNANCE_CONFIGMAP, GOVERNANCE_NAMESPACE,
 };
 
-use crate::cluster::resources::PROMOTIONS;
+use promotion_shared::api_resources::PROMOTIONS;
 
 /// What the server told about the caller, once per command; each part may have failed (the
 /// error says why, in a few words).
