@@ -225,6 +225,78 @@ fn impersonation_reaches_the_server() {
     assert!(users.iter().any(|u| u == "carol"), "{users:?}");
 }
 
+/// The request headers `-v 7` logged in `stderr` for the first request to `path`, as
+/// `Name: value`. kubectl 1.32 logs them in one of two forms, both read here: klog lines (`GET
+/// URL`, `Request Headers:`, then one indented line a header), which the plugin writes too, or
+/// one structured entry (`"Request" verb="GET" url="URL" headers=<`, a tab-indented line a
+/// header, ` >`).
+fn logged_request_headers(stderr: &str, path: &str) -> Vec<String> {
+    let lines: Vec<&str> = stderr.lines().collect();
+    let text = |l: &str| {
+        l.split_once("] ")
+            .map(|(_, t)| t.to_string())
+            .unwrap_or_default()
+    };
+    let Some(start) = lines.iter().position(|l| {
+        let t = text(l);
+        (t.starts_with("GET ") && !t.contains(" in ") || t.starts_with("\"Request\" verb=\"GET\""))
+            && t.contains(path)
+    }) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if text(lines[start]).ends_with("headers=<") {
+        for l in &lines[start + 1..] {
+            match l.strip_prefix('\t') {
+                Some(header) => out.push(header.to_string()),
+                None => break,
+            }
+        }
+    } else if lines.get(start + 1).map(|l| text(l)).as_deref() == Some("Request Headers:") {
+        for l in &lines[start + 2..] {
+            match text(l).strip_prefix("    ") {
+                Some(header) => out.push(header.to_string()),
+                None => break,
+            }
+        }
+    }
+    out
+}
+
+/// `-v 7` shows the headers as they are sent — the credential (masked) and `--as` impersonation
+/// that kube's lower layers add — in the words and case the real kubectl logs them.
+#[test]
+fn v7_logs_the_credential_and_impersonation_headers_as_kubectl_does() {
+    let env = Env::start(example_world("kyverno-manual-gate.yaml"));
+    let args = ["--as", "carol", "--as-group", "release-managers", "-v", "7"];
+    let mut ours = vec!["describe", "kyverno-rollout-man"];
+    ours.extend(args);
+    let plugin = env.run(&ours).expect(0);
+    let mut theirs = vec!["get", "clusterpromotions", "kyverno-rollout-man"];
+    theirs.extend(args);
+    let kubectl = env.kubectl(&theirs);
+    assert_eq!(kubectl.code, 0, "{kubectl}");
+    let path = "/clusterpromotions/kyverno-rollout-man";
+    let sent = logged_request_headers(&plugin.stderr, path);
+    let kubectls = logged_request_headers(&kubectl.stderr, path);
+    for header in [
+        "Authorization: Bearer <masked>",
+        "Impersonate-User: carol",
+        "Impersonate-Group: release-managers",
+    ] {
+        assert!(
+            sent.iter().any(|h| h == header),
+            "{header} in {sent:?}\n{}",
+            plugin.stderr
+        );
+        assert!(
+            kubectls.iter().any(|h| h == header),
+            "kubectl: {header} in {kubectls:?}\n{}",
+            kubectl.stderr
+        );
+    }
+}
+
 fn executable(path: &Path, body: &str) {
     std::fs::write(path, body).unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();

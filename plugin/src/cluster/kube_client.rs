@@ -119,14 +119,16 @@ impl Kube {
             read: conn.config.read_timeout,
         };
         let proxy = conn.config.proxy_url.as_ref().map(|p| p.to_string());
-        let builder = kube::client::ClientBuilder::try_from(conn.config).map_err(|e| match e {
+        let unbuildable = |e: kube::Error| match e {
             kube::Error::Auth(a) => credentials_error(&server, &a),
             other => Error::Kubeconfig(format!(
                 "cannot build a client for {server}: {}",
                 chain(&other)
             )),
-        })?;
-        let client = match RequestLog::new(flags.v, &server) {
+        };
+        let log = RequestLog::new(flags.v, &server, &conn.config).map_err(unbuildable)?;
+        let builder = kube::client::ClientBuilder::try_from(conn.config).map_err(unbuildable)?;
+        let client = match log {
             Some(log) => builder.with_layer(&log).build(),
             None => builder.build(),
         };

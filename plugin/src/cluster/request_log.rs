@@ -1,8 +1,14 @@
 //! `-v=N`: every request to the API server logged on stderr as kubectl logs it, in klog's line
 //! format. `-v=6`: method, URL, status and latency (`GET https://… 200 OK in 3 milliseconds`);
-//! `-v=7` and above: also the request headers the plugin set (a bearer token masked, as kubectl
-//! masks it; the section is left out when there are none) and the response headers. Response bodies are not logged (kubectl's `-v=8`): reading them here
-//! would hold back watch streams.
+//! `-v=7` and above: also the request headers as they go out (a bearer token masked, as kubectl
+//! masks it) and the response headers. Response bodies are not logged (kubectl's `-v=8`):
+//! reading them here would hold back watch streams.
+//!
+//! kube's builder adds this layer above its own, which set the credentials, `--as`
+//! impersonation and the kubeconfig's extra headers later: what this layer sees is not yet what
+//! is sent. So the headers are shown as kube's very layers ([`ConfigExt::auth_layer`],
+//! [`ConfigExt::extra_headers_layer`], built from the same `Config`) make them, run on a copy of
+//! each request.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -10,26 +16,53 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use http::{HeaderMap, Request, Response};
-use tower::{Layer, Service};
+use kube::client::{Body, ConfigExt};
+use tower::util::BoxCloneSyncService;
+use tower::{BoxError, Layer, Service, ServiceBuilder, ServiceExt};
 
 /// The first level at which requests are logged.
 pub const REQUESTS: u8 = 6;
 /// The first level at which headers are logged too.
 pub const HEADERS: u8 = 7;
 
+/// kube's header-setting layers over a service that answers with the request's headers.
+type HeaderProbe = BoxCloneSyncService<Request<Body>, HeaderMap, BoxError>;
+
 #[derive(Clone)]
 pub struct RequestLog {
     level: u8,
     server: String,
+    /// From [`HEADERS`] on: the headers kube's lower layers add.
+    probe: Option<HeaderProbe>,
 }
 
 impl RequestLog {
-    /// `None` below [`REQUESTS`]: nothing to log, no layer.
-    pub fn new(level: u8, server: &str) -> Option<RequestLog> {
-        (level >= REQUESTS).then(|| RequestLog {
+    /// `None` below [`REQUESTS`]: nothing to log, no layer. `config` is the one the client is
+    /// built from.
+    pub fn new(level: u8, server: &str, config: &kube::Config) -> kube::Result<Option<RequestLog>> {
+        if level < REQUESTS {
+            return Ok(None);
+        }
+        let probe = if level >= HEADERS {
+            let echo = tower::service_fn(|req: Request<Body>| async move {
+                let mut answer = Response::new(());
+                *answer.headers_mut() = req.headers().clone();
+                Ok::<_, BoxError>(answer)
+            });
+            let service = ServiceBuilder::new()
+                .option_layer(config.auth_layer()?)
+                .layer(config.extra_headers_layer()?)
+                .service(echo)
+                .map_response(|answer: Response<()>| answer.headers().clone());
+            Some(BoxCloneSyncService::new(service))
+        } else {
+            None
+        };
+        Ok(Some(RequestLog {
             level,
             server: server.trim_end_matches('/').to_string(),
-        })
+            probe,
+        }))
     }
 }
 
@@ -74,14 +107,28 @@ where
         } else {
             format!("{}{}", self.log.server, req.uri())
         });
-        if self.log.level >= HEADERS {
-            line(&format!("{method} {url}"));
-            headers("Request Headers", req.headers());
-        }
+        // The copy the probe runs on: method, URI and the headers set so far, no body.
+        let copy = self.log.probe.clone().map(|probe| {
+            let mut copy = Request::new(Body::empty());
+            *copy.method_mut() = req.method().clone();
+            *copy.uri_mut() = req.uri().clone();
+            *copy.headers_mut() = req.headers().clone();
+            (probe, copy)
+        });
+        let set_so_far = req.headers().clone();
         let level = self.log.level;
         let started = Instant::now();
         let fut = self.inner.call(req);
         Box::pin(async move {
+            if level >= HEADERS {
+                line(&format!("{method} {url}"));
+                let sent = match copy {
+                    // Credentials that cannot be had fail the request itself, which says why.
+                    Some((probe, copy)) => probe.oneshot(copy).await.unwrap_or(set_so_far),
+                    None => set_so_far,
+                };
+                headers("Request Headers", &sent);
+            }
             let result = fut.await;
             let ms = started.elapsed().as_millis();
             match &result {
@@ -114,8 +161,7 @@ fn line(text: &str) {
 }
 
 fn headers(title: &str, map: &HeaderMap) {
-    // This layer sits above kube's own (credentials, impersonation), which add their headers
-    // later: a request may have none yet, and an empty section says nothing.
+    // A request without credentials or extra headers has none: an empty section says nothing.
     if map.is_empty() {
         return;
     }
@@ -126,8 +172,21 @@ fn headers(title: &str, map: &HeaderMap) {
         } else {
             String::from_utf8_lossy(value.as_bytes()).into_owned()
         };
-        line(&format!("    {name}: {shown}"));
+        line(&format!("    {}: {shown}", canonical(name.as_str())));
     }
+}
+
+/// Go's canonical form of a header name (`textproto.CanonicalMIMEHeaderKey`), as kubectl prints
+/// it: `Impersonate-User`, where the http crate keeps names in lower case.
+fn canonical(name: &str) -> String {
+    let mut upper = true;
+    name.chars()
+        .map(|c| {
+            let shown = if upper { c.to_ascii_uppercase() } else { c };
+            upper = c == '-';
+            shown
+        })
+        .collect()
 }
 
 /// kubectl's `maskValue`: the scheme stays, the credential becomes `<masked>`.
@@ -153,7 +212,10 @@ mod tests {
     fn credentials_are_masked_and_low_levels_log_nothing() {
         assert_eq!(mask("Bearer abc.def"), "Bearer <masked>");
         assert_eq!(mask("secret"), "<masked>");
-        assert!(RequestLog::new(5, "https://x").is_none());
-        assert!(RequestLog::new(6, "https://x/").is_some());
+        let config = kube::Config::new("https://x".parse().unwrap());
+        assert!(RequestLog::new(5, "https://x", &config).unwrap().is_none());
+        assert_eq!(canonical("impersonate-user"), "Impersonate-User");
+        assert_eq!(canonical("authorization"), "Authorization");
+        assert!(RequestLog::new(6, "https://x/", &config).unwrap().is_some());
     }
 }

@@ -158,8 +158,9 @@ pub fn client_from(content: &[u8], verbosity: u8) -> Result<kube::Client, String
     config.connect_timeout = Some(Duration::from_secs(10));
     config.read_timeout = Some(Duration::from_secs(30));
     let server = config.cluster_url.to_string();
+    let log = RequestLog::new(verbosity, &server, &config).map_err(|e| chain(&e))?;
     let builder = kube::client::ClientBuilder::try_from(config).map_err(|e| chain(&e))?;
-    Ok(match RequestLog::new(verbosity, &server) {
+    Ok(match log {
         Some(log) => builder.with_layer(&log).build(),
         None => builder.build(),
     })
