@@ -10,7 +10,7 @@
 
 use promotion_e2e::backend::Cluster;
 use promotion_e2e::envtest::objects::CLUSTER_PROMOTION;
-use promotion_e2e::envtest::{FailurePolicy, User};
+use promotion_e2e::envtest::{FailurePolicy, User, WebhookConfigurations, WebhookServer};
 use promotion_shared::admission::approval_records;
 use serde_json::{json, Value};
 
@@ -38,6 +38,57 @@ pub fn awaiting() -> Value {
 
 /// A status in which the rollout of `object`'s spec went past staging's gate to production,
 /// carrying that rollout's hashes as Sveltos writes them.
+/// The start of the approval scenarios: the webhook and the plugin installed, a promotion stored
+/// awaiting approval at staging, approved there by the release manager with `reason`.
+pub struct ApprovedGate {
+    pub name: String,
+    webhook: WebhookServer,
+    /// Kept to play an outage with them still installed.
+    configs: Option<WebhookConfigurations>,
+}
+
+impl ApprovedGate {
+    pub fn new(cluster: &Cluster, reason: &str) -> ApprovedGate {
+        let backend = cluster.kind().name();
+        let webhook = register_webhook(cluster);
+        let configs = webhook
+            .configurations()
+            .or_fail(cluster, "rendering manifests/");
+        cluster
+            .install_plugin()
+            .or_fail(cluster, "installing the plugin");
+        let name = store(cluster);
+        cluster
+            .put_status(CLUSTER_PROMOTION, None, &name, &awaiting())
+            .or_fail(cluster, "writing the status");
+        let out = kubectl(
+            cluster,
+            User::ReleaseManager,
+            &["promotion", "approve", &name, "--reason", reason],
+        );
+        assert_eq!(out.code, 0, "[{backend}] approving: {out}");
+        ApprovedGate {
+            name,
+            webhook,
+            configs: Some(configs),
+        }
+    }
+
+    /// The webhook's outage under `failurePolicy: Ignore`: it stops, its configurations stay
+    /// installed and fail open, so writes pass without it seeing them.
+    pub fn webhook_down_under_ignore(&mut self, cluster: &Cluster) {
+        self.webhook.stop();
+        let configs = self
+            .configs
+            .take()
+            .ok_or("one outage per scenario: the configurations were used")
+            .or_fail(cluster, "the webhook's configurations");
+        cluster
+            .register_webhooks(configs.with_failure_policy(FailurePolicy::Ignore))
+            .or_fail(cluster, "switching to failurePolicy Ignore");
+    }
+}
+
 fn past_the_gate(object: &Value) -> Value {
     let mut status = example("kyverno-manual-gate.yaml")["status"].clone();
     status["currentStageName"] = json!("production");
@@ -351,23 +402,8 @@ pub fn an_approval_is_revoked_and_the_revocation_recorded(cluster: &Cluster) {
 
 pub fn an_approval_the_webhook_did_not_see_is_credited_to_nobody(cluster: &Cluster) {
     let backend = cluster.kind().name();
-    let mut webhook = register_webhook(cluster);
-    let configs = webhook
-        .configurations()
-        .or_fail(cluster, "rendering manifests/");
-    cluster
-        .install_plugin()
-        .or_fail(cluster, "installing the plugin");
-    let name = store(cluster);
-    cluster
-        .put_status(CLUSTER_PROMOTION, None, &name, &awaiting())
-        .or_fail(cluster, "writing the status");
-    let out = kubectl(
-        cluster,
-        User::ReleaseManager,
-        &["promotion", "approve", &name, "--reason", "first"],
-    );
-    assert_eq!(out.code, 0, "[{backend}] approving: {out}");
+    let mut gate = ApprovedGate::new(cluster, "first");
+    let name = gate.name.clone();
     // The approval goes (as Sveltos' reset or a manifest without it would take it), seen by
     // the webhook.
     let out = kubectl(
@@ -384,10 +420,7 @@ pub fn an_approval_the_webhook_did_not_see_is_credited_to_nobody(cluster: &Clust
     );
     assert_eq!(out.code, 0, "[{backend}] removing the approval: {out}");
 
-    webhook.stop();
-    cluster
-        .register_webhooks(configs.with_failure_policy(FailurePolicy::Ignore))
-        .or_fail(cluster, "switching to failurePolicy Ignore");
+    gate.webhook_down_under_ignore(cluster);
     let out = kubectl(cluster, User::Admin, &["promotion", "approve", &name]);
     assert_eq!(out.code, 0, "[{backend}] approving unseen: {out}");
     assert_contains(

@@ -15,11 +15,11 @@
 
 use promotion_e2e::backend::Cluster;
 use promotion_e2e::envtest::objects::CLUSTER_PROMOTION;
-use promotion_e2e::envtest::{FailurePolicy, User};
+use promotion_e2e::envtest::User;
 use promotion_shared::admission::{approval_records, reset_flip_records};
 use serde_json::{json, Value};
 
-use super::bound::{awaiting, describe_json, store};
+use super::bound::{awaiting, describe_json, store, ApprovedGate};
 use super::support::{assert_contains, kubectl, manual_gate, read_back, register_webhook, Expect};
 
 fn patch(cluster: &Cluster, user: User, name: &str, kind: &str, body: &str) -> String {
@@ -59,30 +59,12 @@ fn line<'a>(text: &'a str, label: &str) -> &'a str {
 
 pub fn a_spec_change_the_webhook_did_not_see_is_named_so(cluster: &Cluster) {
     let backend = cluster.kind().name();
-    let mut webhook = register_webhook(cluster);
-    let configs = webhook
-        .configurations()
-        .or_fail(cluster, "rendering manifests/");
-    cluster
-        .install_plugin()
-        .or_fail(cluster, "installing the plugin");
-    let name = store(cluster);
-    cluster
-        .put_status(CLUSTER_PROMOTION, None, &name, &awaiting())
-        .or_fail(cluster, "writing the status");
-    let out = kubectl(
-        cluster,
-        User::ReleaseManager,
-        &["promotion", "approve", &name, "--reason", "CAB-3.6.2"],
-    );
-    assert_eq!(out.code, 0, "[{backend}] approving: {out}");
+    let mut gate = ApprovedGate::new(cluster, "CAB-3.6.2");
+    let name = gate.name.clone();
     let record = approval_records(&read_back(cluster, &name)).expect("records")["staging"].clone();
 
     // The outage: the chart changes unseen, and the approval for 3.6.2 stays.
-    webhook.stop();
-    cluster
-        .register_webhooks(configs.with_failure_policy(FailurePolicy::Ignore))
-        .or_fail(cluster, "switching to failurePolicy Ignore");
+    gate.webhook_down_under_ignore(cluster);
     patch(
         cluster,
         User::Admin,
@@ -235,31 +217,13 @@ pub fn sveltos_flipping_automatic_reset_is_shown_with_the_approval_it_cost(clust
 
 pub fn an_unrecorded_approval_used_and_removed_is_credited_to_nobody(cluster: &Cluster) {
     let backend = cluster.kind().name();
-    let mut webhook = register_webhook(cluster);
-    let configs = webhook
-        .configurations()
-        .or_fail(cluster, "rendering manifests/");
-    cluster
-        .install_plugin()
-        .or_fail(cluster, "installing the plugin");
-    let name = store(cluster);
-    cluster
-        .put_status(CLUSTER_PROMOTION, None, &name, &awaiting())
-        .or_fail(cluster, "writing the status");
-    let out = kubectl(
-        cluster,
-        User::ReleaseManager,
-        &["promotion", "approve", &name, "--reason", "first"],
-    );
-    assert_eq!(out.code, 0, "[{backend}] approving: {out}");
+    let mut gate = ApprovedGate::new(cluster, "first");
+    let name = gate.name.clone();
     let remove = r#"[{"op": "remove", "path": "/spec/stages/1/trigger/manual/approved"}]"#;
     patch(cluster, User::Admin, &name, "json", remove);
 
     // Approved while the webhook is down: no record.
-    webhook.stop();
-    cluster
-        .register_webhooks(configs.with_failure_policy(FailurePolicy::Ignore))
-        .or_fail(cluster, "switching to failurePolicy Ignore");
+    gate.webhook_down_under_ignore(cluster);
     let out = kubectl(cluster, User::Admin, &["promotion", "approve", &name]);
     assert_eq!(out.code, 0, "[{backend}] approving unseen: {out}");
 
