@@ -9,7 +9,7 @@ use kube::{Client, Config};
 use serde_json::Value;
 
 use promotion_shared::model::{
-    is_cluster_promotion, stage_profile_name, CLUSTER_PROFILE_NAME_LABEL, PROMOTION_NAME_LABEL,
+    is_cluster_promotion, stage_profile_names, CLUSTER_PROFILE_NAME_LABEL, PROMOTION_NAME_LABEL,
 };
 use promotion_shared::plan::{ClusterType, Inventory};
 use promotion_shared::reconcile::Snapshot;
@@ -154,17 +154,7 @@ pub async fn live(client: &Client, name: &str) -> Result<Snapshot> {
         .filter_map(|p| serde_json::to_value(p).ok())
         .collect();
     // Each stage's profile name, whether or not the profile exists yet.
-    let stage_names: Vec<String> = promotion
-        .pointer("/spec/stages")
-        .and_then(Value::as_array)
-        .map(|stages| {
-            stages
-                .iter()
-                .filter_map(|s| s.get("name").and_then(Value::as_str))
-                .map(|s| stage_profile_name(name, s))
-                .collect()
-        })
-        .unwrap_or_default();
+    let stage_names = stage_profile_names(&promotion, name);
     let summaries_api: Api<DynamicObject> = Api::all_with(client.clone(), &SUMMARY.api_resource());
     let summaries = if stage_names.is_empty() {
         Vec::new()

@@ -369,6 +369,23 @@ pub fn stage_profile_name(promotion: &str, stage: &str) -> String {
     format!("{promotion}-{stage}")
 }
 
+/// The ClusterProfile name of each stage of a stored promotion `object` named `promotion`, in
+/// order, whether or not the profile exists yet: what a reconcile reads ClusterSummaries by.
+/// Read from the JSON, so that a promotion the typed model cannot hold is still looked at.
+pub fn stage_profile_names(object: &serde_json::Value, promotion: &str) -> Vec<String> {
+    object
+        .pointer("/spec/stages")
+        .and_then(serde_json::Value::as_array)
+        .map(|stages| {
+            stages
+                .iter()
+                .filter_map(|s| s.get("name").and_then(serde_json::Value::as_str))
+                .map(|s| stage_profile_name(promotion, s))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Name of the ClusterProfile Sveltos generates for a stage's `preHealthCheckDeployment`.
 pub fn preverification_profile_name(promotion: &str, stage: &str) -> String {
     format!("preverification-{promotion}-{stage}")
@@ -479,5 +496,19 @@ impl kube_core::Resource for ClusterPromotion {
     }
     fn meta_mut(&mut self) -> &mut ObjectMeta {
         &mut self.metadata
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_stage_has_its_profile_name_even_when_the_object_is_not_a_valid_promotion() {
+        let object = serde_json::json!({"spec": {"stages": [
+            {"name": "dev"}, {"clusterSelector": {}}, {"name": "prod", "trigger": "nonsense"}
+        ]}});
+        assert_eq!(stage_profile_names(&object, "web"), ["web-dev", "web-prod"]);
+        assert!(stage_profile_names(&serde_json::json!({}), "web").is_empty());
     }
 }

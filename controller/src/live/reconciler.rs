@@ -210,17 +210,7 @@ fn foreign_writer(promotion: &Value, take_over: bool) -> Option<String> {
 
 fn snapshot(cache: &Cache, promotion: &Value, name: &str) -> Snapshot {
     let profiles = cache.profiles_of(name);
-    let stage_profiles: Vec<String> = promotion
-        .pointer("/spec/stages")
-        .and_then(Value::as_array)
-        .map(|stages| {
-            stages
-                .iter()
-                .filter_map(|s| s.get("name").and_then(Value::as_str))
-                .map(|s| promotion_shared::model::stage_profile_name(name, s))
-                .collect()
-        })
-        .unwrap_or_default();
+    let stage_profiles = promotion_shared::model::stage_profile_names(promotion, name);
     Snapshot {
         promotion: promotion.clone(),
         profiles,
