@@ -29,7 +29,7 @@ use serde_json::{json, Value};
 
 use crate::apiserver::matchconditions::MatchCondition;
 use crate::apiserver::{
-    AdmissionConfig, Decision, StandIn, StandInHandle, StandInOptions, UserInfo,
+    AdmissionConfig, Attributes, Decision, StandIn, StandInHandle, StandInOptions, UserInfo,
 };
 use crate::bins::{self, Kubeconfig, Output};
 use crate::envtest::objects::{Kind, ObjectError, Objects, CLUSTER_PROMOTION, NAMESPACE};
@@ -114,6 +114,24 @@ pub struct StandInBackend {
     admin: Objects,
 }
 
+/// The stand-in's authorizer: the RBAC of the users table ([`users`]), evaluated as the RBAC
+/// authorizer evaluates the ClusterRoles the real server gets from the same table.
+pub fn users_table_rbac(a: &Attributes) -> Decision {
+    let allowed = users::allows(&users::Request {
+        groups: &a.user.groups,
+        verb: &a.verb,
+        api_group: &a.api_group,
+        resource: &a.resource,
+        subresource: &a.subresource,
+        resource_request: a.resource_request,
+    });
+    if allowed {
+        Decision::Allow
+    } else {
+        Decision::Deny(None)
+    }
+}
+
 impl StandInBackend {
     pub fn start() -> Result<StandInBackend, BackendError> {
         let tokens = Tokens::generate();
@@ -123,21 +141,7 @@ impl StandInBackend {
                 options.with_token(tokens.of(user), UserInfo::new(user.name(), user.groups()));
         }
         let server = StandIn::start(options)?;
-        server.set_authorizer(|a| {
-            let allowed = users::allows(&users::Request {
-                groups: &a.user.groups,
-                verb: &a.verb,
-                api_group: &a.api_group,
-                resource: &a.resource,
-                subresource: &a.subresource,
-                resource_request: a.resource_request,
-            });
-            if allowed {
-                Decision::Allow
-            } else {
-                Decision::Deny(None)
-            }
-        });
+        server.set_authorizer(users_table_rbac);
         let admin = Objects::new(client(
             server.url(),
             server.ca_pem(),

@@ -1,32 +1,19 @@
 //! The plugin as a user whose RBAC covers only part of what it reads: the stand-in's authorizer
-//! evaluates the users table of `promotion_e2e::envtest::users` (as the real RBAC authorizer
-//! would), and the admin impersonates the user (`--as`/`--as-group`), as kubectl lets an
-//! operator check what someone else sees.
+//! evaluates the users table of `promotion_e2e::envtest::users` as the real RBAC authorizer
+//! would (`promotion_e2e::backend::users_table_rbac`), and the admin impersonates the user
+//! (`--as`/`--as-group`), as kubectl lets an operator check what someone else sees.
 
 mod plugin_common;
 
 use plugin_common::*;
-use promotion_e2e::apiserver::{Attributes, Decision, DenyRule};
-use promotion_e2e::envtest::users::{self, User};
+use promotion_e2e::apiserver::DenyRule;
+use promotion_e2e::envtest::users::User;
 
 /// The example world, with the RBAC of the users table enforced.
 fn rbac_env(example: &str) -> Env {
     let env = Env::start(example_world(example));
-    env.server.set_authorizer(|a: &Attributes| {
-        let allowed = users::allows(&users::Request {
-            groups: &a.user.groups,
-            verb: &a.verb,
-            api_group: &a.api_group,
-            resource: &a.resource,
-            subresource: &a.subresource,
-            resource_request: a.resource_request,
-        });
-        if allowed {
-            Decision::Allow
-        } else {
-            Decision::Deny(None)
-        }
-    });
+    env.server
+        .set_authorizer(promotion_e2e::backend::users_table_rbac);
     env
 }
 

@@ -341,14 +341,9 @@ impl Kube {
     }
 
     pub async fn get_promotion(&self, name: &str) -> Result<Value> {
-        let what = Request::named("get", PROMOTIONS, name);
-        let req = self.build(
-            KubeRequest::new(PROMOTION.path).get(name, &Default::default()),
-            &what,
-        )?;
-        match self.send(req, &what).await {
-            Err(Error::NotFound(n)) => Err(self.classify_not_found(&n).await),
-            other => other,
+        match self.find_promotion(name).await? {
+            Some(object) => Ok(object),
+            None => Err(self.classify_not_found(name).await),
         }
     }
 
