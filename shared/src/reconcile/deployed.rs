@@ -50,12 +50,13 @@ pub fn summaries_of<'a>(profile_name: &str, summaries: &'a [Value]) -> Vec<&'a V
 }
 
 /// The parts of a ClusterSummary this check reads, and nothing else: what a controller's cache
-/// keeps (each ClusterSummary carries a whole profile spec, Helm values included, which the
-/// check never looks at). [`check`] gives the same answer on the result as on the whole object.
+/// keeps. Each ClusterSummary carries a whole profile spec, Helm values included, which the check
+/// only compares with the profile's: those lists are kept as digests ([`list_digest`]).
+/// [`check`] gives the same answer on the result as on the whole object.
 pub fn retained(summary: &Value) -> Value {
     let mut out = serde_json::Map::new();
     let mut meta = serde_json::Map::new();
-    for key in ["name", "namespace", "uid", "resourceVersion"] {
+    for key in ["name", "namespace"] {
         if let Some(v) = summary.pointer(&format!("/metadata/{key}")) {
             meta.insert(key.into(), v.clone());
         }
@@ -76,18 +77,17 @@ pub fn retained(summary: &Value) -> Value {
             spec.insert(key.into(), v.clone());
         }
     }
-    let mut profile_spec = serde_json::Map::new();
-    for key in [
-        "helmCharts",
-        "policyRefs",
-        "kustomizationRefs",
-        "validateHealths",
-    ] {
-        if let Some(v) = summary.pointer(&format!("/spec/clusterProfileSpec/{key}")) {
-            profile_spec.insert(key.into(), v.clone());
-        }
-    }
-    spec.insert("clusterProfileSpec".into(), profile_spec.into());
+    // The lists compared with the profile's, as digests: a ClusterSummary's copies of the Helm
+    // charts (values included), references and health checks are most of its size, and the check
+    // only asks whether they equal the profile's.
+    let digests: serde_json::Map<String, Value> = SYNCED_LISTS
+        .iter()
+        .map(|key| {
+            let list = summary.pointer(&format!("/spec/clusterProfileSpec/{key}"));
+            ((*key).into(), Value::String(list_digest(as_list(list))))
+        })
+        .collect();
+    spec.insert(SPEC_DIGESTS.into(), digests.into());
     out.insert("spec".into(), spec.into());
     if let Some(features) = summary
         .pointer("/status/featureSummaries")
@@ -146,8 +146,9 @@ pub fn check(
         ));
     };
     let found = summaries_of(profile_name, summaries);
+    let wanted = Wanted::of(profile);
     for summary in &found {
-        if let Some(reason) = out_of_sync(summary, profile, checks) {
+        if let Some(reason) = out_of_sync(summary, &wanted, checks) {
             return Deployment::NotDeployed(reason);
         }
         if !provisioned(summary) {
@@ -261,32 +262,122 @@ fn expected_clusters(
     Some(out)
 }
 
+/// The profile-spec lists a ClusterSummary must carry as the profile has them (upstream §10.2),
+/// with what the check says when one differs.
+const SYNCED_LISTS: [&str; 4] = [
+    "helmCharts",
+    "policyRefs",
+    "kustomizationRefs",
+    "validateHealths",
+];
+
+/// Where [`retained`] keeps [`list_digest`] of each of [`SYNCED_LISTS`] instead of the list: a
+/// field Sveltos never writes.
+const SPEC_DIGESTS: &str = "clusterProfileSpecDigests";
+
+/// [`list_digest`] of the empty list: a retained ClusterSummary whose spec does not use a feature.
+static EMPTY_LIST_DIGEST: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| list_digest(&[]));
+
+/// A list as upstream reads it: anything but an array is an empty list.
+fn as_list(v: Option<&Value>) -> &[Value] {
+    v.and_then(Value::as_array).map_or(&[], Vec::as_slice)
+}
+
+/// A digest two lists share exactly when they are equal as `serde_json` values: object keys in
+/// any order (its maps compare as maps), numbers as written (`1` is not `1.0`), `-0.0` as `0.0`.
+fn list_digest(list: &[Value]) -> String {
+    fn array(items: &[Value], out: &mut String) {
+        out.push('[');
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            canonical(item, out);
+        }
+        out.push(']');
+    }
+    fn canonical(v: &Value, out: &mut String) {
+        match v {
+            Value::Object(map) => {
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                out.push('{');
+                for (i, (key, value)) in entries.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    // A string always serializes.
+                    out.push_str(&serde_json::to_string(key).unwrap_or_default());
+                    out.push(':');
+                    canonical(value, out);
+                }
+                out.push('}');
+            }
+            Value::Array(items) => array(items, out),
+            Value::Number(n) if n.as_f64() == Some(0.0) && n.is_f64() => out.push_str("0.0"),
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut text = String::new();
+    array(list, &mut text);
+    use sha2::Digest;
+    base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        sha2::Sha256::digest(text.as_bytes()),
+    )
+}
+
+/// The profile's lists, read once per check: each ClusterSummary is compared with them, as a
+/// list or, for one [`retained`] by a cache, as a digest.
+struct Wanted<'a> {
+    lists: [&'a [Value]; 4],
+    digests: std::cell::OnceCell<[String; 4]>,
+}
+
+impl<'a> Wanted<'a> {
+    fn of(profile: &'a Value) -> Wanted<'a> {
+        Wanted {
+            lists: SYNCED_LISTS.map(|key| as_list(profile.pointer(&format!("/spec/{key}")))),
+            digests: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// Whether `summary`'s list `i` of [`SYNCED_LISTS`] differs from the profile's.
+    fn differs(&self, summary: &Value, i: usize) -> bool {
+        let key = SYNCED_LISTS[i];
+        match summary
+            .pointer(&format!("/spec/{SPEC_DIGESTS}/{key}"))
+            .and_then(Value::as_str)
+        {
+            Some(digest) => {
+                let wanted = self.digests.get_or_init(|| self.lists.map(list_digest));
+                digest != wanted[i]
+            }
+            None => {
+                as_list(summary.pointer(&format!("/spec/clusterProfileSpec/{key}")))
+                    != self.lists[i]
+            }
+        }
+    }
+}
+
 /// Upstream §10.2: the three feature lists of the ClusterSummary against the profile's (and, with
 /// `checks`, the health checks), in upstream's order and words.
-fn out_of_sync(summary: &Value, profile: &Value, checks: bool) -> Option<String> {
+fn out_of_sync(summary: &Value, wanted: &Wanted<'_>, checks: bool) -> Option<String> {
     let name = name_of(summary);
-    let list = |v: &Value, pointer: &str| -> Vec<Value> {
-        v.pointer(pointer)
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-    };
-    let differs = |key: &str| {
-        list(summary, &format!("/spec/clusterProfileSpec/{key}"))
-            != list(profile, &format!("/spec/{key}"))
-    };
-    if differs("helmCharts") {
+    if wanted.differs(summary, 0) {
         return Some(format!("ClusterSummary HelmCharts {name} is not in sync."));
     }
-    if differs("policyRefs") {
+    if wanted.differs(summary, 1) {
         return Some(format!("ClusterSummary PolicyRefs {name} is not in sync."));
     }
-    if differs("kustomizationRefs") {
+    if wanted.differs(summary, 2) {
         return Some(format!(
             "ClusterSummaryKustomizationRefs {name} is not in sync."
         ));
     }
-    if checks && differs("validateHealths") {
+    if checks && wanted.differs(summary, 3) {
         return Some(format!(
             "ClusterSummary {name} does not run the stage's health checks yet."
         ));
@@ -314,11 +405,12 @@ fn provisioned(summary: &Value) -> bool {
     if features.iter().any(|(_, status)| *status != "Provisioned") {
         return false;
     }
-    let uses = |key: &str| {
-        summary
-            .pointer(&format!("/spec/clusterProfileSpec/{key}"))
-            .and_then(Value::as_array)
-            .is_some_and(|l| !l.is_empty())
+    let uses = |key: &str| match summary
+        .pointer(&format!("/spec/{SPEC_DIGESTS}/{key}"))
+        .and_then(Value::as_str)
+    {
+        Some(digest) => *digest != *EMPTY_LIST_DIGEST,
+        None => !as_list(summary.pointer(&format!("/spec/clusterProfileSpec/{key}"))).is_empty(),
     };
     [
         ("helmCharts", "Helm"),
@@ -327,4 +419,28 @@ fn provisioned(summary: &Value) -> bool {
     ]
     .iter()
     .all(|(key, feature)| !uses(key) || features.iter().any(|(f, _)| f == feature))
+}
+
+#[cfg(test)]
+mod digest_tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The digest agrees with `serde_json`'s equality, which the whole-object comparison uses.
+    #[test]
+    fn lists_share_a_digest_exactly_when_they_are_equal() {
+        let pairs = [
+            (json!([{"a": 1, "b": [2, {"c": "x"}]}]), json!([{"b": [2, {"c": "x"}], "a": 1}])),
+            (json!([1, 2]), json!([2, 1])),
+            (json!([1]), json!([1.0])),
+            (json!([0.0]), json!([-0.0])),
+            (json!([{"a": null}]), json!([{}])),
+            (json!(["a,b"]), json!(["a", "b"])),
+        ];
+        for (a, b) in pairs {
+            let (a, b) = (as_list(Some(&a)), as_list(Some(&b)));
+            assert_eq!(list_digest(a) == list_digest(b), a == b, "{a:?} vs {b:?}");
+        }
+        assert_eq!(as_list(Some(&json!("not a list"))), as_list(None));
+    }
 }

@@ -1094,7 +1094,28 @@ fn the_summary_fields_a_cache_keeps_decide_the_same() {
         s["spec"]["clusterProfileSpec"]["helmCharts"][0]["values"] = json!("x: 1\n".repeat(100));
         s["metadata"]["annotations"] = json!({"big": "y".repeat(1000)});
     }
-    for summaries in [summaries, fat] {
+    // Keys in another order are the same lists; a changed chart, or a feature summary gone, is
+    // not: the retained form must tell each apart exactly as the whole object does.
+    let mut reordered = summaries.clone();
+    let mut drifted = summaries.clone();
+    let mut unreported = summaries.clone();
+    for s in &mut reordered {
+        let chart = &mut s["spec"]["clusterProfileSpec"]["helmCharts"][0];
+        let mut keys: Vec<(String, Value)> = chart
+            .as_object()
+            .map(|m| m.clone().into_iter().collect())
+            .unwrap_or_default();
+        keys.reverse();
+        *chart = Value::Object(keys.into_iter().collect());
+    }
+    for s in &mut drifted {
+        s["spec"]["clusterProfileSpec"]["helmCharts"][0]["chartVersion"] = json!("0.0.1");
+    }
+    for s in &mut unreported {
+        s["status"]["featureSummaries"] = json!([]);
+    }
+    let mut decisions = Vec::new();
+    for summaries in [summaries, fat, reordered, drifted, unreported] {
         let whole = decide_at(
             &Snapshot {
                 promotion: p.clone(),
@@ -1114,5 +1135,12 @@ fn the_summary_fields_a_cache_keeps_decide_the_same() {
             NOW,
         );
         assert_eq!(whole, kept);
+        decisions.push(whole.status);
     }
+    assert_eq!(decisions[0], decisions[2], "key order changes nothing");
+    assert_ne!(decisions[0], decisions[3], "a drifted chart is not in sync");
+    assert_ne!(
+        decisions[0], decisions[4],
+        "a feature not reported is not provisioned"
+    );
 }
