@@ -430,7 +430,10 @@ mod digest_tests {
     #[test]
     fn lists_share_a_digest_exactly_when_they_are_equal() {
         let pairs = [
-            (json!([{"a": 1, "b": [2, {"c": "x"}]}]), json!([{"b": [2, {"c": "x"}], "a": 1}])),
+            (
+                json!([{"a": 1, "b": [2, {"c": "x"}]}]),
+                json!([{"b": [2, {"c": "x"}], "a": 1}]),
+            ),
             (json!([1, 2]), json!([2, 1])),
             (json!([1]), json!([1.0])),
             (json!([0.0]), json!([-0.0])),
