@@ -36,20 +36,17 @@ pub fn awaiting() -> Value {
     reconciled_now(&example("kyverno-manual-gate.yaml")["status"])
 }
 
-/// A status in which the rollout of `object`'s spec went past staging's gate to production,
-/// carrying that rollout's hashes as Sveltos writes them.
 /// The start of the approval scenarios: the webhook and the plugin installed, a promotion stored
-/// awaiting approval at staging, approved there by the release manager with `reason`.
-pub struct ApprovedGate {
+/// awaiting approval at staging.
+pub struct Gate {
     pub name: String,
     webhook: WebhookServer,
     /// Kept to play an outage with them still installed.
     configs: Option<WebhookConfigurations>,
 }
 
-impl ApprovedGate {
-    pub fn new(cluster: &Cluster, reason: &str) -> ApprovedGate {
-        let backend = cluster.kind().name();
+impl Gate {
+    pub fn new(cluster: &Cluster) -> Gate {
         let webhook = register_webhook(cluster);
         let configs = webhook
             .configurations()
@@ -61,17 +58,22 @@ impl ApprovedGate {
         cluster
             .put_status(CLUSTER_PROMOTION, None, &name, &awaiting())
             .or_fail(cluster, "writing the status");
-        let out = kubectl(
-            cluster,
-            User::ReleaseManager,
-            &["promotion", "approve", &name, "--reason", reason],
-        );
-        assert_eq!(out.code, 0, "[{backend}] approving: {out}");
-        ApprovedGate {
+        Gate {
             name,
             webhook,
             configs: Some(configs),
         }
+    }
+
+    /// The release manager approves the gate, with `reason`.
+    pub fn approved(self, cluster: &Cluster, reason: &str) -> Gate {
+        let out = kubectl(
+            cluster,
+            User::ReleaseManager,
+            &["promotion", "approve", &self.name, "--reason", reason],
+        );
+        assert_eq!(out.code, 0, "[{}] approving: {out}", cluster.kind().name());
+        self
     }
 
     /// The webhook's outage under `failurePolicy: Ignore`: it stops, its configurations stay
@@ -89,6 +91,8 @@ impl ApprovedGate {
     }
 }
 
+/// A status in which the rollout of `object`'s spec went past staging's gate to production,
+/// carrying that rollout's hashes as Sveltos writes them.
 fn past_the_gate(object: &Value) -> Value {
     let mut status = example("kyverno-manual-gate.yaml")["status"].clone();
     status["currentStageName"] = json!("production");
@@ -303,14 +307,8 @@ pub fn an_approval_for_a_rollout_sveltos_has_not_started_is_not_used(cluster: &C
 
 pub fn an_approval_is_revoked_and_the_revocation_recorded(cluster: &Cluster) {
     let backend = cluster.kind().name();
-    let _webhook = register_webhook(cluster);
-    cluster
-        .install_plugin()
-        .or_fail(cluster, "installing the plugin");
-    let name = store(cluster);
-    cluster
-        .put_status(CLUSTER_PROMOTION, None, &name, &awaiting())
-        .or_fail(cluster, "writing the status");
+    let gate = Gate::new(cluster);
+    let name = gate.name.clone();
     let revoke = |user: User, reason: Option<&str>| {
         let mut args = vec![
             "promotion",
@@ -402,7 +400,7 @@ pub fn an_approval_is_revoked_and_the_revocation_recorded(cluster: &Cluster) {
 
 pub fn an_approval_the_webhook_did_not_see_is_credited_to_nobody(cluster: &Cluster) {
     let backend = cluster.kind().name();
-    let mut gate = ApprovedGate::new(cluster, "first");
+    let mut gate = Gate::new(cluster).approved(cluster, "first");
     let name = gate.name.clone();
     // The approval goes (as Sveltos' reset or a manifest without it would take it), seen by
     // the webhook.

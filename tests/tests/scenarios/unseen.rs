@@ -19,7 +19,7 @@ use promotion_e2e::envtest::User;
 use promotion_shared::admission::{approval_records, reset_flip_records};
 use serde_json::{json, Value};
 
-use super::bound::{awaiting, describe_json, store, ApprovedGate};
+use super::bound::{awaiting, describe_json, store, Gate};
 use super::support::{assert_contains, kubectl, manual_gate, read_back, register_webhook, Expect};
 
 fn patch(cluster: &Cluster, user: User, name: &str, kind: &str, body: &str) -> String {
@@ -59,7 +59,7 @@ fn line<'a>(text: &'a str, label: &str) -> &'a str {
 
 pub fn a_spec_change_the_webhook_did_not_see_is_named_so(cluster: &Cluster) {
     let backend = cluster.kind().name();
-    let mut gate = ApprovedGate::new(cluster, "CAB-3.6.2");
+    let mut gate = Gate::new(cluster).approved(cluster, "CAB-3.6.2");
     let name = gate.name.clone();
     let record = approval_records(&read_back(cluster, &name)).expect("records")["staging"].clone();
 
@@ -217,7 +217,7 @@ pub fn sveltos_flipping_automatic_reset_is_shown_with_the_approval_it_cost(clust
 
 pub fn an_unrecorded_approval_used_and_removed_is_credited_to_nobody(cluster: &Cluster) {
     let backend = cluster.kind().name();
-    let mut gate = ApprovedGate::new(cluster, "first");
+    let mut gate = Gate::new(cluster).approved(cluster, "first");
     let name = gate.name.clone();
     let remove = r#"[{"op": "remove", "path": "/spec/stages/1/trigger/manual/approved"}]"#;
     patch(cluster, User::Admin, &name, "json", remove);
