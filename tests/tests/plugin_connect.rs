@@ -574,7 +574,7 @@ fn connection_files_are_named_once_with_what_is_wrong() {
     let cert = dir.path().join("c");
     let key = dir.path().join("k");
     let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
-    let (code, err) = run(&[
+    let with_pair = [
         "list",
         "-s",
         "https://127.0.0.1:1",
@@ -582,22 +582,15 @@ fn connection_files_are_named_once_with_what_is_wrong() {
         cert,
         "--client-key",
         key,
-    ]);
+    ];
+    let (code, err) = run(&with_pair);
     assert_ne!(code, Some(0));
     assert_eq!(
         err,
         format!("error: {cert}: --client-certificate: no such file or directory\n")
     );
     std::fs::write(cert, "").unwrap();
-    let (_, err) = run(&[
-        "list",
-        "-s",
-        "https://127.0.0.1:1",
-        "--client-certificate",
-        cert,
-        "--client-key",
-        key,
-    ]);
+    let (_, err) = run(&with_pair);
     assert_eq!(
         err,
         format!("error: {key}: --client-key: no such file or directory\n")

@@ -171,11 +171,19 @@ const APPROVE: &str = "kubectl promotion approve kyverno-rollout-man --stage sta
 
 /// The approver rules as the install publishes them (`manifests/base/governance.yaml`).
 fn publish_rules(env: &Env, groups: &str, four_eyes: bool) {
+    publish(
+        env,
+        serde_json::json!({"approver-groups": groups, "forbid-self-approval": four_eyes.to_string()}),
+    );
+}
+
+/// The ConfigMap of the approver rules with `data`, valid or not.
+fn publish(env: &Env, data: serde_json::Value) {
     env.put(serde_json::json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": "promotion-governance", "namespace": "kubectl-promotion-system"},
-        "data": {"approver-groups": groups, "forbid-self-approval": four_eyes.to_string()},
+        "data": data,
     }));
 }
 
@@ -304,12 +312,10 @@ fn approver_rules_that_cannot_be_read_leave_the_right_unknown_and_say_why() {
     );
 
     // Rules that do not parse are not guessed at either.
-    env.put(serde_json::json!({
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": "promotion-governance", "namespace": "kubectl-promotion-system"},
-        "data": {"approver-group": "release-managers"},
-    }));
+    publish(
+        &env,
+        serde_json::json!({"approver-group": "release-managers"}),
+    );
     let (step, _) = advice_for(&env, User::Viewer, &[]);
     assert!(
         step.starts_with("you cannot approve (RBAC: no patch on"),
