@@ -1,5 +1,5 @@
 //! Promotion windows as addon-controller v1.13.0 evaluates them (`isPromotionWindowOpen`,
-//! `../shared/reference/promotion-controller.md` §12.4): open iff the most recent `from`
+//! `docs/reference/promotion-controller.md` §12.4): open iff the most recent `from`
 //! activation is strictly in the past and the first `to` activation after it is strictly in the
 //! future, with robfig/cron v1.2.0 schedules ([`crate::cron`]) in the zone of `now`.
 //!

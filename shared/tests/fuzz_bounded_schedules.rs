@@ -10,7 +10,7 @@ use promotion_shared::fuzzing::generate::{mutate, settings, Rng};
 use promotion_shared::fuzzing::schedules::check;
 use support::seeds;
 
-/// Durations and cron expressions from `../shared/reference/lint-parity.md` (D1, C1–C3) and the
+/// Durations and cron expressions from `docs/reference/lint-parity.md` (D1, C1–C3) and the
 /// edges of both grammars.
 const PARITY: &[&str] = &[
     "-5m",

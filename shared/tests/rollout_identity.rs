@@ -1,5 +1,5 @@
 //! Sveltos' rollout identity, byte for byte: `stagesHash` and `profileSpecHash` as a real
-//! addon-controller wrote them (`../shared/reference/promotion-controller.md` §7.6), and the
+//! addon-controller wrote them (`docs/reference/promotion-controller.md` §7.6), and the
 //! worked examples of §7.2–7.3, from manifests with the CRD's defaults applied as the API server
 //! applies them.
 

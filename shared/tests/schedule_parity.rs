@@ -1,6 +1,6 @@
 //! Differential tests of the duration and cron checks against the Go parsers Sveltos runs, from
 //! their own test suites and from the cases measured against the real parsers in
-//! `../shared/reference/lint-parity.md` (classes D1, C1–C3):
+//! `docs/reference/lint-parity.md` (classes D1, C1–C3):
 //! - Go `time.ParseDuration`: `parseDurationTests` (value included) and
 //!   `parseDurationErrorTests` of `src/time/time_test.go` (the valid-UTF-8 ones: a manifest
 //!   cannot hold anything else);

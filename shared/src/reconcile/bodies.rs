@@ -1,6 +1,6 @@
 //! The ClusterProfiles a promotion generates, as full server-side-apply bodies
 //! (addon-controller v1.13.0 `reconcileStageProfile` and `reconcilePreHealthCheckDeployment`,
-//! `../shared/reference/promotion-controller.md` §9): the stage's profile deploys `profileSpec`
+//! `docs/reference/promotion-controller.md` §9): the stage's profile deploys `profileSpec`
 //! to the stage's clusters; the pre-verification profile deploys `preHealthCheckDeployment`.
 //!
 //! The spec is written as Go writes the typed value (members in declaration order, `omitempty`,

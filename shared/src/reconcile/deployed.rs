@@ -1,5 +1,5 @@
 //! "Is the stage deployed?": addon-controller v1.13.0 `checkCurrentStageDeployment`
-//! (`../shared/reference/promotion-controller.md` §10), with three defects fixed:
+//! (`docs/reference/promotion-controller.md` §10), with three defects fixed:
 //! - D4: a cluster the stage matches whose ClusterSummary Sveltos has not created yet is not
 //!   deployed (upstream counts only the ClusterSummaries that exist, so a profile applied a
 //!   moment ago passes at once);

@@ -3,7 +3,7 @@
 //! ([`Decision`]): profiles to apply (full bodies) or delete, the status, the approvals it
 //! consumes, its Events and when it must look again.
 //!
-//! It is addon-controller v1.13.0's `Reconcile` (`../shared/reference/promotion-controller.md`
+//! It is addon-controller v1.13.0's `Reconcile` (`docs/reference/promotion-controller.md`
 //! §3–§16, every status string verbatim), with the defects the decision itself can fix fixed:
 //! - D1: a restart whose profile could not be applied is not lost: the hashes are written in the
 //!   same status as the restart, and a promotion with no current stage restarts;

@@ -1,4 +1,4 @@
-//! The status edits of addon-controller v1.13.0 (`../shared/reference/promotion-controller.md`
+//! The status edits of addon-controller v1.13.0 (`docs/reference/promotion-controller.md`
 //! §11), on a copy of the status, and whether they changed anything.
 
 use chrono::{DateTime, SecondsFormat, Utc};

@@ -1,4 +1,4 @@
-//! Every branch of one reconcile (§12–§14 of `../shared/reference/promotion-controller.md`),
+//! Every branch of one reconcile (§12–§14 of `docs/reference/promotion-controller.md`),
 //! every status string it writes, and each defect the decision fixes.
 
 use chrono::{DateTime, Duration, Utc};

@@ -1,7 +1,7 @@
 //! The Go types Sveltos hashes, field by field in Go declaration order, with their `json` tags:
 //! addon-controller v1.13.0 (`api/v1beta1/clusterpromotion_types.go`, `spec.go`), libsveltos
 //! v1.13.0 (`api/v1beta1/common_types.go`) and the Kubernetes types they embed
-//! (`../shared/reference/promotion-controller.md` §7.5). `json.Marshal` writes an object's
+//! (`docs/reference/promotion-controller.md` §7.5). `json.Marshal` writes an object's
 //! members in exactly this order; [`super::marshal`] reads these tables.
 
 /// A Go type as `encoding/json` sees it.

@@ -86,7 +86,7 @@ pub fn key_of(name: &str) -> Option<SortKey> {
 /// The elements in Sveltos' order, each with its index in the list as written. Go's `sort.Sort`
 /// is an insertion sort (stable) for lists of up to 12 elements, which covers real profiles; a
 /// stable sort is the faithful choice there (beyond 12 elements with equal keys Go's pdqsort
-/// order is not modelled: `../shared/reference/promotion-controller.md` §7.3).
+/// order is not modelled: `docs/reference/promotion-controller.md` §7.3).
 pub fn sorted<'a, 'ctx>(items: &'a [Tree<'ctx>], sort: SortKey) -> Vec<(usize, &'a Tree<'ctx>)> {
     let mut keyed: Vec<(Vec<u8>, usize, &Tree)> = items
         .iter()

@@ -16,7 +16,7 @@
 //!   ClusterProfile and clusters by name, so they are the first entry's), and a warning says so;
 //! - the stage states, approvals, the gate offered and the phase agree with [`oracle`], a naive
 //!   re-derivation from the raw JSON written from `examples/STATES.md` and
-//!   `reference/sveltos-clusterpromotion.md` (not from `view/` or `promotion_shared::pipeline`),
+//!   `docs/reference/sveltos-clusterpromotion.md` (not from `view/` or `promotion_shared::pipeline`),
 //!   wherever those documents decide; `list`'s count of reached stages is the oracle's;
 //! - the view agrees with itself: a promoted stage's successor is reached, and so is the stage
 //!   after a gate whose approval is shown as used; "complete" only when the last stage is,

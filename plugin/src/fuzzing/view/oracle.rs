@@ -6,8 +6,8 @@
 //! the documents quote it. Where the documents leave a case open, the oracle answers
 //! "undetermined" (`None`) and asserts nothing.
 //!
-//! The documents: `STATES.md` is `shared/examples/STATES.md` (the states the examples must get,
-//! and the approval bookkeeping); `§n` is a section of `shared/reference/sveltos-clusterpromotion.md`.
+//! The documents: `STATES.md` is `examples/STATES.md` (the states the examples must get,
+//! and the approval bookkeeping); `§n` is a section of `docs/reference/sveltos-clusterpromotion.md`.
 //!
 //! What each check comes from:
 //! - **Reached** (every stage): a stage is reached exactly when an entry of `status.stages` has
