@@ -8,11 +8,9 @@ use crate::cluster::connection::ConnectionFlags;
 use crate::commands::{
     approve::ApproveArgs, completion::CompletionArgs, describe::DescribeArgs, diff::DiffArgs,
     health::HealthArgs, lint::LintArgs, list::ListArgs, plan::PlanArgs, version::VersionArgs,
-    wait::WaitArgs,
+    version::PROGRAM, wait::WaitArgs,
 };
 use crate::render::ColorChoice;
-
-pub const PROGRAM: &str = "kubectl promotion";
 
 const ABOUT: &str = "Inspect, approve and diff Sveltos ClusterPromotions";
 

@@ -8,6 +8,11 @@ use super::Ctx;
 use crate::error::{exit::plain as exit, Result};
 use crate::render::output::{self, ModelFormat};
 
+/// The program's name, as kubectl runs the plugin: clap's name for it (`cli`) and the first word
+/// of `version`'s line. Here rather than in `cli`, which uses this module: a path from here to
+/// `cli` would make the two depend on each other.
+pub const PROGRAM: &str = "kubectl promotion";
+
 #[derive(Args, Debug)]
 #[command(
     about = "Print the plugin version, git commit and target",
@@ -51,11 +56,7 @@ pub fn run(ctx: &Ctx, args: &VersionArgs) -> Result<u8> {
         Some(ModelFormat::Yaml) => output::to_yaml(&i)?,
         None if args.short => format!("v{}\n", i.version),
         // The same line as `--version` (clap prints the program name and this).
-        None => format!(
-            "{} {}\n",
-            crate::cli::PROGRAM,
-            env!("KUBECTL_PROMOTION_VERSION_LINE")
-        ),
+        None => format!("{PROGRAM} {}\n", env!("KUBECTL_PROMOTION_VERSION_LINE")),
     };
     ctx.write_out(&text)?;
     Ok(exit::OK)
