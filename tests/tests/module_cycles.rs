@@ -4,9 +4,11 @@
 //! "uses" relation has no cycle. So the webhook's `api/` (HTTP) uses `evaluation/`, never the
 //! reverse, and the plugin's command definitions, rendering and view model form no loop.
 //!
-//! Read from the source with `syn`: every `use`, every path in code, and `"crate::…"` /
-//! `"super::…"` strings in attributes (`#[serde(deserialize_with = …)]`), resolved through
-//! `crate::`, `super::`, `self::` and child-module names. A parent's references to its own
+//! Read from the source with `syn`: every `use`, every path in code, the paths inside the token
+//! streams `syn` leaves unparsed — a macro's arguments (`format!("{}", crate::cli::PROGRAM)`,
+//! nested groups included) and an attribute's (`#[arg(value_parser = super::parse)]`) — and
+//! `"crate::…"` / `"super::…"` strings in attributes (`#[serde(deserialize_with = …)]`), resolved
+//! through `crate::`, `super::`, `self::` and child-module names. A parent's references to its own
 //! children (re-exports) and a child's to its parent are not edges at the parent's level: they do
 //! not make two siblings depend on each other. `#[cfg(test)]` code is left out: a test may use
 //! any module.
@@ -212,6 +214,13 @@ impl<'ast> Visit<'ast> for References<'_> {
         self.use_tree(&mut Vec::new(), &item.tree);
     }
 
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        for path in token_paths(mac.tokens.clone()) {
+            self.resolve(&path);
+        }
+        syn::visit::visit_macro(self, mac);
+    }
+
     fn visit_path(&mut self, path: &'ast syn::Path) {
         let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
         self.resolve(&segments);
@@ -219,6 +228,12 @@ impl<'ast> Visit<'ast> for References<'_> {
     }
 
     fn visit_attribute(&mut self, attribute: &'ast syn::Attribute) {
+        // Paths written as tokens, e.g. `#[arg(value_parser = super::parse)]`.
+        if let syn::Meta::List(list) = &attribute.meta {
+            for path in token_paths(list.tokens.clone()) {
+                self.resolve(&path);
+            }
+        }
         // Paths written as strings, e.g. `deserialize_with = "super::x::f"`.
         let text = quote::ToTokens::to_token_stream(attribute).to_string();
         for quoted in text.split('"').skip(1).step_by(2) {
@@ -228,6 +243,52 @@ impl<'ast> Visit<'ast> for References<'_> {
             }
         }
     }
+}
+
+/// The paths written in a token stream that `syn` does not parse (a macro's or an attribute's
+/// arguments), groups included: each `a::b…` of two segments or more, with `$crate` read as
+/// `crate`. A path that starts with `::` (an extern crate) or continues one (`Vec::<u8>::new`'s
+/// `new`) is not one; a lone identifier is not either, since inside a macro it may be anything.
+fn token_paths(tokens: proc_macro2::TokenStream) -> Vec<Vec<String>> {
+    use proc_macro2::{Spacing, TokenTree};
+    fn is_colon(token: Option<&TokenTree>, spacing: Option<Spacing>) -> bool {
+        matches!(token, Some(TokenTree::Punct(p))
+            if p.as_char() == ':' && spacing.is_none_or(|s| p.spacing() == s))
+    }
+    fn walk(tokens: proc_macro2::TokenStream, paths: &mut Vec<Vec<String>>) {
+        let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+        let mut i = 0;
+        while i < tokens.len() {
+            let TokenTree::Ident(first) = &tokens[i] else {
+                if let TokenTree::Group(group) = &tokens[i] {
+                    walk(group.stream(), paths);
+                }
+                i += 1;
+                continue;
+            };
+            let continues = i >= 2
+                && is_colon(tokens.get(i - 2), Some(Spacing::Joint))
+                && is_colon(tokens.get(i - 1), None);
+            let mut segments = vec![first.to_string()];
+            let mut next = i + 1;
+            while is_colon(tokens.get(next), Some(Spacing::Joint))
+                && is_colon(tokens.get(next + 1), None)
+            {
+                let Some(TokenTree::Ident(segment)) = tokens.get(next + 2) else {
+                    break;
+                };
+                segments.push(segment.to_string());
+                next += 3;
+            }
+            if !continues && segments.len() > 1 {
+                paths.push(segments);
+            }
+            i = next;
+        }
+    }
+    let mut paths = Vec::new();
+    walk(tokens, &mut paths);
+    paths
 }
 
 /// Every cycle among the children of some module, as `a → b → a` under that module.
@@ -300,12 +361,50 @@ fn path(module: &str) -> ModPath {
     module.split("::").map(str::to_string).collect()
 }
 
+/// The directories of the workspace's members (`Cargo.toml`), each a library crate.
+fn workspace_crates() -> Vec<String> {
+    let manifest =
+        std::fs::read_to_string(promotion_e2e::bins::workspace_root().join("Cargo.toml"))
+            .expect("the workspace's Cargo.toml");
+    let members = manifest
+        .split("members = [")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+        .expect("the workspace's member list");
+    members
+        .lines()
+        .flat_map(|line| line.split('#').next().unwrap_or_default().split(','))
+        .map(|member| member.trim().trim_matches('"'))
+        .filter(|member| !member.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 #[test]
 fn no_module_depends_on_one_that_depends_back_on_it() {
-    for dir in ["shared", "plugin", "webhook", "tests"] {
-        let cycles = sibling_cycles(&crate_graph(dir));
-        assert!(cycles.is_empty(), "{dir}: module cycles: {cycles:#?}");
+    let crates = workspace_crates();
+    for dir in [
+        "shared",
+        "plugin",
+        "webhook",
+        "controller",
+        "tests",
+        "crates/kube-connect",
+    ] {
+        assert!(
+            crates.iter().any(|c| c == dir),
+            "{dir} is not a member: {crates:?}"
+        );
     }
+    let cycles: Vec<String> = crates
+        .iter()
+        .flat_map(|dir| {
+            sibling_cycles(&crate_graph(dir))
+                .into_iter()
+                .map(move |cycle| format!("{dir}: {cycle}"))
+        })
+        .collect();
+    assert!(cycles.is_empty(), "module cycles: {cycles:#?}");
 }
 
 #[test]
@@ -334,6 +433,22 @@ fn the_check_sees_the_modules_and_edges_that_matter() {
     }
     assert!(plugin[&path("cluster::fetch")].contains(&path("view")));
     assert!(plugin[&path("commands::lint")].contains(&path("render")));
+    // The program's name: cli reads it from version, which names nothing of cli.
+    assert!(plugin[&path("cli")].contains(&path("commands::version")));
+    assert!(!plugin[&path("commands::version")].contains(&path("cli")));
+    let controller = crate_graph("controller");
+    for module in [
+        "cli",
+        "commands",
+        "live::reconciler",
+        "live::writes",
+        "snapshot",
+    ] {
+        assert!(
+            controller.contains_key(&path(module)),
+            "controller: {module} not found"
+        );
+    }
     let shared = crate_graph("shared");
     assert!(shared[&path("model")].contains(&path("approval")));
 }
@@ -360,5 +475,53 @@ fn the_check_finds_a_cycle_through_a_use_a_path_and_a_serde_attribute() {
     // Without the last edge there is none; a child using its parent is not one either.
     write("c.rs", "pub fn h() {}\n");
     write("a/inner.rs", "pub fn f() { crate::b::g(); super::X; }\n");
+    assert!(sibling_cycles(&file_graph(dir.path())).is_empty());
+}
+
+#[test]
+fn the_check_finds_a_cycle_through_a_path_inside_a_macro() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |file: &str, text: &str| {
+        let path = dir.path().join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    // The plugin's shape before PROGRAM moved: cli uses a command's arguments, and the command
+    // names cli's constant only inside `format!`.
+    write("lib.rs", "pub mod cli;\npub mod commands;\n");
+    write(
+        "cli.rs",
+        "use crate::commands::version::VersionArgs;\npub const PROGRAM: &str = \"p\";\n",
+    );
+    write("commands/mod.rs", "pub mod version;\n");
+    write(
+        "commands/version.rs",
+        "pub struct VersionArgs;\npub fn run() -> String { format!(\"{} v1\", crate::cli::PROGRAM) }\n",
+    );
+    let cycles = sibling_cycles(&file_graph(dir.path()));
+    assert_eq!(cycles, ["under crate: cli → commands → cli"]);
+
+    // Inside a group nested in the macro, as `super::`, through `$crate` in a macro_rules body,
+    // and in an attribute's tokens: each is the edge back to cli.
+    for body in [
+        "pub fn run() -> Vec<(u8, &'static str)> { vec![(1, super::super::cli::PROGRAM)] }",
+        "macro_rules! name { () => { $crate::cli::PROGRAM }; }",
+        "#[derive(clap::Args)]\npub struct Flags { #[arg(default_value = crate::cli::PROGRAM)] p: String }",
+    ] {
+        write(
+            "commands/version.rs",
+            &format!("pub struct VersionArgs;\n{body}\n"),
+        );
+        let cycles = sibling_cycles(&file_graph(dir.path()));
+        assert_eq!(cycles, ["under crate: cli → commands → cli"], "{body}");
+    }
+
+    // Not paths into the crate: a lone identifier, an extern crate's path (`::cli::…`), a path
+    // continuing after generics, and text in a string.
+    write(
+        "commands/version.rs",
+        "pub struct VersionArgs;\npub fn run(cli: u8) -> String { \
+         format!(\"crate::cli::PROGRAM {} {} {:?}\", cli, ::cli::PROGRAM, Vec::<u8>::new()) }\n",
+    );
     assert!(sibling_cycles(&file_graph(dir.path())).is_empty());
 }
