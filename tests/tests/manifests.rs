@@ -2,7 +2,9 @@
 //! rendered objects keep the promises the webhook server, the API server and the docs rely on:
 //! a hardened pod, probes on the endpoints the server serves, webhook paths equal to its routes,
 //! a certificate valid for the Service, and rules that match ClusterPromotion writes and nothing
-//! else.
+//! else. Every install the docs name (`kubectl apply -k manifests/`, `kubectl apply -k
+//! manifests/overlays/static-certs`) holds the webhook and promotion-controller, and the docs'
+//! way of leaving the controller out leaves the webhook whole.
 
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
@@ -127,7 +129,45 @@ impl Install {
             .map(|o| o["kind"].as_str().expect("every object has a kind"))
             .collect()
     }
+
+    /// `Kind/name` of every object.
+    fn names(&self) -> BTreeSet<String> {
+        self.objects
+            .iter()
+            .map(|o| format!("{}/{}", s(o, "/kind"), s(o, "/metadata/name")))
+            .collect()
+    }
+
+    /// The install split into the webhook's objects and promotion-controller's (the component
+    /// `manifests/controller`, whose objects all carry its name label).
+    fn split(&self) -> (Install, Install) {
+        let (controller, webhook) = self
+            .objects
+            .iter()
+            .cloned()
+            .partition(|o| o["metadata"]["labels"]["app.kubernetes.io/name"] == CONTROLLER);
+        (
+            Install { objects: webhook },
+            Install {
+                objects: controller,
+            },
+        )
+    }
 }
+
+/// The name of promotion-controller's objects and of the label they all carry.
+const CONTROLLER: &str = "promotion-controller";
+
+/// promotion-controller's objects, as every install holds them.
+const CONTROLLER_OBJECTS: [&str; 7] = [
+    "ClusterRole/promotion-controller",
+    "ClusterRoleBinding/promotion-controller",
+    "Deployment/promotion-controller",
+    "PodDisruptionBudget/promotion-controller",
+    "Role/promotion-controller-leader-election",
+    "RoleBinding/promotion-controller-leader-election",
+    "ServiceAccount/promotion-controller",
+];
 
 fn s<'a>(v: &'a Value, pointer: &str) -> &'a str {
     v.pointer(pointer)
@@ -256,8 +296,109 @@ impl Facts {
     }
 }
 
-/// The invariants every overlay shares. `extra_kinds` are the kinds the overlay adds.
+/// An install as the overlays make it: the webhook (`check_webhook`) and promotion-controller
+/// (`check_controller`), nothing else. `extra_kinds` are the kinds the overlay adds to the
+/// webhook.
 fn check_install(install: &Install, extra_kinds: &[&str]) -> Facts {
+    let (webhook, controller) = install.split();
+    let facts = check_webhook(&webhook, extra_kinds);
+    check_controller(&controller, &facts.namespace);
+    facts
+}
+
+/// promotion-controller's objects: exactly `CONTROLLER_OBJECTS`, in the webhook's namespace,
+/// running the released image with leader election, probes where the process listens, the
+/// image's user, and its service account bound to its roles.
+fn check_controller(controller: &Install, namespace: &str) {
+    assert_eq!(
+        controller.names(),
+        CONTROLLER_OBJECTS.into_iter().map(String::from).collect(),
+        "promotion-controller's objects"
+    );
+    for object in &controller.objects {
+        if !matches!(
+            object["kind"].as_str(),
+            Some("ClusterRole" | "ClusterRoleBinding")
+        ) {
+            assert_eq!(
+                object["metadata"]["namespace"],
+                namespace,
+                "{}",
+                describe(object)
+            );
+        }
+    }
+    let deployment = controller.named("Deployment", CONTROLLER);
+    let pod = &deployment["spec"]["template"]["spec"];
+    let pod_labels = &deployment["spec"]["template"]["metadata"]["labels"];
+    assert!(
+        selects(&deployment["spec"]["selector"], pod_labels),
+        "Deployment selector"
+    );
+    // Two replicas, of which a drain may take one at a time.
+    let replicas = n(deployment, "/spec/replicas");
+    assert_eq!(replicas, 2);
+    let pdb = controller.one("PodDisruptionBudget");
+    assert!(
+        selects(&pdb["spec"]["selector"], pod_labels),
+        "PDB selector"
+    );
+    assert_eq!(replicas - n(pdb, "/spec/minAvailable"), 1);
+    let container = &pod["containers"][0];
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(
+        s(container, "/image"),
+        format!(
+            "ghcr.io/kubectl-promotion/promotion-controller:v{}",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
+    let args = strings(&container["args"]);
+    assert_eq!(args[0], "run");
+    assert!(args.contains(&"--leader-elect"), "{args:?}");
+    // The probes and the metrics port are where the process listens.
+    let health = flag(&args, "--health-listen").expect("--health-listen");
+    let metrics = flag(&args, "--metrics-listen").expect("--metrics-listen");
+    for (probe, addr) in [("readinessProbe", health), ("livenessProbe", health)] {
+        assert_eq!(
+            container_port(container, &container[probe]["httpGet"]["port"]),
+            port_of(addr),
+            "{probe}"
+        );
+    }
+    assert!(container["ports"]
+        .as_array()
+        .expect("ports")
+        .iter()
+        .any(|p| p["containerPort"].as_u64() == Some(port_of(metrics))));
+    // The Lease's identity comes from the downward API; the runtime user is the image's.
+    assert_eq!(s(container, "/env/0/name"), "POD_NAME");
+    let (uid, gid) = dockerfile_user();
+    assert_eq!(n(pod, "/securityContext/runAsUser"), uid);
+    assert_eq!(n(pod, "/securityContext/runAsGroup"), gid);
+    // The service account is bound to exactly the controller's roles.
+    let account = s(pod, "/serviceAccountName");
+    assert_eq!(account, CONTROLLER);
+    for (binding, role_kind, role) in [
+        ("ClusterRoleBinding", "ClusterRole", CONTROLLER),
+        (
+            "RoleBinding",
+            "Role",
+            "promotion-controller-leader-election",
+        ),
+    ] {
+        let binding = controller.all(binding)[0];
+        assert_eq!(s(binding, "/roleRef/kind"), role_kind);
+        assert_eq!(s(binding, "/roleRef/name"), role);
+        assert_eq!(s(binding, "/subjects/0/name"), account);
+        assert_eq!(s(binding, "/subjects/0/namespace"), namespace);
+    }
+}
+
+/// The webhook's objects: the invariants every overlay shares. `extra_kinds` are the kinds the
+/// overlay adds.
+fn check_webhook(install: &Install, extra_kinds: &[&str]) -> Facts {
     let mut allowed: BTreeSet<&str> = [
         "Namespace",
         "ServiceAccount",
@@ -798,7 +939,7 @@ fn cluster_promotion(annotations: Value, finalizers: Value, approved: bool) -> V
 }
 
 #[test]
-fn cert_manager_overlay_renders_an_installable_webhook() {
+fn cert_manager_overlay_installs_the_webhook_and_the_controller() {
     let install = render(&repo_root().join("manifests/overlays/cert-manager"));
     let facts = check_install(&install, &["Issuer", "Certificate"]);
     assert_eq!(
@@ -866,81 +1007,19 @@ fn cert_manager_overlay_renders_an_installable_webhook() {
 }
 
 #[test]
-fn default_kustomization_installs_the_cert_manager_overlay_and_the_controller() {
+fn default_kustomization_is_the_cert_manager_overlay() {
     let root = repo_root().join("manifests");
-    let all = render(&root).objects;
-    let is_controller =
-        |o: &&Value| o["metadata"]["labels"]["app.kubernetes.io/name"] == "promotion-controller";
-    let webhook: Vec<Value> = all.iter().filter(|o| !is_controller(o)).cloned().collect();
+    let install = render(&root);
     assert_eq!(
-        webhook,
+        install.objects,
         render(&root.join("overlays/cert-manager")).objects,
-        "`kubectl apply -k manifests` is the cert-manager install plus the controller"
+        "`kubectl apply -k manifests` is the cert-manager overlay"
     );
-    let controller: BTreeSet<String> = all
-        .iter()
-        .filter(is_controller)
-        .map(|o| format!("{}/{}", s(o, "/kind"), s(o, "/metadata/name")))
-        .collect();
-    assert_eq!(
-        controller,
-        [
-            "ClusterRole/promotion-controller",
-            "ClusterRoleBinding/promotion-controller",
-            "Deployment/promotion-controller",
-            "PodDisruptionBudget/promotion-controller",
-            "Role/promotion-controller-leader-election",
-            "RoleBinding/promotion-controller-leader-election",
-            "ServiceAccount/promotion-controller",
-        ]
-        .into_iter()
-        .map(String::from)
-        .collect()
-    );
+    check_install(&install, &["Issuer", "Certificate"]);
 }
 
 #[test]
-fn the_controller_component_runs_the_released_image_with_leader_election() {
-    let install = render(&repo_root().join("manifests"));
-    let deployment = install.named("Deployment", "promotion-controller");
-    let pod = &deployment["spec"]["template"]["spec"];
-    let container = &pod["containers"][0];
-    assert_eq!(
-        s(container, "/image"),
-        format!(
-            "ghcr.io/kubectl-promotion/promotion-controller:v{}",
-            env!("CARGO_PKG_VERSION")
-        )
-    );
-    let args = strings(&container["args"]);
-    assert_eq!(args[0], "run");
-    assert!(args.contains(&"--leader-elect"), "{args:?}");
-    // The probes and the metrics port are where the process listens.
-    let health = flag(&args, "--health-listen").expect("--health-listen");
-    let metrics = flag(&args, "--metrics-listen").expect("--metrics-listen");
-    for (probe, addr) in [("readinessProbe", health), ("livenessProbe", health)] {
-        assert_eq!(
-            container_port(container, &container[probe]["httpGet"]["port"]),
-            port_of(addr),
-            "{probe}"
-        );
-    }
-    assert!(container["ports"]
-        .as_array()
-        .expect("ports")
-        .iter()
-        .any(|p| p["containerPort"].as_u64() == Some(port_of(metrics))));
-    // The Lease's identity comes from the downward API; the runtime user is the image's.
-    assert_eq!(s(container, "/env/0/name"), "POD_NAME");
-    let (uid, gid) = dockerfile_user();
-    assert_eq!(n(pod, "/securityContext/runAsUser"), uid);
-    assert_eq!(n(pod, "/securityContext/runAsGroup"), gid);
-    // The service account is bound to exactly the controller's roles.
-    let binding = install.named("ClusterRoleBinding", "promotion-controller");
-    assert_eq!(
-        s(binding, "/subjects/0/name"),
-        s(pod, "/serviceAccountName")
-    );
+fn the_controller_image_is_built_by_the_dockerfile() {
     let dockerfile = std::fs::read_to_string(repo_root().join("Dockerfile")).expect("Dockerfile");
     assert!(
         dockerfile.contains("AS controller"),
@@ -949,9 +1028,10 @@ fn the_controller_component_runs_the_released_image_with_leader_election() {
 }
 
 #[test]
-fn static_certs_overlay_serves_certificates_from_promotion_webhook_certs() {
+fn static_certs_overlay_installs_the_webhook_and_the_controller_with_certificates_from_promotion_webhook_certs(
+) {
     let tree = manifests_copy();
-    let facts = check_install(&render(&tree.path().join("base")), &[]);
+    let facts = check_webhook(&render(&tree.path().join("base")), &[]);
     let certs_dir = tree.path().join("overlays/static-certs/certs");
 
     // The documented command, with the names of the rendered Service.
@@ -1058,7 +1138,7 @@ fn ca_bundles(install: &Install) -> Vec<String> {
 #[test]
 fn static_certs_rotation_from_the_same_ca_keeps_the_ca_bundle() {
     let tree = manifests_copy();
-    let facts = check_install(&render(&tree.path().join("base")), &[]);
+    let facts = check_webhook(&render(&tree.path().join("base")), &[]);
     let overlay = tree.path().join("overlays/static-certs");
     let certs_dir = overlay.join("certs");
     generate_certs(&certs_dir, &facts, &[]);
@@ -1239,4 +1319,172 @@ fn the_documented_overlay_publishes_its_approver_rules() {
         }
     );
     check_install(&install, &["Issuer", "Certificate"]);
+}
+
+/// What `kubectl apply -k manifests/` and `kubectl apply -k manifests/overlays/static-certs`
+/// install, in the words README.md (Install), docs/install.md, docs/controller.md and
+/// manifests/README.md all use (whitespace aside).
+const INSTALL_STORY: &str = "`kubectl apply -k manifests/` (cert-manager overlay, the default) or \
+    `kubectl apply -k manifests/overlays/static-certs` (after `promotion-webhook certs`) installs \
+    promotion-webhook and promotion-controller together; on Sveltos Enterprise, which reconciles \
+    ClusterPromotions itself, leave the controller out";
+
+/// The install docs, each with the part of it that tells the story.
+const INSTALL_DOCS: [&str; 4] = [
+    "README.md",
+    "docs/install.md",
+    "docs/controller.md",
+    "manifests/README.md",
+];
+
+fn read_doc(file: &str) -> String {
+    fs::read_to_string(repo_root().join(file)).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+/// `text` with every run of whitespace (line breaks in Markdown paragraphs) one space.
+fn flat(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The static-certs overlay of a copy of `manifests/`, rendered after the documented
+/// `promotion-webhook certs`.
+fn static_certs_install(tree: &Path) -> Install {
+    let facts = check_webhook(&render(&tree.join("base")), &[]);
+    generate_certs(&tree.join("overlays/static-certs/certs"), &facts, &[]);
+    render(&tree.join("overlays/static-certs"))
+}
+
+#[test]
+fn the_install_docs_tell_one_story_and_their_commands_install_webhook_and_controller() {
+    for file in INSTALL_DOCS {
+        let text = read_doc(file);
+        let part = match file {
+            "README.md" => text
+                .split("\n## Install\n")
+                .nth(1)
+                .and_then(|rest| rest.split("\n## ").next())
+                .expect("README.md has an Install section"),
+            _ => &text,
+        };
+        assert!(
+            flat(part).contains(INSTALL_STORY),
+            "{file} does not say, in these words, what the install commands install: {INSTALL_STORY}"
+        );
+    }
+
+    // Every `kubectl apply -k` / `kubectl delete -k` the docs show names one of the two installs
+    // (from a checkout or from the repository) or the documented overlay without the controller.
+    let release = format!("?ref=v{}", env!("CARGO_PKG_VERSION"));
+    let mut targets = BTreeSet::new();
+    for file in INSTALL_DOCS {
+        let text = flat(&read_doc(file));
+        for command in ["kubectl apply -k ", "kubectl delete -k "] {
+            for after in text.split(command).skip(1) {
+                let target = after
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .trim_matches(|c| matches!(c, '`' | '\'' | '"' | ')' | ',' | '.'));
+                let local = target
+                    .strip_prefix("https://github.com/kubectl-promotion/kubectl-promotion//")
+                    .map(|path| {
+                        path.strip_suffix(release.as_str())
+                            .unwrap_or_else(|| panic!("{file}: {target} is not the release"))
+                    })
+                    .unwrap_or(target);
+                targets.insert(local.trim_end_matches('/').to_string());
+            }
+        }
+    }
+    assert_eq!(
+        targets,
+        [
+            "manifests",
+            "manifests/overlays/static-certs",
+            "webhook-only"
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect(),
+        "what the docs apply"
+    );
+    check_install(
+        &render(&repo_root().join("manifests")),
+        &["Issuer", "Certificate"],
+    );
+    let tree = manifests_copy();
+    check_install(&static_certs_install(tree.path()), &["Secret"]);
+}
+
+/// docs/install.md's table of objects is what an install holds: the static-certs overlay's
+/// objects (the cert-manager overlay's differ by its Issuers and Certificates, which issue the
+/// Secret, as the text says).
+#[test]
+fn the_install_guide_lists_every_object_of_an_install() {
+    let doc = read_doc("docs/install.md");
+    let table = doc
+        .split("| object | name | notes |\n|---|---|---|\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n\n").next())
+        .expect("the table of objects in docs/install.md");
+    let mut listed = BTreeSet::new();
+    for row in table.lines() {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let name = cells[2].trim_matches('`');
+        for kind in cells[1].split(", ") {
+            listed.insert(format!("{kind}/{name}"));
+        }
+    }
+    let tree = manifests_copy();
+    assert_eq!(listed, static_certs_install(tree.path()).names());
+}
+
+/// docs/install.md's overlay without the controller (`webhook-only/kustomization.yaml`, with the
+/// remote base replaced by this checkout's default install, then by its static-certs overlay)
+/// installs the same webhook, and nothing of promotion-controller.
+#[test]
+fn the_documented_overlay_without_the_controller_keeps_the_webhook_whole() {
+    let doc = read_doc("docs/install.md");
+    let block = doc
+        .split("```yaml\n# webhook-only/kustomization.yaml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the overlay without the controller in docs/install.md");
+    let remote = block
+        .lines()
+        .find(|l| l.contains("https://github.com/"))
+        .expect("the remote base")
+        .trim()
+        .trim_start_matches("- ");
+    let tree = manifests_copy();
+    let static_certs = static_certs_install(tree.path());
+    let overlay = tree.path().join("webhook-only");
+    fs::create_dir_all(&overlay).unwrap();
+    for (resource, full, extra) in [
+        // `manifests/` itself, which kustomize refuses as a base of a directory inside it: the
+        // cert-manager overlay, which it is (default_kustomization_is_the_cert_manager_overlay).
+        (
+            "../overlays/cert-manager",
+            render(tree.path()),
+            &["Issuer", "Certificate"][..],
+        ),
+        ("../overlays/static-certs", static_certs, &["Secret"][..]),
+    ] {
+        fs::write(
+            overlay.join("kustomization.yaml"),
+            block.replace(remote, resource),
+        )
+        .unwrap();
+        let install = render(&overlay);
+        assert!(
+            install.split().1.objects.is_empty(),
+            "{resource}: a controller object is left"
+        );
+        assert_eq!(
+            install.objects,
+            full.split().0.objects,
+            "{resource}: the webhook's objects, unchanged"
+        );
+        check_webhook(&install, extra);
+    }
 }
