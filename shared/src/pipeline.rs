@@ -394,8 +394,9 @@ fn empty_status_reason(promotion: &ClusterPromotion) -> String {
         .is_some_and(|f| f.iter().any(|f| f == FINALIZER));
     if has_finalizer {
         "Sveltos added its finalizer but never wrote a status: this Sveltos build has no \
-         ClusterPromotion reconciler (open-source builds since v1.14 need Sveltos Enterprise \
-         for stage promotion)"
+         ClusterPromotion reconciler (open-source Sveltos since v1.14 runs none): install \
+         promotion-controller (`kubectl apply -k manifests/` of kubectl-promotion, see \
+         docs/controller.md), or use Sveltos Enterprise"
             .into()
     } else {
         "not reconciled yet: Sveltos has not processed this ClusterPromotion (is the \

@@ -195,6 +195,12 @@ fn empty_status_is_not_started_and_says_why() {
         .note
         .unwrap();
     assert!(note.contains("no ClusterPromotion reconciler"), "{note}");
+    // What to install: promotion-controller on open-source Sveltos, or Sveltos Enterprise.
+    assert!(
+        note.contains("install promotion-controller (`kubectl apply -k manifests/`"),
+        "{note}"
+    );
+    assert!(note.ends_with("or use Sveltos Enterprise"), "{note}");
 }
 
 #[test]

@@ -160,7 +160,9 @@ fn empty_status_is_explained_in_plain_words() {
     }
     assert!(t.contains("Events:         <none>"));
 
-    // With Sveltos's finalizer but still no status: a build without the reconciler.
+    // With Sveltos's finalizer but still no status: a build without the reconciler. On
+    // open-source Sveltos the answer is promotion-controller, installed by the default install
+    // (manifests.rs checks it holds the controller); Sveltos Enterprise is the other.
     let mut p = example("payment-four-stages.yaml");
     p["metadata"]["finalizers"] = json!(["config.projectsveltos.io/clusterpromotion"]);
     env.put(p);
@@ -168,8 +170,16 @@ fn empty_status_is_explained_in_plain_words() {
         .run(&["describe", "core-payment-processor-ci"])
         .expect(0)
         .stdout;
-    assert!(
-        t.contains("this Sveltos build has no ClusterPromotion reconciler"),
+    let status = t
+        .lines()
+        .find(|l| l.starts_with("Status:"))
+        .unwrap_or_else(|| panic!("{t}"));
+    assert_eq!(
+        status,
+        "Status:         empty: Sveltos added its finalizer but never wrote a status: this \
+         Sveltos build has no ClusterPromotion reconciler (open-source Sveltos since v1.14 runs \
+         none): install promotion-controller (`kubectl apply -k manifests/` of kubectl-promotion, \
+         see docs/controller.md), or use Sveltos Enterprise",
         "{t}"
     );
 }
