@@ -13,9 +13,7 @@ fn bin() -> Command {
 }
 
 fn example(file: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/examples")
-        .join(file)
+    promotion_examples::examples_dir().join(file)
 }
 
 fn fixture(file: &str) -> PathBuf {
