@@ -76,7 +76,7 @@ def schedules_seeds():
     values = []
     for key in ["delay", "timeout", "interval", "from", "to"]:
         values += example_values(key)
-    parity = (ROOT.parent / "shared/reference/lint-parity.md")
+    parity = ROOT / "docs/reference/lint-parity.md"
     if parity.exists():
         text = parity.read_text()
         section = text[text.find("## `duration-invalid`"):text.find("## `lua-syntax`")]
