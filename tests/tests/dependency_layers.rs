@@ -63,7 +63,7 @@ fn the_engines_do_not_depend_on_the_domain() {
         "go-text",
         "promotion-manifest",
         "promotion-findings",
-        // The connection rule the plugin uses and the controller can call.
+        // The connection rule the plugin and the controller use.
         "kube-connect",
     ] {
         let tree = links(engine);
@@ -72,4 +72,15 @@ fn the_engines_do_not_depend_on_the_domain() {
             "{engine} depends on promotion-shared:\n{tree}"
         );
     }
+}
+
+#[test]
+fn the_plugin_and_the_controller_connect_through_kube_connect() {
+    for binary in ["kubectl-promotion", "promotion-controller"] {
+        let tree = links(binary);
+        assert!(has(&tree, "kube-connect"), "{binary}:\n{tree}");
+    }
+    // The webhook never connects to the API server.
+    let webhook = links("promotion-webhook");
+    assert!(!has(&webhook, "kube-connect"), "{webhook}");
 }
