@@ -8,10 +8,10 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde_json::Value;
 
+use promotion_shared::fleet::{ClusterType, Inventory};
 use promotion_shared::model::{
     is_cluster_promotion, stage_profile_names, CLUSTER_PROFILE_NAME_LABEL, PROMOTION_NAME_LABEL,
 };
-use promotion_shared::plan::{ClusterType, Inventory};
 use promotion_shared::reconcile::Snapshot;
 
 use crate::error::{Error, Result};

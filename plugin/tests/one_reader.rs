@@ -16,8 +16,8 @@ use serde_json::{json, Value};
 use kubectl_promotion::commands::lint::{judges, lint_bytes};
 use kubectl_promotion::commands::manifests;
 use promotion_manifest::{Manifest, Reader};
+use promotion_shared::fleet::ClusterType;
 use promotion_shared::model::is_cluster_promotion;
-use promotion_shared::plan::ClusterType;
 
 /// The example ClusterPromotions: each file's text and the object it holds.
 fn examples() -> Vec<(String, Value)> {

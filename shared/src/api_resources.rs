@@ -149,7 +149,7 @@ mod tests {
         assert_eq!(PROMOTION.api_version, model::API_VERSION);
         assert_eq!(PROMOTION.kind, model::KIND);
         assert_eq!(PROMOTION.plural, model::PLURAL);
-        assert_eq!(SVELTOS_CLUSTER.group, crate::plan::inventory::SVELTOS_GROUP);
+        assert_eq!(SVELTOS_CLUSTER.group, crate::fleet::SVELTOS_GROUP);
     }
 
     #[test]

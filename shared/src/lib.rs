@@ -1,25 +1,32 @@
-//! The one rules engine of kubectl-promotion, without I/O. Both binaries link it:
+//! The one rules engine of kubectl-promotion, without I/O. Every binary links it:
 //! - `kubectl-promotion` (the plugin) uses the model, the validation engine (`lint`), the
 //!   stage-state derivation (`describe`, `list`, `wait`, completion), the approval rules and
 //!   patch (`approve`), the rollout rule and semantic diff (`diff`), and the admission logic to
 //!   predict what the webhook will do (`diff`);
 //! - `promotion-webhook` uses the validation engine and the admission logic (mutation, audit
-//!   integrity, governance), which read the approval and rollout rules from here too.
+//!   integrity, governance), which read the approval and rollout rules from here too;
+//! - `promotion-controller` uses the reconcile decision ([`reconcile`]), the fleet and the
+//!   patches.
 //!
-//! The CRD's structural schema ([`schema`]: pruning, defaults, validation, CEL rules) serves
-//! `lint` and the end-to-end tests' stand-in API server alike.
+//! The CRD's structural schema (pruning, defaults, validation, CEL rules) is the `crd-schema`
+//! crate's, shared by `lint` and the end-to-end tests' stand-in API server.
 //!
 //! Each Sveltos rule is defined once: [`rollout`] (what starts a new rollout), [`approval`]
 //! (when an approval resets and when it has been used), [`gate`] (which gate `approve` opens,
-//! and why it refuses), [`model`] (generated profile names, ownership, what a ClusterPromotion
-//! document is), [`status`] (Sveltos' status texts).
+//! and why it refuses), [`model`] (the typed ClusterPromotion and its decoder, generated profile
+//! names, ownership, what a ClusterPromotion document is), [`fleet`] (the clusters a stage can
+//! match), [`status`] (Sveltos' status texts). Each way of talking to the API server is defined
+//! once too: [`patch`] builds every write of a promotion (a merge patch guarded by the
+//! `resourceVersion` read), [`api_error`] reads every failed answer.
 
 pub mod admission;
+pub mod api_error;
 pub mod api_resources;
 pub mod approval;
 pub mod cluster_summary;
 pub mod cron;
 pub mod diff;
+pub mod fleet;
 pub mod freshness;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;

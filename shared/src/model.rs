@@ -261,6 +261,12 @@ impl ClusterPromotion {
         }
     }
 
+    /// The typed view of a ClusterPromotion as the API server (or a manifest) holds it; the
+    /// error names the field path that does not decode (`spec.stages[1].trigger: …`).
+    pub fn decode(value: &Value) -> Result<ClusterPromotion, String> {
+        serde_path_to_error::deserialize(value).map_err(|e| format!("{}: {}", e.path(), e.inner()))
+    }
+
     pub fn name(&self) -> &str {
         self.metadata.name.as_deref().unwrap_or("")
     }

@@ -118,7 +118,7 @@ fn world(promotions: usize) -> Vec<Value> {
         let mut p = promotion(i);
         let clusters: Vec<Value> = (0..PER_PROMOTION).map(|k| cluster(i, k)).collect();
         let fleet = {
-            let mut inventory = promotion_shared::plan::Inventory::new();
+            let mut inventory = promotion_shared::fleet::Inventory::new();
             inventory
                 .add_documents("bench", &clusters)
                 .expect("bench clusters are valid");

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 use promotion_e2e::apiserver::{StandIn, StandInHandle, StandInOptions};
 use promotion_e2e::bins::{self, KubeEnv, Output};
 use promotion_e2e::fixtures::{self, FLEET_PROMOTION as NAME};
+use promotion_shared::fleet::Inventory;
 use promotion_shared::model::ClusterPromotion;
-use promotion_shared::plan::{self, Inventory};
+use promotion_shared::plan;
 
 /// A stand-in holding the generated fleet: one promotion with `stages` stages over `clusters`
 /// SveltosClusters (see `fixtures::fleet` for where its hazards sit).
@@ -80,7 +81,7 @@ fn compute_times(stages: usize, clusters: usize, runs: usize) -> (Duration, Dura
     let world = fixtures::fleet(stages, clusters);
     let promotion: ClusterPromotion = world
         .find("ClusterPromotion", NAME)
-        .and_then(|p| plan::promotion_from_json(p).ok())
+        .and_then(|p| ClusterPromotion::decode(p).ok())
         .unwrap_or_else(|| panic!("generated promotion missing"));
     let list = serde_json::json!({"kind": "List", "items": world.of_kind("SveltosCluster")});
     let decode = || {

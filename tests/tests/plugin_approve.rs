@@ -1,5 +1,5 @@
 //! `kubectl promotion approve` against the stand-in: the default stage, every refusal, the
-//! guarded JSON Patch (never another stage, nothing else touched), conflict retries under a
+//! guarded merge patch (never another stage, nothing else touched), conflict retries under a
 //! concurrent writer, dry runs, the reason annotation and `--wait`.
 
 mod plugin_common;
@@ -75,19 +75,18 @@ fn approves_the_stage_awaiting_approval_and_nothing_else() {
         after["spec"]["stages"][2]["trigger"]["manual"],
         json!({"automaticReset": false, "delay": "1m"})
     );
-    // One JSON Patch, guarded by tests on the stage name and its manual trigger.
+    // One merge patch, guarded by the resourceVersion read: the stage list as read, with the
+    // one flag set.
     let patches = env.requests("PATCH", "/clusterpromotions/kyverno-rollout-man");
     assert_eq!(patches.len(), 1);
-    assert_eq!(patches[0].content_type, "application/json-patch+json");
-    let ops: Value = serde_json::from_str(&patches[0].body).unwrap();
+    assert_eq!(patches[0].content_type, "application/merge-patch+json");
+    let sent: Value = serde_json::from_str(&patches[0].body).unwrap();
+    let mut stages = before["spec"]["stages"].clone();
+    stages[1]["trigger"]["manual"]["approved"] = json!(true);
     assert_eq!(
-        ops,
-        json!([
-            {"op": "test", "path": "/spec/stages/1/name", "value": "staging"},
-            {"op": "test", "path": "/spec/stages/1/trigger/manual",
-             "value": {"approved": false, "automaticReset": true}},
-            {"op": "add", "path": "/spec/stages/1/trigger/manual/approved", "value": true}
-        ])
+        sent,
+        json!({"metadata": {"resourceVersion": before["metadata"]["resourceVersion"]},
+               "spec": {"stages": stages}})
     );
     assert!(patches[0].query.contains("fieldManager=kubectl-promotion"));
 }
@@ -174,16 +173,16 @@ fn reason_travels_in_the_same_patch() {
         .expect(0);
     let patches = env.requests("PATCH", "/clusterpromotions/");
     assert_eq!(patches.len(), 1);
-    let ops: Value = serde_json::from_str(&patches[0].body).unwrap();
-    let ops = ops.as_array().unwrap();
-    assert_eq!(ops.len(), 5);
-    // No annotations yet: the map is created, guarded by the resourceVersion read.
-    assert_eq!(ops[3]["op"], "test");
-    assert_eq!(ops[3]["path"], "/metadata/resourceVersion");
+    let sent: Value = serde_json::from_str(&patches[0].body).unwrap();
+    // The reason and the approval in one write, guarded by the resourceVersion read.
+    assert!(sent["metadata"]["resourceVersion"].is_string(), "{sent}");
     assert_eq!(
-        ops[4],
-        json!({"op": "add", "path": "/metadata/annotations",
-               "value": {"kubectl-promotion.dev/approval-reason": "CAB-1234 signed off"}})
+        sent["metadata"]["annotations"],
+        json!({"kubectl-promotion.dev/approval-reason": "CAB-1234 signed off"})
+    );
+    assert_eq!(
+        sent["spec"]["stages"][1]["trigger"]["manual"]["approved"],
+        json!(true)
     );
     let after = env.promotion(GATE);
     assert_eq!(
@@ -222,7 +221,14 @@ fn dry_runs_do_not_store_anything() {
     let client = env.run(&["approve", GATE, "--dry-run=client"]).expect(0);
     assert!(client.stdout.ends_with("(dry run)\n"));
     assert!(
-        client.stderr.contains("\"path\": \"/spec/stages/1/name\""),
+        client
+            .stderr
+            .contains("merge patch that would be sent (guarded by its resourceVersion):"),
+        "{}",
+        client.stderr
+    );
+    assert!(
+        client.stderr.contains("\"resourceVersion\": "),
         "{}",
         client.stderr
     );

@@ -6,7 +6,8 @@ use kube::api::ListParams;
 use kube::core::Request as KubeRequest;
 use serde_json::Value;
 
-use promotion_shared::plan::{inventory::CAPI_GROUP, ClusterType, Inventory};
+use promotion_shared::api_error::{classify, Failure};
+use promotion_shared::fleet::{ClusterType, Inventory, CAPI_GROUP};
 
 use crate::cluster::kube_client::Kube;
 use crate::cluster::resources::{CAPI_CLUSTERS, SVELTOS_CLUSTER, SVELTOS_CLUSTERS};
@@ -68,7 +69,9 @@ async fn list_clusters(
             message: e.to_string(),
         })?;
         let page = kube.client().request_text(req).await.map_err(|e| match e {
-            kube::Error::Api(s) if s.code == 404 && cluster_type == ClusterType::Sveltos => {
+            kube::Error::Api(s)
+                if classify(&s) == Failure::NotFound && cluster_type == ClusterType::Sveltos =>
+            {
                 Error::Api {
                     request: what.clone(),
                     message: "the server does not serve it: is Sveltos installed on this \
@@ -104,7 +107,7 @@ async fn capi_clusters_path(kube: &Kube) -> Result<Option<String>> {
         })?;
     let doc: Value = match kube.client().request::<Value>(req).await {
         Ok(doc) => doc,
-        Err(kube::Error::Api(s)) if s.code == 404 => return Ok(None),
+        Err(kube::Error::Api(s)) if classify(&s) == Failure::NotFound => return Ok(None),
         Err(e) => return Err(kube.error(e, &what)),
     };
     let Some(version) = doc
@@ -121,7 +124,7 @@ async fn capi_clusters_path(kube: &Kube) -> Result<Option<String>> {
         })?;
     let resources: Value = match kube.client().request::<Value>(req).await {
         Ok(doc) => doc,
-        Err(kube::Error::Api(s)) if s.code == 404 => return Ok(None),
+        Err(kube::Error::Api(s)) if classify(&s) == Failure::NotFound => return Ok(None),
         Err(e) => return Err(kube.error(e, &what)),
     };
     let served = resources

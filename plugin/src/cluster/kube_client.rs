@@ -9,8 +9,9 @@ use kube::core::Request as KubeRequest;
 use serde_json::Value;
 
 use promotion_shared::admission::{UserInfo, GOVERNANCE_CONFIGMAP, GOVERNANCE_NAMESPACE};
+use promotion_shared::api_error::{classify, Failure};
 use promotion_shared::model::{CLUSTER_PROFILE_NAME_LABEL, PROMOTION_NAME_LABEL};
-use promotion_shared::patch::FIELD_MANAGER;
+use promotion_shared::patch::{Write, FIELD_MANAGER};
 
 use crate::cluster::connection::ConnectionFlags;
 use crate::cluster::request_log::RequestLog;
@@ -173,47 +174,49 @@ impl Kube {
         }
     }
 
-    /// Map a client error for `req` to the plugin's error.
+    /// Map a client error for `req` to the plugin's error: the kind of failure from
+    /// [`classify`] (the Status' reason, code and causes), the words from the server's message.
     pub fn error(&self, err: kube::Error, req: &Request) -> Error {
         match err {
-            kube::Error::Api(status) if admission_denial(&status.message).is_some() => {
-                let (webhook, message) = admission_denial(&status.message).unwrap_or_default();
-                Error::AdmissionDenied {
-                    request: req.clone(),
-                    webhook,
-                    message,
+            kube::Error::Api(status) => {
+                let failure = classify(&status);
+                let denied = match failure {
+                    Failure::Denied(_) | Failure::Forbidden | Failure::Invalid => {
+                        admission_denial(&status.message)
+                    }
+                    _ => None,
+                };
+                if let Some((webhook, message)) = denied {
+                    return Error::AdmissionDenied {
+                        request: req.clone(),
+                        webhook,
+                        message,
+                    };
                 }
-            }
-            kube::Error::Api(status) => match status.code {
-                401 => Error::Unauthorized {
-                    server: self.server.clone(),
-                },
-                403 => Error::Forbidden {
-                    request: req.clone(),
-                    message: status.message.clone(),
-                },
-                404 if req.resource == PROMOTIONS && req.name.is_none() => Error::CrdMissing {
-                    server: self.server.clone(),
-                },
-                404 if req.resource == PROMOTIONS => match req.name.clone() {
-                    Some(name) => Error::NotFound(name),
-                    None => Error::CrdMissing {
+                match failure {
+                    Failure::Unauthorized => Error::Unauthorized {
                         server: self.server.clone(),
                     },
-                },
-                // A list of a resource the server does not serve: its CRD is not installed.
-                404 if req.name.is_none() => Error::NotServed {
-                    resource: req.resource,
-                },
-                code => Error::Api {
-                    request: req.clone(),
-                    message: if status.message.is_empty() {
-                        format!("HTTP {code} {}", status.reason)
-                    } else {
-                        format!("{} ({code})", status.message)
+                    Failure::Forbidden => Error::Forbidden {
+                        request: req.clone(),
+                        message: status.message.clone(),
                     },
-                },
-            },
+                    Failure::NotFound if req.resource == PROMOTIONS => match req.name.clone() {
+                        Some(name) => Error::NotFound(name),
+                        None => Error::CrdMissing {
+                            server: self.server.clone(),
+                        },
+                    },
+                    // A list of a resource the server does not serve: its CRD is not installed.
+                    Failure::NotFound if req.name.is_none() => Error::NotServed {
+                        resource: req.resource,
+                    },
+                    _ => Error::Api {
+                        request: req.clone(),
+                        message: said(&status),
+                    },
+                }
+            }
             kube::Error::Auth(e) => credentials_error(&self.server, &e),
             kube::Error::HyperError(e) => self.transport_error(&e, req, None),
             kube::Error::Service(e) => self.transport_error(e.as_ref(), req, None),
@@ -333,7 +336,7 @@ impl Kube {
                     }
                 }
             }
-            Err(kube::Error::Api(s)) if s.code == 404 => Error::CrdMissing {
+            Err(kube::Error::Api(s)) if classify(&s) == Failure::NotFound => Error::CrdMissing {
                 server: self.server.clone(),
             },
             Err(_) => Error::NotFound(name.to_string()),
@@ -436,7 +439,7 @@ impl Kube {
         self.in_flight.finish(id);
         match answer {
             Ok(config_map) => Ok(Some(config_map["data"].clone())),
-            Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
+            Err(kube::Error::Api(status)) if classify(&status) == Failure::NotFound => Ok(None),
             Err(e) => Err(self.error(e, &what)),
         }
     }
@@ -492,7 +495,9 @@ impl Kube {
         let req = self.build(KubeRequest::new(EVENT.path).list(&lp), &what)?;
         let listed = match self.client.request::<Value>(req).await {
             Ok(list) => list,
-            Err(kube::Error::Api(s)) if matches!(s.code, 403 | 404) => {
+            Err(kube::Error::Api(s))
+                if matches!(classify(&s), Failure::Forbidden | Failure::NotFound) =>
+            {
                 let what = Request::new("list", CORE_EVENTS);
                 let lp = ListParams::default().fields(&format!(
                     "involvedObject.kind={},involvedObject.name={name}",
@@ -511,13 +516,14 @@ impl Kube {
         Ok(events)
     }
 
-    /// A JSON Patch on a ClusterPromotion; `dry_run` asks the server to validate (admission
-    /// included) without storing. The raw client error is returned so that the caller can tell
-    /// a conflict (409) or a failed `test` (422) from other failures; map it with [`Kube::error`].
-    pub async fn json_patch(
+    /// A guarded write of a ClusterPromotion ([`promotion_shared::patch`]): a merge patch that
+    /// carries the resourceVersion it was computed from; `dry_run` asks the server to validate
+    /// (admission included) without storing. The raw client error is returned so that the caller
+    /// can tell a conflict from other failures ([`classify`]); map it with [`Kube::error`].
+    pub async fn write(
         &self,
         name: &str,
-        patch: &json_patch::Patch,
+        write: &Write,
         dry_run: bool,
     ) -> std::result::Result<Value, kube::Error> {
         let pp = PatchParams {
@@ -526,10 +532,10 @@ impl Kube {
             ..PatchParams::default()
         };
         let req = KubeRequest::new(PROMOTION.path)
-            .patch(name, &pp, &Patch::<()>::Json(patch.clone()))
+            .patch(name, &pp, &Patch::Merge(&write.patch))
             .map_err(kube::Error::BuildRequest)?;
         let what = Request::named("patch", PROMOTIONS, name);
-        let check = (!dry_run).then(|| write_check(name, patch));
+        let check = (!dry_run).then(|| write_check(name, &write.shows));
         let id = self.in_flight.start(&self.server, &what, check);
         let answer = self.client.request::<Value>(req).await;
         self.in_flight.finish(id);
@@ -616,27 +622,20 @@ fn timed_out(err: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-/// How to find out whether a JSON Patch of the ClusterPromotion `name` was stored: a
-/// `kubectl get -o jsonpath` of the fields it guards and sets, and what it prints if the patch
-/// was stored (the guarded stage name and the values set), or `describe` when the patch sets
-/// nothing such a template can show.
-pub fn write_check(name: &str, patch: &json_patch::Patch) -> String {
+/// How to find out whether a write of the ClusterPromotion `name` was stored: a
+/// `kubectl get -o jsonpath` of the fields it shows once stored ([`Write::shows`]: the guarded
+/// stage name and the value set), and what it prints if the write was stored, or `describe` when
+/// the write shows nothing such a template can print.
+pub fn write_check(name: &str, shows: &[(String, Value)]) -> String {
     let describe = format!("kubectl promotion describe {name}");
     let mut fields = Vec::new();
     let mut expected = Vec::new();
-    for op in &patch.0 {
-        let (path, value) = match op {
-            json_patch::PatchOperation::Test(t) => (&t.path, &t.value),
-            json_patch::PatchOperation::Add(a) => (&a.path, &a.value),
-            json_patch::PatchOperation::Replace(r) => (&r.path, &r.value),
-            _ => continue,
-        };
+    for (pointer, value) in shows {
         let shown = match value {
             Value::String(s) => s.clone(),
             Value::Bool(_) | Value::Number(_) => value.to_string(),
             _ => continue,
         };
-        let pointer = path.to_string();
         let Some(spec) = pointer.strip_prefix("/spec/") else {
             continue;
         };
@@ -706,6 +705,17 @@ pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
             .map(|s| s.as_str())
             .collect::<Vec<_>>()
             .join(": ")
+    }
+}
+
+/// What the server said, for a message: its words and the HTTP code, or (no words) the code and
+/// the reason.
+fn said(status: &kube::core::Status) -> String {
+    match (status.message.is_empty(), status.code) {
+        (false, 0) => status.message.clone(),
+        (false, code) => format!("{} ({code})", status.message),
+        (true, 0) => format!("the server answered {:?} with no message", status.reason),
+        (true, code) => format!("HTTP {code} {}", status.reason),
     }
 }
 

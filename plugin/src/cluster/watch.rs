@@ -23,6 +23,7 @@ use kube::runtime::WatchStreamExt;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use promotion_shared::api_error::{classify, Failure};
 use promotion_shared::model::PROMOTION_NAME_LABEL;
 
 use crate::cluster::kube_client::{self, summaries_selector, Kube};
@@ -151,7 +152,13 @@ fn fatal(kube: &Kube, err: watcher::Error, what: &Request) -> std::result::Resul
         }
     };
     match &inner {
-        kube::Error::Api(s) if matches!(s.code, 401 | 403 | 404 | 400) => {
+        // A refusal that retrying will not change ends the watch with the plugin's error.
+        kube::Error::Api(s)
+            if matches!(
+                classify(s),
+                Failure::Unauthorized | Failure::Forbidden | Failure::NotFound | Failure::Invalid
+            ) =>
+        {
             Ok(kube.error(inner, what))
         }
         kube::Error::Auth(_) => Ok(kube.error(inner, what)),

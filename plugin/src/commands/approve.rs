@@ -2,8 +2,8 @@
 //! `approve NAME --stage S --revoke [--reason TEXT]`.
 //!
 //! Which stage may be approved, and every refusal, is decided by `promotion_shared::gate` from
-//! the derived pipeline (this module words the refusals); the write itself is the guarded JSON
-//! Patch of `promotion_shared::patch` at the gate's index, re-read and retried on conflict.
+//! the derived pipeline (this module words the refusals); the write itself is the guarded merge
+//! patch of `promotion_shared::patch` at the gate's index, re-read and retried on a conflict.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -13,6 +13,7 @@ use clap::{Args, ValueEnum};
 use serde_json::Value;
 
 use promotion_shared::admission::{approval_records, APPROVAL_REASON_ANNOTATION};
+use promotion_shared::api_error::{classify, Failure};
 use promotion_shared::gate::{
     self, approval_target, revoke_target, Activity, Gate, Refusal, RevokeRefusal,
 };
@@ -350,42 +351,42 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
         let annotations: Vec<(&str, &str)> = reason
             .map(|r| vec![(APPROVAL_REASON_ANNOTATION, r)])
             .unwrap_or_default();
-        let built = patch::approve(&object, &gate, &annotations)
+        let built = patch::approve(&object, &gate, !args.revoke, &annotations)
             .map_err(|e| Error::Refused(format!("cannot approve stage {:?}: {e}", gate.stage)))?;
-        let built = if args.revoke { revoking(built)? } else { built };
         if args.dry_run == DryRun::Client {
-            let text =
-                serde_json::to_string_pretty(&built.patch).map_err(|e| Error::Io(e.to_string()))?;
-            note(ctx, &format!("JSON Patch that would be sent:\n{text}"));
+            let text = serde_json::to_string_pretty(&built.write.patch)
+                .map_err(|e| Error::Io(e.to_string()))?;
+            note(
+                ctx,
+                &format!(
+                    "merge patch that would be sent (guarded by its resourceVersion):\n{text}"
+                ),
+            );
             let mut patched = object.clone();
-            json_patch::patch(&mut patched, &built.patch).map_err(|e| Error::Io(e.to_string()))?;
+            json_patch::merge(&mut patched, &built.write.patch);
             break (gate, object, patched, promotion);
         }
         match kube
-            .json_patch(name, &built.patch, args.dry_run == DryRun::Server)
+            .write(name, &built.write, args.dry_run == DryRun::Server)
             .await
         {
             Ok(stored) => break (gate, object, stored, promotion),
-            // 409: resourceVersion conflict; 422: a `test` failed because the object changed
-            // between our read and the write. Both mean: read again and decide again.
-            Err(kube::Error::Api(s)) if matches!(s.code, 409 | 422) && attempt < MAX_ATTEMPTS => {
-                let why = if s.code == 409 {
-                    "resourceVersion conflict"
-                } else {
-                    "a guard `test` of the patch failed"
-                };
+            // The object changed between our read and the write: read again and decide again.
+            Err(kube::Error::Api(s))
+                if classify(&s) == Failure::Conflict && attempt < MAX_ATTEMPTS =>
+            {
                 let doing = if args.revoke { "revoking" } else { "approving" };
                 note(
                     ctx,
                     &format!(
-                        "{name} changed while {doing} ({why}); reading it again (attempt {}/{MAX_ATTEMPTS})",
+                        "{name} changed while {doing} (resourceVersion conflict); reading it again (attempt {}/{MAX_ATTEMPTS})",
                         attempt + 1
                     ),
                 );
                 tokio::time::sleep(Duration::from_millis(50 * u64::from(attempt))).await;
                 attempt += 1;
             }
-            Err(kube::Error::Api(s)) if matches!(s.code, 409 | 422) => {
+            Err(kube::Error::Api(s)) if classify(&s) == Failure::Conflict => {
                 return Err(Error::Api {
                     request: what,
                     message: format!(
@@ -395,7 +396,8 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
                 })
             }
             Err(kube::Error::Api(s))
-                if admission_webhooks::unreachable_webhook(&s.message).is_some() =>
+                if classify(&s) == Failure::Unavailable
+                    && admission_webhooks::unreachable_webhook(&s.message).is_some() =>
             {
                 let (webhook, cause) =
                     admission_webhooks::unreachable_webhook(&s.message).unwrap_or_default();
@@ -411,7 +413,7 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
             }
             // Sent and not answered: whether it was stored is unknown, and how to find out.
             Err(e) if args.dry_run == DryRun::None => {
-                let check = kube_client::write_check(name, &built.patch);
+                let check = kube_client::write_check(name, &built.write.shows);
                 return Err(kube.write_error(e, &what, check));
             }
             Err(e) => return Err(kube.error(e, &what)),
@@ -439,30 +441,6 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
         return wait_after(ctx, &kube, name, &gate, args).await;
     }
     Ok(exit::OK)
-}
-
-/// The approval patch turned into its revocation: the same `test` guards (the stage at its index,
-/// its whole `manual` object as read, which pins `approved: true`), then `approved: false`
-/// instead of `true`. False rather than removed: the webhook records an explicit `false` as a
-/// revocation, and tells it from a manifest applied without the field.
-fn revoking(mut built: patch::ApprovalPatch) -> Result<patch::ApprovalPatch> {
-    let approved_path = format!("/spec/stages/{}/trigger/manual/approved", built.stage_index);
-    let mut found = false;
-    for op in built.patch.0.iter_mut() {
-        if let json_patch::PatchOperation::Add(add) = op {
-            if add.path.as_str() == approved_path {
-                add.value = Value::Bool(false);
-                found = true;
-            }
-        }
-    }
-    if !found {
-        return Err(Error::Refused(format!(
-            "cannot revoke the approval of stage {:?}: the patch has no {approved_path}",
-            built.stage
-        )));
-    }
-    Ok(built)
 }
 
 /// The promotion's labels, which select the admission webhooks that apply to it.

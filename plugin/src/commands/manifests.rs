@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use promotion_manifest::{Entry, Manifest, ReadError, Reader};
+use promotion_shared::fleet::Inventory;
 use promotion_shared::model::is_cluster_promotion;
-use promotion_shared::plan::Inventory;
 
 use crate::error::{Error, Result};
 

@@ -12,7 +12,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use promotion_manifest::Reader;
-use promotion_shared::plan::{self, ClusterType, Inventory, Plan, PlannedCluster, StagePlan};
+use promotion_shared::fleet::{self, ClusterType, Inventory};
+use promotion_shared::model::ClusterPromotion;
+use promotion_shared::plan::{self, Plan, PlannedCluster, StagePlan};
 
 use super::{manifests, note, Ctx};
 use crate::error::{self, exit::plan as exit, Error, Result};
@@ -154,7 +156,7 @@ async fn plan_and_print(ctx: &Ctx, args: &PlanArgs) -> Result<u8> {
         }
         (None, None) => return Err(Error::Usage("plan needs NAME or -f FILE".into())),
     };
-    let promotion = plan::promotion_from_json(&object).map_err(|e| match &args.filename {
+    let promotion = ClusterPromotion::decode(&object).map_err(|e| match &args.filename {
         Some(path) => Error::file(
             display(path),
             format!("not a ClusterPromotion the plan can read: {e}"),
@@ -222,7 +224,7 @@ fn timeline_and_print(
     args: &PlanArgs,
     object: &Value,
     name: &str,
-    clusters: &[plan::Cluster],
+    clusters: &[fleet::Cluster],
 ) -> Result<u8> {
     let zone: chrono_tz::Tz = args.window_time_zone.parse().map_err(|_| {
         Error::Usage(format!(
@@ -276,7 +278,7 @@ struct Fleet {
 }
 
 impl Fleet {
-    fn of(clusters: &[plan::Cluster]) -> Fleet {
+    fn of(clusters: &[fleet::Cluster]) -> Fleet {
         let capi = clusters
             .iter()
             .filter(|c| c.cluster_type == ClusterType::Capi)
@@ -458,8 +460,8 @@ fn rows_to_show(clusters: &[PlannedCluster], all: bool) -> Vec<&PlannedCluster> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use promotion_shared::fleet::Cluster;
     use promotion_shared::model::ClusterPromotion;
-    use promotion_shared::plan::Cluster;
     use serde_json::json;
 
     fn fleet() -> Vec<Cluster> {

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
 
-use promotion_shared::plan::Cluster;
+use promotion_shared::fleet::Cluster;
 use promotion_shared::reconcile::simulate::{simulate, Step, StepKind, Timeline};
 use promotion_shared::reconcile::Options;
 

@@ -15,6 +15,7 @@ use promotion_shared::admission::{
 };
 use promotion_shared::approval;
 use promotion_shared::cluster_summary::ClusterState;
+use promotion_shared::fleet::Cluster;
 use promotion_shared::freshness::freshness;
 use promotion_shared::gate::{self, approval_target};
 use promotion_shared::model::{
@@ -22,8 +23,6 @@ use promotion_shared::model::{
     PROMOTION_NAME_LABEL, STAGE_NAME_ANNOTATION,
 };
 use promotion_shared::pipeline::{self, Observations, Phase, Pipeline, StageView};
-use promotion_shared::plan::promotion_from_json;
-use promotion_shared::plan::Cluster;
 use promotion_shared::rollout::{self, RolloutId};
 
 pub mod approver;
@@ -157,7 +156,7 @@ pub struct SnapshotRef<'a> {
 /// Deserialize the stored object into the shared model, naming what is wrong and where
 /// (`status.stages[0].name: invalid type: …`).
 pub fn typed(object: &Value) -> Result<ClusterPromotion> {
-    promotion_from_json(object).map_err(|e| {
+    ClusterPromotion::decode(object).map_err(|e| {
         Error::Invalid(format!(
             "the object does not match the ClusterPromotion schema: {e}"
         ))

@@ -8,8 +8,8 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::inventory::{Cluster, ClusterType};
 use super::suggest::{self, LabelIndex, Suggestion};
+use crate::fleet::{Cluster, ClusterType};
 use crate::model::ClusterPromotion;
 use crate::selector::{Selector, SelectorError};
 

@@ -1,13 +1,12 @@
 //! A rollout's plan before it runs: which clusters each stage of a ClusterPromotion will reach,
 //! which of them are paused or not ready, and the hazards (a stage that matches nothing, a
 //! likely label typo, clusters in several stages), computed from the promotion and a cluster
-//! [`inventory`] with the matching Sveltos does (`crate::selector`).
+//! [fleet](crate::fleet) with the matching Sveltos does (`crate::selector`).
 //!
 //! Cost: one selector evaluation per stage and cluster, plus hashing each cluster's stage set;
 //! "did you mean" runs only for stages that match nothing.
 
 pub mod hazards;
-pub mod inventory;
 pub mod suggest;
 
 use std::collections::BTreeMap;
@@ -15,9 +14,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 pub use hazards::{Hazard, HazardCode};
-pub use inventory::{Cluster, ClusterType, Inventory, InventoryError};
 pub use suggest::Suggestion;
 
+use crate::fleet::{Cluster, ClusterType};
 use crate::model::ClusterPromotion;
 use crate::selector::{Selector, SelectorError};
 
@@ -183,12 +182,6 @@ pub fn plan(promotion: &ClusterPromotion, clusters: &[Cluster]) -> Plan {
         hazards,
         inventory: clusters.len(),
     }
-}
-
-/// The promotion to plan, from its JSON; a field of the wrong type is reported with its path
-/// (`spec.stages[0].clusterSelector.matchLabels.env: invalid type: …`).
-pub fn promotion_from_json(value: &serde_json::Value) -> Result<ClusterPromotion, String> {
-    serde_path_to_error::deserialize(value).map_err(|e| format!("{}: {}", e.path(), e.inner()))
 }
 
 /// Per stage, the number of clusters it will reach (and how many of them are paused or not

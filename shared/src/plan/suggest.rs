@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use super::inventory::Cluster;
+use crate::fleet::Cluster;
 use crate::selector::{Operator, Requirement, Selector};
 
 /// At most this many spellings are tried per requirement (the most similar first), so a key with
@@ -177,7 +177,7 @@ fn normalize(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::inventory::ClusterType;
+    use crate::fleet::ClusterType;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 
     fn cluster(name: &str, labels: &[(&str, &str)]) -> Cluster {

@@ -344,7 +344,7 @@ fn empty_fleet_and_no_stages() {
 fn promotion_decoding_errors_name_the_field() {
     let bad = json!({"metadata": {"name": "p"}, "spec": {"stages": [
         {"name": "dev", "clusterSelector": {"matchLabels": {"env": 5}}}]}});
-    let e = promotion_from_json(&bad).unwrap_err();
+    let e = crate::model::ClusterPromotion::decode(&bad).unwrap_err();
     assert!(
         e.starts_with("spec.stages[0].clusterSelector.matchLabels.env: invalid type: integer `5`"),
         "{e}"

@@ -11,9 +11,9 @@
 
 use serde_json::Value;
 
+use crate::fleet::Cluster;
 use crate::model::Stage;
 use crate::model::CLUSTER_PROFILE_NAME_LABEL;
-use crate::plan::Cluster;
 use crate::selector::Selector;
 
 /// What the check found: deployed (with upstream's message), or not (with the reason that goes
@@ -111,6 +111,35 @@ pub fn retained(summary: &Value) -> Value {
         );
     }
     Value::Object(out)
+}
+
+/// How the ClusterSummaries of a stage fail, if any does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failing {
+    /// A feature is `Failed`: Sveltos retries it.
+    Retrying,
+    /// A feature is `FailedNonRetriable`: nothing changes until the spec does.
+    ForGood,
+}
+
+/// The worst failure among `summaries`' features (whole objects or [`retained`] ones).
+pub fn failing(summaries: &[&Value]) -> Option<Failing> {
+    let statuses = summaries.iter().flat_map(|s| {
+        s.pointer("/status/featureSummaries")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f.get("status").and_then(Value::as_str))
+    });
+    let mut worst = None;
+    for status in statuses {
+        match status {
+            "FailedNonRetriable" => return Some(Failing::ForGood),
+            "Failed" => worst = Some(Failing::Retrying),
+            _ => {}
+        }
+    }
+    worst
 }
 
 /// A ClusterProfile name is copied into the label `projectsveltos.io/cluster-profile-name` of

@@ -38,11 +38,12 @@ use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::fleet::Cluster;
 use crate::model::{
     preverification_profile_name, profile_belongs_to, stage_profile_name, ClusterPromotion, Stage,
     ValidateHealth, FINALIZER, PROMOTION_NAME_LABEL,
 };
-use crate::plan::Cluster;
+use crate::pipeline::Phase;
 use crate::rollout::{identity, RolloutId};
 use crate::status::descriptions;
 use crate::tree::tree_of;
@@ -121,6 +122,9 @@ pub struct Decision {
     pub status: Option<Value>,
     /// Stages whose `approved` this reconcile uses (and, with `automaticReset`, clears).
     pub consume_approvals: Vec<String>,
+    /// The indices in `spec.stages` of the approvals used that reset automatically: the ones the
+    /// commit removes (`crate::patch::commit`).
+    pub clear_approvals: Vec<usize>,
     pub events: Vec<Event>,
     /// The next deadline (soak end, window opening); `None`: only a change wakes it.
     pub wake_at: Option<DateTime<Utc>>,
@@ -140,6 +144,11 @@ pub struct Decision {
     /// written (its exact text guards the removal): the step is done, or it is not this one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clear_promoting: Option<String>,
+    /// Where the promotion stands once this decision is carried out, from what it read (the
+    /// ClusterSummaries included: a failing stage is `degraded`, or `failed` for good); `None`
+    /// while it is being deleted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
 }
 
 impl Decision {
@@ -149,6 +158,7 @@ impl Decision {
             delete: Vec::new(),
             status: None,
             consume_approvals: Vec::new(),
+            clear_approvals: Vec::new(),
             events: Vec::new(),
             wake_at: None,
             explanation: String::new(),
@@ -156,6 +166,7 @@ impl Decision {
             rollout: None,
             promoting: None,
             clear_promoting: None,
+            phase: None,
         }
     }
 
@@ -190,10 +201,11 @@ impl Decision {
 /// What one reconcile of `snapshot` at `now` does.
 pub fn decide(snapshot: &Snapshot, now: DateTime<Utc>, options: &Options) -> Decision {
     let mut d = Decision::new();
-    let promotion: ClusterPromotion = match serde_json::from_value(snapshot.promotion.clone()) {
+    let promotion = match ClusterPromotion::decode(&snapshot.promotion) {
         Ok(p) => p,
         Err(e) => {
             d.explanation = format!("the promotion cannot be read as a ClusterPromotion: {e}");
+            d.phase = Some(Phase::Failed);
             return d;
         }
     };
@@ -316,6 +328,7 @@ impl<'a> Reconcile<'a> {
         }
         let Some(first) = stages.first() else {
             d.explanation = "the promotion has no stages: nothing to do".into();
+            d.phase = Some(Phase::NotStarted);
             return;
         };
         let id = match identity(&tree_of(&self.snapshot.promotion)) {
@@ -326,6 +339,7 @@ impl<'a> Reconcile<'a> {
                      done until it is fixed",
                     e.path, e.expected
                 );
+                d.phase = Some(Phase::Failed);
                 return;
             }
         };
@@ -338,6 +352,7 @@ impl<'a> Reconcile<'a> {
             .map(str::to_string);
         let Some(current) = current.filter(|_| recorded.as_ref() == Some(&id)) else {
             self.restart(d, &mut status, first, &id, recorded.as_ref());
+            d.phase = Some(Phase::Progressing);
             d.status = status.changed();
             d.clear_promoting = promoting::recorded(&self.snapshot.promotion).1;
             return;
@@ -441,6 +456,7 @@ impl<'a> Reconcile<'a> {
                 Deployment::NotDeployed(why) => {
                     status.check(current, false, Some(why.clone()));
                     d.explanation = format!("{current} is being deployed: {why}");
+                    d.phase = Some(self.deploying(&profile_name));
                     return false;
                 }
                 Deployment::Deployed(msg) => {
@@ -453,17 +469,24 @@ impl<'a> Reconcile<'a> {
             d.explanation = format!(
                 "complete: the last stage, {current}, has its trigger satisfied for this rollout"
             );
+            d.phase = Some(Phase::Complete);
             return true;
         }
         match self.gate(d, status, stage, &profile_name, committed) {
             Gate::Pass => {}
             Gate::Wait { description, wake } => {
+                d.phase = Some(match description.as_str() {
+                    descriptions::AWAITING_APPROVAL => Phase::AwaitingApproval,
+                    descriptions::AWAITING_CHECKS => self.deploying(&profile_name),
+                    _ => Phase::Progressing,
+                });
                 status.describe(current, &description);
                 d.wake_at = wake;
                 d.explanation = format!("{current} waits: {description}; nothing else blocks");
                 return false;
             }
             Gate::Error(why) => {
+                d.phase = Some(Phase::Failed);
                 d.warning("TriggerError", format!("stage {current}: {why}"));
                 d.explanation = format!("{current} cannot advance: {why}");
                 return false;
@@ -492,10 +515,12 @@ impl<'a> Reconcile<'a> {
                 status.add_stage(&next.name);
                 d.event(format!("Provisioning stage {}", next.name));
                 d.explanation = format!("{current} is done: promoting to {}", next.name);
+                d.phase = Some(Phase::Progressing);
             }
             None => {
                 d.explanation =
                     format!("{current} is done: the promotion is complete for this rollout");
+                d.phase = Some(Phase::Complete);
             }
         }
         true
@@ -521,6 +546,17 @@ impl<'a> Reconcile<'a> {
             .unwrap_or(0);
         applied.with_timezone(&Utc) + Duration::nanoseconds(i64::try_from(ns).unwrap_or(i64::MAX))
             <= self.now
+    }
+
+    /// The phase of a stage that is not deployed yet: failing clusters make it `degraded`
+    /// (Sveltos retries) or `failed` (for good).
+    fn deploying(&self, profile_name: &str) -> Phase {
+        let found = deployed::summaries_of(profile_name, &self.snapshot.summaries);
+        match deployed::failing(&found) {
+            Some(deployed::Failing::ForGood) => Phase::Failed,
+            Some(deployed::Failing::Retrying) => Phase::Degraded,
+            None => Phase::Progressing,
+        }
     }
 
     fn deployment(&self, stage: &Stage, checks: bool) -> Deployment {
@@ -626,6 +662,9 @@ impl<'a> Reconcile<'a> {
             }
             d.consume_approvals.push(stage.name.clone());
             if manual.resets_automatically() {
+                let stages = &self.promotion.spec.stages;
+                d.clear_approvals
+                    .extend(stages.iter().position(|s| std::ptr::eq(s, stage)));
                 d.promoting = d.rollout.clone().map(|rollout| Promoting {
                     stage: stage.name.clone(),
                     rollout,

@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::fleet::Cluster;
 use crate::model::CLUSTER_PROFILE_NAME_LABEL;
-use crate::plan::Cluster;
 use crate::selector::Selector;
 
 use super::{decide, Decision, Options, Snapshot};
@@ -370,7 +370,7 @@ fn stage_clusters(snapshot: &Snapshot, stage: &str, fleet: &[Cluster]) -> usize 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::ClusterType;
+    use crate::fleet::ClusterType;
 
     fn at(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)

@@ -5,7 +5,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Value};
 
 use super::*;
-use crate::plan::{Cluster, ClusterType};
+use crate::fleet::{Cluster, ClusterType};
 use crate::rollout::identity_of;
 
 fn at(s: &str) -> DateTime<Utc> {

@@ -11,7 +11,10 @@ use promotion_shared::model::{GROUP, KIND};
 pub struct Problem {
     pub path: String,
     pub message: String,
-    /// `FieldValueInvalid` or `FieldValueForbidden`, as in Kubernetes' own causes.
+    /// The cause type: `promotion_shared::api_error::DENIED_INVALID` or `DENIED_FORBIDDEN`,
+    /// Kubernetes' `FieldValueInvalid` and `FieldValueForbidden` under our prefix, so that a
+    /// client tells our denial apart from
+    /// the API server's own (`promotion_shared::api_error::classify`).
     pub reason: &'static str,
 }
 
@@ -220,6 +223,7 @@ fn split_at_chars(word: &str, max: usize) -> (&str, &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use promotion_shared::api_error::{DENIED_FORBIDDEN, DENIED_INVALID};
 
     #[test]
     fn single_and_multiple_problems() {
@@ -229,7 +233,7 @@ mod tests {
             &[Problem {
                 path: "spec.stages[1].trigger".into(),
                 message: "both auto and manual".into(),
-                reason: "FieldValueInvalid",
+                reason: DENIED_INVALID,
             }],
         );
         assert_eq!(
@@ -247,17 +251,21 @@ mod tests {
                 Problem {
                     path: "a".into(),
                     message: "x".into(),
-                    reason: "FieldValueForbidden",
+                    reason: DENIED_FORBIDDEN,
                 },
                 Problem {
                     path: "b".into(),
                     message: "y".into(),
-                    reason: "FieldValueInvalid",
+                    reason: DENIED_INVALID,
                 },
             ],
         );
         assert!(two.message.ends_with("is forbidden: [a: x, b: y]"));
         assert_eq!(two.code, 403);
+        // Clients tell our denials from the API server's by the causes, not the words.
+        use promotion_shared::api_error::{classify, Denial as Why, Failure};
+        assert_eq!(classify(&one), Failure::Denied(Why::Invalid));
+        assert_eq!(classify(&two), Failure::Denied(Why::Forbidden));
     }
 
     #[test]

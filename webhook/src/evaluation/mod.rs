@@ -299,7 +299,7 @@ fn invalid_problem(finding: &Finding) -> Problem {
     Problem {
         path: finding.path.clone(),
         message: finding.message.clone(),
-        reason: "FieldValueInvalid",
+        reason: promotion_shared::api_error::DENIED_INVALID,
     }
 }
 
@@ -307,7 +307,7 @@ fn forbidden_problem(violation: &Violation) -> Problem {
     Problem {
         path: violation.path.clone(),
         message: violation.message.clone(),
-        reason: "FieldValueForbidden",
+        reason: promotion_shared::api_error::DENIED_FORBIDDEN,
     }
 }
 

@@ -9,6 +9,7 @@ use kube::api::ListParams;
 use serde_json::Value;
 
 use health_runtime::{self as engine, select, Check, Inputs, KindServed, Listing};
+use promotion_shared::api_error::{classify, Failure};
 use promotion_shared::model::stage_profile_name;
 
 use super::managed::{self, Access, ClusterRef};
@@ -217,7 +218,7 @@ async fn fetch(
     if !discovery.contains_key(&api_version) {
         let doc = match raw_get(client, &base).await {
             Ok(v) => Some(v),
-            Err(kube::Error::Api(s)) if s.code == 404 => None,
+            Err(kube::Error::Api(s)) if classify(&s) == Failure::NotFound => None,
             Err(e) => return Err(describe(&e)),
         };
         discovery.insert(api_version.clone(), doc);
@@ -328,8 +329,10 @@ async fn raw_get(client: &kube::Client, path: &str) -> std::result::Result<Value
 /// A managed cluster's error in one line.
 fn describe(e: &kube::Error) -> String {
     match e {
-        kube::Error::Api(s) if s.code == 403 => format!("forbidden (403): {}", s.message),
-        kube::Error::Api(s) if s.code == 401 => {
+        kube::Error::Api(s) if classify(s) == Failure::Forbidden => {
+            format!("forbidden (403): {}", s.message)
+        }
+        kube::Error::Api(s) if classify(s) == Failure::Unauthorized => {
             "unauthorized (401): the kubeconfig's credentials were rejected".into()
         }
         kube::Error::Api(s) => format!("{} ({})", s.message, s.code),

@@ -1,6 +1,6 @@
-//! The fleet a plan is computed against: SveltosClusters and Cluster API Clusters, reduced to
-//! what Sveltos looks at when it matches a stage (labels) and when it deploys (paused, ready,
-//! shard).
+//! The fleet: SveltosClusters and Cluster API Clusters, reduced to what Sveltos looks at when it
+//! matches a stage (labels) and when it deploys (paused, ready, shard). `plan`, the reconcile
+//! decision and the views all read it.
 //!
 //! Two sources give the same [`Cluster`]s: the documents of an inventory file, as
 //! `kubectl get sveltosclusters,clusters.cluster.x-k8s.io -A -o yaml|json` writes it (a `List`,
@@ -78,6 +78,43 @@ impl Cluster {
     /// `namespace/name`, the way hazards and tables name a cluster.
     pub fn id(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
+    }
+
+    /// One SveltosCluster or CAPI Cluster object as the fleet reads it: `Ok(None)` for an object
+    /// of another kind or one being deleted (Sveltos matches neither).
+    pub fn decode(object: &Value) -> Result<Option<Cluster>, InventoryError> {
+        let mut one = Inventory::new();
+        one.add_object("object", "", object)?;
+        Ok(one.clusters.pop())
+    }
+
+    /// The smallest object of the cluster's kind that [`Cluster::decode`] reads as this cluster:
+    /// what a cache keeps of a cluster whose object carries much more (CAPI's whole topology).
+    pub fn to_object(&self) -> Value {
+        let mut metadata = serde_json::json!({"name": self.name, "namespace": self.namespace});
+        if !self.labels.is_empty() {
+            metadata["labels"] = serde_json::json!(self.labels);
+        }
+        if let Some(shard) = &self.shard {
+            metadata["annotations"] = serde_json::json!({ SHARD_ANNOTATION: shard });
+        }
+        let (api_version, status) = match self.cluster_type {
+            ClusterType::Sveltos => (
+                format!("{SVELTOS_GROUP}/v1beta1"),
+                serde_json::json!({"ready": self.ready}),
+            ),
+            ClusterType::Capi => (
+                format!("{CAPI_GROUP}/v1beta1"),
+                serde_json::json!({"controlPlaneReady": self.ready}),
+            ),
+        };
+        serde_json::json!({
+            "apiVersion": api_version,
+            "kind": self.cluster_type.kind(),
+            "metadata": metadata,
+            "spec": {"paused": self.paused},
+            "status": status,
+        })
     }
 }
 
@@ -477,6 +514,35 @@ mod tests {
             "spec": {"kubeconfigName": format!("{name}-kubeconfig")},
             "status": {"ready": ready, "version": "v1.33.1"}
         })
+    }
+
+    #[test]
+    fn a_cluster_written_back_decodes_to_itself() {
+        let objects = [
+            json!({"apiVersion": "lib.projectsveltos.io/v1beta1", "kind": "SveltosCluster",
+                   "metadata": {"name": "a", "namespace": "n", "labels": {"env": "dev"},
+                                "annotations": {SHARD_ANNOTATION: "s1", "other": "x"}},
+                   "spec": {"paused": true, "kubeconfigName": "k"},
+                   "status": {"ready": true, "version": "v1.32"}}),
+            json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+                   "metadata": {"name": "b", "namespace": "n"},
+                   "status": {"initialization": {"controlPlaneInitialized": true}}}),
+            json!({"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
+                   "metadata": {"name": "c", "namespace": "n"},
+                   "status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
+        ];
+        for object in objects {
+            let cluster = Cluster::decode(&object).unwrap().unwrap();
+            assert_eq!(
+                Cluster::decode(&cluster.to_object()).unwrap(),
+                Some(cluster.clone()),
+                "{object}"
+            );
+        }
+        let deleting = json!({"apiVersion": "lib.projectsveltos.io/v1beta1",
+            "kind": "SveltosCluster",
+            "metadata": {"name": "d", "namespace": "n", "deletionTimestamp": "2026-01-01T00:00:00Z"}});
+        assert_eq!(Cluster::decode(&deleting).unwrap(), None);
     }
 
     #[test]
