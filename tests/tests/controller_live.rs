@@ -660,7 +660,7 @@ fn webhook_outage(cluster: &Cluster) -> Result<(), String> {
     let describe = eventually("the blocked write reported", WAIT, || {
         kubectl_ok(cluster, User::Admin, &["promotion", "describe", &name])
             .ok()
-            .filter(|d| d.contains("AdmissionBlocked"))
+            .filter(|d| d.contains("WriteBlocked"))
     })?;
     assert_contains(
         &describe,

@@ -9,20 +9,22 @@ use futures::StreamExt;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
 use kube::runtime::events::Reporter;
-use kube::runtime::{reflector, watcher, WatchStreamExt};
+use kube::runtime::{predicates, reflector, watcher, Predicate, WatchStreamExt};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
-use promotion_shared::api_resources::{PROFILE, PROMOTION};
+use promotion_shared::api_resources::{
+    CAPI_CLUSTER_V1BETA1, PROFILE, PROMOTION, SUMMARY, SVELTOS_CLUSTER,
+};
 use promotion_shared::reconcile::Options;
 
 use crate::cli::{LogFormat, RunArgs};
 use crate::error::{Error, Result};
-use crate::live::cache::Cache;
 use crate::live::http;
 use crate::live::leader::{self, Election};
 use crate::live::metrics::Metrics;
 use crate::live::reconciler::{self, Context};
+use crate::live::stores::Stores;
 use crate::live::watches::{self, Triggers};
 use crate::live::writes::Writer;
 use crate::snapshot;
@@ -42,17 +44,6 @@ fn init_logging(args: &RunArgs) -> Result<()> {
         LogFormat::Text => builder.try_init(),
     };
     installed.map_err(|e| Error::Cluster(format!("installing the logger: {e}")))
-}
-
-/// What a change of a promotion must change to ask for a reconcile: its generation, labels or
-/// annotations (upstream's `GenerationChanged`/`LabelChanged`/`AnnotationChanged` predicates).
-fn reconcile_worthy(object: &DynamicObject) -> Option<u64> {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    object.metadata.generation.hash(&mut h);
-    object.metadata.labels.hash(&mut h);
-    object.metadata.annotations.hash(&mut h);
-    Some(h.finish())
 }
 
 pub async fn run(args: &RunArgs) -> Result<()> {
@@ -75,17 +66,24 @@ pub async fn run(args: &RunArgs) -> Result<()> {
         health = %health_listener.local_addr().map(|a| a.to_string()).unwrap_or_default(),
         "listening"
     );
-    let cache = Arc::new(Cache::default());
+    let (stores, feeds) = Stores::new(
+        &PROFILE.api_resource(),
+        &SUMMARY.api_resource(),
+        &SVELTOS_CLUSTER.api_resource(),
+        &CAPI_CLUSTER_V1BETA1.api_resource(),
+    );
     let metrics = Arc::new(Metrics::default());
     http::serve_metrics(metrics_listener, metrics.clone());
-    http::serve_health(health_listener, cache.clone());
+    http::serve_health(health_listener, stores.clone());
 
     let (leader_tx, leader_rx, lease) = if args.leader_elect {
         let election = Election {
+            // In a cluster, the service account's namespace; outside, the kubeconfig context's
+            // (`default` when it names none), as kubectl picks a namespace.
             namespace: args
                 .leader_elect_namespace
                 .clone()
-                .unwrap_or_else(leader::default_namespace),
+                .unwrap_or_else(|| client.default_namespace().to_string()),
             lease_name: args.leader_elect_lease_name.clone(),
             identity: leader::identity(),
             duration_seconds: args.leader_elect_lease_duration,
@@ -109,14 +107,18 @@ pub async fn run(args: &RunArgs) -> Result<()> {
     }
     let writer = reflector::store::Writer::new(ar.clone());
     let reader = writer.as_reader();
-    // Upstream's event filter: generation, labels or annotations (and deletion, which bumps the
-    // generation). Status-only changes — our own writes above all — do not trigger a reconcile;
-    // the watches of profiles, summaries and clusters, and each decision's deadline, do.
+    // Upstream's event filter (`GenerationChanged`, `LabelChanged`, `AnnotationChanged`):
+    // generation, labels or annotations (deletion bumps the generation). Status-only changes —
+    // our own writes above all — do not trigger a reconcile; the watches of profiles, summaries
+    // and clusters, and each decision's deadline, do.
+    let worthy = predicates::generation
+        .combine(predicates::labels)
+        .combine(predicates::annotations);
     let trigger = watcher::watcher(promotions.clone(), config)
         .default_backoff()
         .reflect(writer)
         .applied_objects()
-        .predicate_filter(reconcile_worthy, Default::default());
+        .predicate_filter(worthy, Default::default());
 
     let reporter = Reporter {
         controller: promotion_shared::status_writer::CONTROLLER_FIELD_MANAGER.into(),
@@ -127,7 +129,7 @@ pub async fn run(args: &RunArgs) -> Result<()> {
             promotions,
             profiles: Api::all_with(client.clone(), &PROFILE.api_resource()),
         },
-        cache: cache.clone(),
+        stores: stores.clone(),
         metrics: metrics.clone(),
         recorders: Mutex::new(Default::default()),
         client: client.clone(),
@@ -145,7 +147,8 @@ pub async fn run(args: &RunArgs) -> Result<()> {
     let (all_tx, all_rx) = futures::channel::mpsc::unbounded();
     watches::spawn_all(
         &client,
-        cache.clone(),
+        stores.clone(),
+        feeds,
         Triggers {
             one: one_tx,
             all: all_tx.clone(),

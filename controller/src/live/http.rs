@@ -10,9 +10,8 @@ use axum::routing::get;
 use axum::Router;
 use tokio::net::TcpListener;
 
-use super::cache::Cache;
 use super::metrics::Metrics;
-use super::reconciler::REQUIRED;
+use super::stores::Stores;
 
 pub async fn bind(addr: &str, what: &str) -> Result<TcpListener, String> {
     TcpListener::bind(addr)
@@ -41,18 +40,18 @@ async fn render(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
 
 /// `/healthz`: the process serves. `/readyz`: every required watch has listed once (a standby
 /// replica is ready: its caches are warm for a takeover).
-pub fn serve_health(listener: TcpListener, cache: Arc<Cache>) {
+pub fn serve_health(listener: TcpListener, stores: Arc<Stores>) {
     let app = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready))
-        .with_state(cache);
+        .with_state(stores);
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
 }
 
-async fn ready(State(cache): State<Arc<Cache>>) -> impl IntoResponse {
-    if cache.is_synced(&REQUIRED) {
+async fn ready(State(stores): State<Arc<Stores>>) -> impl IntoResponse {
+    if stores.is_ready() {
         (StatusCode::OK, "ok")
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "caches not listed yet")

@@ -16,15 +16,6 @@ pub struct Election {
     pub duration_seconds: u64,
 }
 
-/// The service account's namespace in-cluster, else `default`.
-pub fn default_namespace() -> String {
-    std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "default".to_string())
-}
-
 /// This replica's identity: the pod name (`POD_NAME`, from the downward API) or the host name,
 /// with the process id so that two processes on one host differ.
 pub fn identity() -> String {

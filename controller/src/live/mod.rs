@@ -2,17 +2,18 @@
 //! driven by watches and by each decision's own deadline.
 //!
 //! - the kinds read and written: [`promotion_shared::api_resources`], the plugin's table too;
-//! - [`cache`]: what the watches have seen, stripped to what the decision reads, indexed;
+//! - [`stores`]: what the watches have seen (reflector stores), cut down to what the decision
+//!   reads, with the side indexes a reconcile asks through;
 //! - [`watches`]: profiles, summaries and clusters, each change mapped to its promotion;
 //! - [`reconciler`]: one reconcile — snapshot, decision, ordered writes;
 //! - [`writes`]: the guarded writes;
 //! - [`leader`]: leader election on a Lease;
 //! - [`metrics`], [`http`]: Prometheus metrics, `/healthz` and `/readyz`.
 
-pub mod cache;
 pub mod http;
 pub mod leader;
 pub mod metrics;
 pub mod reconciler;
+pub mod stores;
 pub mod watches;
 pub mod writes;

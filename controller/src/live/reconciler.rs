@@ -29,23 +29,18 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tracing::{debug, info, warn, Instrument};
 
-use promotion_shared::freshness::Freshness;
-use promotion_shared::model::ClusterPromotion;
-use promotion_shared::pipeline;
+use promotion_shared::api_error::Failure;
 use promotion_shared::reconcile::{decide, Decision, FinalizerChange, Options, Snapshot};
 use promotion_shared::status_writer::{status_writer, take_over_requested, StatusWriter};
 
-use super::cache::{Cache, Source};
 use super::metrics::Metrics;
-use super::writes::{version_of, version_of_object, WriteError, Writer};
+use super::stores::Stores;
+use super::writes::{WriteError, Writer};
 use promotion_shared::api_resources::PROMOTION;
-
-/// The watches a reconcile needs to have listed once (CAPI Clusters are optional).
-pub const REQUIRED: [Source; 3] = [Source::Profiles, Source::Summaries, Source::SveltosClusters];
 
 pub struct Context {
     pub writer: Writer,
-    pub cache: Arc<Cache>,
+    pub stores: Arc<Stores>,
     pub metrics: Arc<Metrics>,
     /// One recorder per distinct message: kube-runtime's recorder counts every Event with the
     /// same type, reason and action as one series (keeping the first message), and all of
@@ -149,7 +144,8 @@ async fn reconcile_one(
         ctx.metrics.reconciled("skipped");
         return Ok(Action::await_change());
     }
-    ctx.cache.synced(&REQUIRED).await;
+    ctx.stores.ready().await;
+    // The one conversion of the promotion: the decision decodes it once, the writes read it.
     let promotion = serde_json::to_value(object.as_ref()).unwrap_or(Value::Null);
     if let Some(manager) = foreign_writer(&promotion, ctx.take_over) {
         ctx.metrics.foreign(&manager);
@@ -176,16 +172,16 @@ async fn reconcile_one(
         }
         return Ok(Action::requeue(ctx.resync));
     }
-    let snapshot = snapshot(&ctx.cache, &promotion, &name);
+    let snapshot = snapshot(&ctx.stores, promotion, &name);
     let now = Utc::now();
     let decision = decide(&snapshot, now, &ctx.options);
     debug!(explanation = %decision.explanation, "decided");
-    let result = carry_out(&ctx, &object, &promotion, &decision).await;
+    let result = carry_out(&ctx, &object, &snapshot.promotion, &decision).await;
     match result {
         Ok(()) => {
             ctx.metrics.reconciled("ok");
-            record_phase(&ctx, &name, &promotion, &decision);
-            observe(&ctx, &promotion, &decision, now);
+            record_phase(&ctx, &name, &decision);
+            observe(&ctx, &snapshot.promotion, &decision, now);
             let wait = decision
                 .wake_at
                 .and_then(|t| (t - Utc::now()).to_std().ok())
@@ -208,58 +204,52 @@ fn foreign_writer(promotion: &Value, take_over: bool) -> Option<String> {
     }
 }
 
-fn snapshot(cache: &Cache, promotion: &Value, name: &str) -> Snapshot {
-    let profiles = cache.profiles_of(name);
-    let stage_profiles = promotion_shared::model::stage_profile_names(promotion, name);
+fn snapshot(stores: &Stores, promotion: Value, name: &str) -> Snapshot {
+    let stage_profiles = promotion_shared::model::stage_profile_names(&promotion, name);
     Snapshot {
-        promotion: promotion.clone(),
-        profiles,
-        summaries: cache.summaries_of(&stage_profiles),
-        fleet: Some(cache.fleet()),
+        profiles: stores.profiles_of(name),
+        summaries: stores.summaries_of(&stage_profiles),
+        fleet: Some(stores.fleet()),
+        promotion,
     }
 }
 
+/// Each write is computed from the promotion as the previous one stored it (and guarded by its
+/// resourceVersion): a write never builds on a copy older than the last write.
 async fn carry_out(
     ctx: &Context,
     object: &DynamicObject,
     promotion: &Value,
     d: &Decision,
 ) -> Result<(), WriteError> {
-    let name = object.metadata.name.clone().unwrap_or_default();
-    let mut version = version_of_object(object);
+    let mut stored: Option<Value> = None;
     if d.finalizer == Some(FinalizerChange::Add) {
-        let stored = ctx.writer.add_finalizer(promotion).await?;
-        version = version_of(&stored);
+        stored = Some(ctx.writer.add_finalizer(promotion).await?);
         info!("finalizer added");
     }
-    let to_use = approvals_to_remove(promotion, &d.consume_approvals);
-    if !to_use.is_empty() || d.promoting.is_some() {
-        let mut guarded = promotion.clone();
-        guarded["metadata"]["resourceVersion"] = version.clone();
-        let stored = ctx
-            .writer
-            .commit(&guarded, &to_use, d.promoting.as_ref())
-            .await?;
-        version = version_of(&stored);
-        for (_, stage) in &to_use {
+    if !d.clear_approvals.is_empty() || d.promoting.is_some() {
+        let latest = stored.as_ref().unwrap_or(promotion);
+        stored = Some(
+            ctx.writer
+                .commit(latest, &d.clear_approvals, d.promoting.as_ref())
+                .await?,
+        );
+        for stage in &d.consume_approvals {
             info!(stage = %stage, "approval used");
         }
     }
     if let Some(status) = &d.status {
-        ctx.writer.status(&name, &version, status).await?;
+        let latest = stored.as_ref().unwrap_or(promotion);
+        stored = Some(ctx.writer.status(latest, status).await?);
         debug!("status written");
     }
     // The committed step (written above, or found from an earlier reconcile) is done.
-    let done = d
-        .promoting
-        .as_ref()
-        .map(|p| p.to_annotation())
-        .or_else(|| d.clear_promoting.clone());
-    if let Some(text) = done {
-        ctx.writer.clear_promoting(&name, &text).await?;
+    if d.promoting.is_some() || d.clear_promoting.is_some() {
+        let latest = stored.as_ref().unwrap_or(promotion);
+        stored = Some(ctx.writer.clear_promoting(latest).await?);
     }
     for key in &d.delete {
-        let uid = ctx.cache.profile_uid(&key.name);
+        let uid = ctx.stores.profile_uid(&key.name);
         ctx.writer.delete_profile(&key.name, uid.as_deref()).await?;
         info!(profile = %key.name, "ClusterProfile deleted");
     }
@@ -281,53 +271,20 @@ async fn carry_out(
             .await;
     }
     if d.finalizer == Some(FinalizerChange::Remove) {
-        let mut guarded = promotion.clone();
-        guarded["metadata"]["resourceVersion"] = version;
-        ctx.writer.remove_finalizer(&guarded).await?;
+        let latest = stored.as_ref().unwrap_or(promotion);
+        ctx.writer.remove_finalizer(latest).await?;
         info!("finalizer removed");
     }
     Ok(())
 }
 
-/// The approvals the decision uses that must be removed (`automaticReset` not false), with the
-/// index of their stage.
-fn approvals_to_remove(promotion: &Value, stages: &[String]) -> Vec<(usize, String)> {
-    // Most reconciles use no approval: no need to decode the promotion again.
-    if stages.is_empty() {
-        return Vec::new();
-    }
-    let Ok(p) = serde_json::from_value::<ClusterPromotion>(promotion.clone()) else {
-        return Vec::new();
-    };
-    stages
-        .iter()
-        .filter_map(|name| {
-            let index = p.stage_index(name)?;
-            let manual = p.spec.stages[index].trigger.as_ref()?.manual.as_ref()?;
-            (manual.is_approved() && manual.resets_automatically()).then(|| (index, name.clone()))
-        })
-        .collect()
-}
-
-fn record_phase(ctx: &Context, name: &str, promotion: &Value, d: &Decision) {
-    let mut after = promotion.clone();
-    if let Some(status) = &d.status {
-        after["status"] = status.clone();
-    }
-    let phase = if promotion.pointer("/metadata/deletionTimestamp").is_some() {
-        if d.finalizer == Some(FinalizerChange::Remove) {
-            None
-        } else {
-            Some("deleting")
-        }
-    } else {
-        serde_json::from_value::<ClusterPromotion>(after)
-            .ok()
-            .map(|p| {
-                pipeline::derive(&p, None, &Freshness::Current)
-                    .phase
-                    .label()
-            })
+/// The promotion's phase for the metric: the decision's (which read the ClusterSummaries), or
+/// `deleting` until the finalizer goes.
+fn record_phase(ctx: &Context, name: &str, d: &Decision) {
+    let phase = match &d.phase {
+        Some(phase) => Some(phase.label()),
+        None if d.finalizer == Some(FinalizerChange::Remove) => None,
+        None => Some("deleting"),
     };
     ctx.metrics.phase(name, phase);
 }
@@ -370,8 +327,10 @@ fn observe(ctx: &Context, promotion: &Value, d: &Decision, now: chrono::DateTime
 }
 
 /// Retry: a conflict at once (the cache catches up within the watch's latency), anything else
-/// after upstream's `normalRequeueAfter` (10 s). An admission failure is reported as an Event:
-/// a webhook outage under `failurePolicy: Fail` blocks promotions, and must not do so silently.
+/// after upstream's `normalRequeueAfter` (10 s). A write the API server refused or could not
+/// take (an admission webhook's denial, RBAC, a webhook it cannot call under
+/// `failurePolicy: Fail`, …) is reported as a Warning Event `WriteBlocked` on the promotion, with
+/// the server's words: it blocks promotions, and must not do so silently.
 pub fn error_policy(
     object: Arc<DynamicObject>,
     error: &ReconcileError,
@@ -381,17 +340,21 @@ pub fn error_policy(
     ctx.metrics.reconciled("error");
     ctx.metrics.error(e.reason());
     let name = object.metadata.name.clone().unwrap_or_default();
-    match e {
-        WriteError::Conflict { .. } => {
-            debug!(promotion = %name, error = %e, "conflict");
+    match e.failure() {
+        Some(Failure::Conflict) => {
+            debug!(promotion = %name, error = %e, "conflict: deciding again");
             Action::requeue(Duration::from_millis(200))
         }
-        WriteError::Admission { .. } => {
-            warn!(promotion = %name, error = %e, "write refused by admission");
+        Some(Failure::NotFound) => {
+            debug!(promotion = %name, error = %e, "gone meanwhile");
+            Action::await_change()
+        }
+        _ if blocks(e) => {
+            warn!(promotion = %name, error = %e, "write blocked");
             let ctx2 = ctx.clone();
             let note = format!("promotion-controller could not write: {e}");
             tokio::spawn(async move {
-                ctx2.publish(&object, EventType::Warning, "AdmissionBlocked", note)
+                ctx2.publish(&object, EventType::Warning, "WriteBlocked", note)
                     .await;
             });
             Action::requeue(Duration::from_secs(10))
@@ -401,4 +364,13 @@ pub fn error_policy(
             Action::requeue(Duration::from_secs(10))
         }
     }
+}
+
+/// A failure that stops the rollout until someone acts or the server recovers: anything the
+/// server answered but a conflict or a missing object.
+fn blocks(e: &WriteError) -> bool {
+    !matches!(
+        e.failure(),
+        None | Some(Failure::Conflict) | Some(Failure::NotFound)
+    )
 }

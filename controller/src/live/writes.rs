@@ -1,20 +1,23 @@
 //! Every write the controller makes, each guarded so that two replicas acting at once (a Lease
 //! cannot prevent that: a paused leader may still be running) can never double-promote or use one
 //! approval twice:
-//! - promotion writes are JSON patches whose first operation tests `metadata.resourceVersion` (or
-//!   the one value the write removes), so a write based on an outdated read fails with a conflict
-//!   and the next reconcile decides again from the new state;
-//! - approvals are removed by index, after testing the stage's name and `approved: true` — never
-//!   by rewriting `spec.stages` (upstream's merge patch of the whole list drops
+//! - promotion writes are the merge patches of [`promotion_shared::patch`], each carrying the
+//!   `resourceVersion` of the object it was computed from, so a write based on an outdated read
+//!   fails with a 409 conflict and the next reconcile decides again from the new state;
+//! - approvals are removed from the stage list as read, at the indices the decision names — the
+//!   list is written back whole but only as read (upstream's typed rewrite of the list dropped
 //!   `automaticReset: false` elsewhere, D3);
 //! - generated profiles are written by server-side apply with upstream's field manager
 //!   `application/apply-patch`, so profiles the Enterprise controller created are taken over
 //!   without orphaned field ownership, and deleted with a UID precondition.
+//!
+//! A failure is read with [`promotion_shared::api_error::classify`], the reading the plugin uses.
 
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use promotion_shared::model::FINALIZER;
+use promotion_shared::api_error::{classify, Failure};
+use promotion_shared::patch::{self, PatchError};
 use promotion_shared::promoting::{Promoting, PROMOTING_ANNOTATION};
 use promotion_shared::status_writer::CONTROLLER_FIELD_MANAGER;
 
@@ -24,59 +27,76 @@ pub const PROFILE_FIELD_MANAGER: &str = "application/apply-patch";
 /// Why a write failed, as the reconcile reports and retries it.
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
-    /// The object changed since it was read (or the tested value is gone): decide again.
-    #[error("{what}: the promotion changed since it was read; deciding again")]
-    Conflict { what: String },
-    /// An admission webhook refused the write or could not be called.
+    /// The API server answered with a failure: `failure` is what it means, `message` its words.
     #[error("{what}: {message}")]
-    Admission { what: String, message: String },
-    #[error("{what}: {message}")]
-    Forbidden { what: String, message: String },
+    Refused {
+        what: String,
+        failure: Failure,
+        message: String,
+    },
+    /// No answer (connection refused, reset, timed out): whether it was applied is unknown.
+    #[error("{what}: no answer from the API server ({reason})")]
+    Unanswered { what: String, reason: String },
+    /// The write could not be built from the object read: nothing was sent.
     #[error("{what}: {source}")]
-    Api {
+    Unbuildable {
         what: String,
         #[source]
-        source: kube::Error,
+        source: PatchError,
     },
 }
 
 impl WriteError {
+    /// The failure's name, for the error metric: `conflict`, `denied`, `forbidden`, …,
+    /// `unanswered`, `unbuildable`.
     pub fn reason(&self) -> &'static str {
         match self {
-            WriteError::Conflict { .. } => "conflict",
-            WriteError::Admission { .. } => "admission",
-            WriteError::Forbidden { .. } => "forbidden",
-            WriteError::Api { .. } => "api",
+            WriteError::Refused { failure, .. } => failure.label(),
+            WriteError::Unanswered { .. } => "unanswered",
+            WriteError::Unbuildable { .. } => "unbuildable",
+        }
+    }
+
+    /// What the answer means, when the server gave one.
+    pub fn failure(&self) -> Option<Failure> {
+        match self {
+            WriteError::Refused { failure, .. } => Some(*failure),
+            _ => None,
         }
     }
 
     fn of(what: impl Into<String>, e: kube::Error) -> WriteError {
         let what = what.into();
-        if let kube::Error::Api(status) = &e {
-            let message = status.message.clone();
-            let code = status.code;
-            if code == 409 || (code == 422 && message.contains("test")) {
-                return WriteError::Conflict { what };
-            }
-            if message.contains("admission webhook") || message.contains("failed calling webhook") {
-                return WriteError::Admission { what, message };
-            }
-            if code == 403 {
-                return WriteError::Forbidden { what, message };
-            }
+        match e {
+            kube::Error::Api(status) => WriteError::Refused {
+                what,
+                failure: classify(&status),
+                message: if status.message.is_empty() {
+                    format!("{} ({})", status.reason, status.code)
+                } else {
+                    status.message.clone()
+                },
+            },
+            other => WriteError::Unanswered {
+                what,
+                reason: chain(&other),
+            },
         }
-        WriteError::Api { what, source: e }
     }
 }
 
-/// A JSON Pointer token (RFC 6901).
-fn token(s: &str) -> String {
-    s.replace('~', "~0").replace('/', "~1")
-}
-
-fn json_patch(ops: Value) -> Patch<()> {
-    // Built from literal operations above: always a valid patch document.
-    Patch::Json(serde_json::from_value(ops).unwrap_or_default())
+/// An error with its causes, in words (never a `Debug` dump).
+fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = vec![err.to_string()];
+    let mut source = err.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        source = s.source();
+    }
+    parts.join(": ")
 }
 
 fn params() -> PatchParams {
@@ -86,134 +106,72 @@ fn params() -> PatchParams {
     }
 }
 
-/// The `resourceVersion` a write is guarded by (`null` when absent: the guard then fails).
-pub fn version_of(object: &Value) -> Value {
-    object
-        .pointer("/metadata/resourceVersion")
-        .cloned()
-        .unwrap_or(Value::Null)
-}
-
-pub fn version_of_object(object: &DynamicObject) -> Value {
-    object
-        .metadata
-        .resource_version
-        .clone()
-        .map(Value::String)
-        .unwrap_or(Value::Null)
-}
-
 pub struct Writer {
     pub promotions: Api<DynamicObject>,
     pub profiles: Api<DynamicObject>,
 }
 
+/// A patch built from the object read, or the reason it cannot be.
+fn built(what: &str, patch: Result<Value, PatchError>) -> Result<Value, WriteError> {
+    patch.map_err(|source| WriteError::Unbuildable {
+        what: what.to_string(),
+        source,
+    })
+}
+
 impl Writer {
     /// Add our finalizer, if the promotion is still as read. Returns the stored object.
     pub async fn add_finalizer(&self, promotion: &Value) -> Result<Value, WriteError> {
-        let name = name_of(promotion);
-        let mut ops = vec![test_version(promotion)];
-        match promotion
-            .pointer("/metadata/finalizers")
-            .and_then(Value::as_array)
-        {
-            Some(_) => {
-                ops.push(json!({"op": "add", "path": "/metadata/finalizers/-", "value": FINALIZER}))
-            }
-            None => {
-                ops.push(json!({"op": "add", "path": "/metadata/finalizers", "value": [FINALIZER]}))
-            }
-        }
-        self.patch(name, Value::Array(ops), "adding the finalizer")
-            .await
+        let what = "adding the finalizer";
+        let body = built(what, patch::finalizer(promotion, true))?;
+        self.patch(promotion, &body, what).await
     }
 
-    /// Remove our finalizer: the test on its exact position makes a concurrent change fail.
+    /// Remove our finalizer, if the promotion is still as read.
     pub async fn remove_finalizer(&self, promotion: &Value) -> Result<(), WriteError> {
-        let name = name_of(promotion);
-        let Some(index) = promotion
-            .pointer("/metadata/finalizers")
-            .and_then(Value::as_array)
-            .and_then(|f| f.iter().position(|x| x == FINALIZER))
-        else {
-            return Ok(());
-        };
-        let path = format!("/metadata/finalizers/{index}");
-        let ops = json!([{"op": "test", "path": path, "value": FINALIZER},
-                         {"op": "remove", "path": path}]);
-        match self.patch(name, ops, "removing the finalizer").await {
+        let what = "removing the finalizer";
+        let body = built(what, patch::finalizer(promotion, false))?;
+        match self.patch(promotion, &body, what).await {
             Ok(_) => Ok(()),
             // Already gone with the object: done.
-            Err(WriteError::Api {
-                source: kube::Error::Api(s),
-                ..
-            }) if s.code == 404 => Ok(()),
+            Err(e) if e.failure() == Some(Failure::NotFound) => Ok(()),
             Err(e) => Err(e),
         }
     }
 
-    /// Use the approvals of `stages` (those that reset automatically) and record the committed
-    /// step, in one patch that fails unless the promotion is still as read. Returns the stored
-    /// object (its resourceVersion guards the status write that follows).
+    /// Use the approvals at `stages` (indices in `spec.stages`) and record the committed step,
+    /// in one write that fails unless the promotion is still as read. Returns the stored object.
     pub async fn commit(
         &self,
         promotion: &Value,
-        stages: &[(usize, String)],
+        stages: &[usize],
         promoting: Option<&Promoting>,
     ) -> Result<Value, WriteError> {
-        let name = name_of(promotion);
-        let mut ops = vec![test_version(promotion)];
-        for (index, stage) in stages {
-            let manual = format!("/spec/stages/{index}/trigger/manual");
-            ops.push(
-                json!({"op": "test", "path": format!("/spec/stages/{index}/name"), "value": stage}),
-            );
-            ops.push(json!({"op": "test", "path": format!("{manual}/approved"), "value": true}));
-            ops.push(json!({"op": "remove", "path": format!("{manual}/approved")}));
-        }
-        if let Some(p) = promoting {
-            match promotion
-                .pointer("/metadata/annotations")
-                .and_then(Value::as_object)
-            {
-                Some(_) => ops.push(json!({"op": "add",
-                    "path": format!("/metadata/annotations/{}", token(PROMOTING_ANNOTATION)),
-                    "value": p.to_annotation()})),
-                None => ops.push(json!({"op": "add", "path": "/metadata/annotations",
-                    "value": {PROMOTING_ANNOTATION: p.to_annotation()}})),
-            }
-        }
-        self.patch(name, Value::Array(ops), "using the approval")
-            .await
+        let what = "using the approval";
+        let body = built(what, patch::commit(promotion, stages, promoting))?;
+        self.patch(promotion, &body, what).await
     }
 
-    /// Write the whole status, if the promotion is still at `version`.
-    pub async fn status(
-        &self,
-        name: &str,
-        version: &Value,
-        status: &Value,
-    ) -> Result<Value, WriteError> {
-        let ops = json!([
-            {"op": "test", "path": "/metadata/resourceVersion", "value": version},
-            {"op": "add", "path": "/status", "value": status},
-        ]);
+    /// Write the whole status, if the promotion is still as read. Returns the stored object.
+    pub async fn status(&self, promotion: &Value, status: &Value) -> Result<Value, WriteError> {
+        let what = "writing the status";
+        let body = built(what, patch::status(promotion, status))?;
         let stored = self
             .promotions
-            .patch_status(name, &params(), &json_patch(ops))
+            .patch_status(name_of(promotion), &params(), &Patch::Merge(&body))
             .await
-            .map_err(|e| WriteError::of("writing the status", e))?;
-        Ok(serde_json::to_value(stored).unwrap_or(Value::Null))
+            .map_err(|e| WriteError::of(what, e))?;
+        Ok(to_value(&stored))
     }
 
-    /// Remove the committed-step annotation, if it still reads `text`.
-    pub async fn clear_promoting(&self, name: &str, text: &str) -> Result<(), WriteError> {
-        let path = format!("/metadata/annotations/{}", token(PROMOTING_ANNOTATION));
-        let ops = json!([{"op": "test", "path": path, "value": text},
-                         {"op": "remove", "path": path}]);
-        self.patch(name, ops, "clearing the committed step")
-            .await
-            .map(|_| ())
+    /// Remove the committed-step annotation, if the promotion is still as read.
+    pub async fn clear_promoting(&self, promotion: &Value) -> Result<Value, WriteError> {
+        let what = "clearing the committed step";
+        let body = built(
+            what,
+            patch::remove_annotation(promotion, PROMOTING_ANNOTATION),
+        )?;
+        self.patch(promotion, &body, what).await
     }
 
     pub async fn apply_profile(&self, body: &Value) -> Result<(), WriteError> {
@@ -237,23 +195,30 @@ impl Writer {
         };
         match self.profiles.delete(name, &dp).await {
             Ok(_) => Ok(()),
-            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Err(kube::Error::Api(s)) if classify(&s) == Failure::NotFound => Ok(()),
             Err(e) => Err(WriteError::of(format!("deleting ClusterProfile {name}"), e)),
         }
     }
 
-    async fn patch(&self, name: &str, ops: Value, what: &str) -> Result<Value, WriteError> {
+    async fn patch(
+        &self,
+        promotion: &Value,
+        body: &Value,
+        what: &str,
+    ) -> Result<Value, WriteError> {
         let stored = self
             .promotions
-            .patch(name, &params(), &json_patch(ops))
+            .patch(name_of(promotion), &params(), &Patch::Merge(body))
             .await
             .map_err(|e| WriteError::of(what, e))?;
-        Ok(serde_json::to_value(stored).unwrap_or(Value::Null))
+        Ok(to_value(&stored))
     }
 }
 
-fn test_version(promotion: &Value) -> Value {
-    json!({"op": "test", "path": "/metadata/resourceVersion", "value": version_of(promotion)})
+/// An object the API server returned, as the decision reads objects.
+fn to_value(object: &DynamicObject) -> Value {
+    // A DynamicObject is JSON it was decoded from: serializing it back cannot fail.
+    serde_json::to_value(object).unwrap_or(Value::Null)
 }
 
 fn name_of(object: &Value) -> &str {
@@ -261,18 +226,4 @@ fn name_of(object: &Value) -> &str {
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or("")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn annotation_keys_are_escaped_as_json_pointer_tokens() {
-        assert_eq!(
-            token(PROMOTING_ANNOTATION),
-            "promotion-controller.kubectl-promotion.dev~1promoting"
-        );
-        assert_eq!(token("a~b/c"), "a~0b~1c");
-    }
 }

@@ -1,0 +1,438 @@
+//! What the watches have seen: one kube-runtime reflector [`Store`] per kind, each object cut
+//! down (a `modify` projection applied before it is stored) to what the decision reads, and two
+//! side indexes the stores cannot give:
+//! - ClusterSummaries by the profile they belong to (the label
+//!   `projectsveltos.io/cluster-profile-name`): a reconcile asks for a few profiles' summaries
+//!   among tens of thousands;
+//! - the fleet as the decision reads it ([`Cluster`]s), built once per change of a cluster that
+//!   matters to it, and shared by every reconcile.
+//!
+//! A ClusterSummary carries a whole profile spec (Helm values included) that the decision only
+//! compares with the profile's: [`deployed::retained`] keeps it as digests. A ClusterProfile
+//! keeps its spec and labels, not its managed fields nor the last-applied copy; a cluster keeps
+//! what [`Cluster::decode`] reads ([`Cluster::to_object`]).
+//!
+//! Each watch's task owns its store's writer and is the only one to change its side index, in the
+//! order of the events: the object is stored, then indexed, then the reconciles it concerns are
+//! asked for, so a reconcile never reads an index older than the event that asked for it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock};
+
+use kube::api::{ApiResource, DynamicObject};
+use kube::core::ObjectMeta;
+use kube::runtime::reflector::{store::Writer, ObjectRef, Store};
+use kube::runtime::watcher::Event;
+use serde_json::Value;
+
+use promotion_shared::fleet::Cluster;
+use promotion_shared::model::{CLUSTER_PROFILE_NAME_LABEL, PROMOTION_NAME_LABEL};
+use promotion_shared::reconcile::deployed;
+
+/// Which watch an event came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Source {
+    Profiles,
+    Summaries,
+    SveltosClusters,
+    CapiClusters,
+}
+
+/// What an event changed, once stored.
+pub enum Change {
+    /// Added or modified: the object stored now, and the one it replaced.
+    Applied {
+        old: Option<Arc<DynamicObject>>,
+        new: Arc<DynamicObject>,
+    },
+    Deleted(Box<DynamicObject>),
+    /// A (re)list completed: the store holds exactly what it listed.
+    Listed,
+}
+
+/// One reflector store and its writer, fed by one watch task.
+pub struct Feed {
+    writer: Writer<DynamicObject>,
+    reader: Store<DynamicObject>,
+    resource: ApiResource,
+}
+
+impl Feed {
+    fn new(resource: &ApiResource) -> Feed {
+        let writer = Writer::new(resource.clone());
+        let reader = writer.as_reader();
+        Feed {
+            writer,
+            reader,
+            resource: resource.clone(),
+        }
+    }
+
+    /// Store an event (already projected) and say what it changed; `None` while a relist is
+    /// still being buffered (the store swaps its contents at once when the list is complete).
+    pub fn apply(&mut self, event: Event<DynamicObject>) -> Option<Change> {
+        let old = match &event {
+            Event::Apply(o) => self.reader.get(&self.key(o)),
+            _ => None,
+        };
+        self.writer.apply_watcher_event(&event);
+        match event {
+            Event::Apply(o) => {
+                let new = self
+                    .reader
+                    .get(&self.key(&o))
+                    .unwrap_or_else(|| Arc::new(o));
+                Some(Change::Applied { old, new })
+            }
+            Event::Delete(o) => Some(Change::Deleted(Box::new(o))),
+            Event::InitDone => Some(Change::Listed),
+            Event::Init | Event::InitApply(_) => None,
+        }
+    }
+
+    fn key(&self, object: &DynamicObject) -> ObjectRef<DynamicObject> {
+        ObjectRef::from_obj_with(object, self.resource.clone())
+    }
+}
+
+pub struct Stores {
+    profiles: Store<DynamicObject>,
+    summaries: Store<DynamicObject>,
+    sveltos_clusters: Store<DynamicObject>,
+    capi_clusters: Store<DynamicObject>,
+    profile_resource: ApiResource,
+    /// profile name → `namespace/name` → summary (the store's own `Arc`s).
+    by_profile: RwLock<HashMap<String, BTreeMap<String, Arc<DynamicObject>>>>,
+    /// The fleet handed to reconciles, rebuilt after a change that matters to it.
+    fleet: RwLock<Option<Arc<[Cluster]>>>,
+}
+
+/// The four feeds, one per watch task.
+pub struct Feeds {
+    pub profiles: Feed,
+    pub summaries: Feed,
+    pub sveltos_clusters: Feed,
+    pub capi_clusters: Feed,
+}
+
+impl Stores {
+    pub fn new(
+        profile: &ApiResource,
+        summary: &ApiResource,
+        sveltos_cluster: &ApiResource,
+        capi_cluster: &ApiResource,
+    ) -> (Arc<Stores>, Feeds) {
+        let feeds = Feeds {
+            profiles: Feed::new(profile),
+            summaries: Feed::new(summary),
+            sveltos_clusters: Feed::new(sveltos_cluster),
+            capi_clusters: Feed::new(capi_cluster),
+        };
+        let stores = Stores {
+            profiles: feeds.profiles.reader.clone(),
+            summaries: feeds.summaries.reader.clone(),
+            sveltos_clusters: feeds.sveltos_clusters.reader.clone(),
+            capi_clusters: feeds.capi_clusters.reader.clone(),
+            profile_resource: profile.clone(),
+            by_profile: RwLock::default(),
+            fleet: RwLock::default(),
+        };
+        (Arc::new(stores), feeds)
+    }
+
+    /// Whether every watch a reconcile needs has listed once (CAPI Clusters are optional: Sveltos
+    /// runs without Cluster API).
+    pub fn is_ready(&self) -> bool {
+        [&self.profiles, &self.summaries, &self.sveltos_clusters]
+            .iter()
+            .all(|s| s.wait_until_ready().now_or_never_ready())
+    }
+
+    /// Wait until every watch a reconcile needs has listed once.
+    pub async fn ready(&self) {
+        for store in [&self.profiles, &self.summaries, &self.sveltos_clusters] {
+            // The writer lives as long as its watch task, which runs until the process ends.
+            let _ = store.wait_until_ready().await;
+        }
+    }
+
+    /// A profile change: the promotion it belongs to (by its label).
+    pub fn profile_changed(change: &Change) -> Vec<String> {
+        match change {
+            Change::Applied { old, new } => {
+                let mut promotions: Vec<String> = old
+                    .iter()
+                    .filter_map(|o| promotion_label(o))
+                    .chain(promotion_label(new))
+                    .map(str::to_string)
+                    .collect();
+                promotions.dedup();
+                promotions
+            }
+            Change::Deleted(o) => promotion_label(o).map(str::to_string).into_iter().collect(),
+            Change::Listed => Vec::new(),
+        }
+    }
+
+    /// A summary change: index it, and say which profiles it concerns (the one it left too).
+    pub fn summary_changed(&self, change: &Change) -> Vec<String> {
+        let mut index = write(&self.by_profile);
+        match change {
+            Change::Applied { old, new } => {
+                let key = key_of(&new.metadata);
+                let before = old.as_deref().and_then(profile_label);
+                let after = profile_label(new);
+                if let Some(before) = before.filter(|b| Some(*b) != after) {
+                    unindex(&mut index, before, &key);
+                }
+                if let Some(after) = after {
+                    index
+                        .entry(after.to_string())
+                        .or_default()
+                        .insert(key, new.clone());
+                }
+                before
+                    .into_iter()
+                    .chain(after)
+                    .map(str::to_string)
+                    .collect()
+            }
+            Change::Deleted(o) => match profile_label(o) {
+                Some(profile) => {
+                    unindex(&mut index, profile, &key_of(&o.metadata));
+                    vec![profile.to_string()]
+                }
+                None => Vec::new(),
+            },
+            Change::Listed => {
+                index.clear();
+                for s in self.summaries.state() {
+                    if let Some(profile) = profile_label(&s) {
+                        index
+                            .entry(profile.to_string())
+                            .or_default()
+                            .insert(key_of(&s.metadata), s.clone());
+                    }
+                }
+                Vec::new()
+            }
+        }
+    }
+
+    /// A cluster change: whether the fleet as the decision reads it changed.
+    pub fn cluster_changed(&self, change: &Change) -> bool {
+        let changed = match change {
+            Change::Applied { old, new } => {
+                old.as_deref().map(decode_cluster) != Some(decode_cluster(new))
+            }
+            Change::Deleted(_) | Change::Listed => true,
+        };
+        if changed {
+            *write(&self.fleet) = None;
+        }
+        changed
+    }
+
+    /// The promotion a profile belongs to, by its label.
+    pub fn promotion_of_profile(&self, profile: &str) -> Option<String> {
+        self.profiles
+            .get(&ObjectRef::new_with(profile, self.profile_resource.clone()))
+            .and_then(|p| promotion_label(&p).map(str::to_string))
+    }
+
+    /// The UID of a cached profile (the precondition of its deletion).
+    pub fn profile_uid(&self, name: &str) -> Option<String> {
+        self.profiles
+            .get(&ObjectRef::new_with(name, self.profile_resource.clone()))
+            .and_then(|p| p.metadata.uid.clone())
+    }
+
+    /// The profiles labelled with `promotion`'s name.
+    pub fn profiles_of(&self, promotion: &str) -> Vec<Value> {
+        self.profiles
+            .state_filter(|p| promotion_label(p) == Some(promotion))
+            .iter()
+            .map(|p| to_value(p))
+            .collect()
+    }
+
+    /// The ClusterSummaries of each named profile.
+    pub fn summaries_of(&self, profiles: &[String]) -> Vec<Value> {
+        let index = read(&self.by_profile);
+        profiles
+            .iter()
+            .filter_map(|p| index.get(p))
+            .flat_map(|rows| rows.values().map(|s| to_value(s)))
+            .collect()
+    }
+
+    /// The fleet: every SveltosCluster and CAPI Cluster seen, shared by all reconciles.
+    pub fn fleet(&self) -> Arc<[Cluster]> {
+        if let Some(built) = read(&self.fleet).clone() {
+            return built;
+        }
+        let mut fleet = write(&self.fleet);
+        let mut clusters: Vec<Cluster> = self
+            .sveltos_clusters
+            .state()
+            .iter()
+            .chain(self.capi_clusters.state().iter())
+            .filter_map(|c| decode_cluster(c))
+            .collect();
+        clusters.sort_by(|a, b| {
+            (a.cluster_type, &a.namespace, &a.name).cmp(&(b.cluster_type, &b.namespace, &b.name))
+        });
+        let built: Arc<[Cluster]> = clusters.into();
+        *fleet = Some(built.clone());
+        built
+    }
+
+    /// Sizes, for the log line once listed.
+    pub fn sizes(&self) -> (usize, usize, usize) {
+        (
+            self.profiles.len(),
+            self.summaries.len(),
+            self.sveltos_clusters.len() + self.capi_clusters.len(),
+        )
+    }
+}
+
+/// A quick look at a store's readiness without waiting.
+trait NowOrNever {
+    fn now_or_never_ready(self) -> bool;
+}
+
+impl<F: std::future::Future> NowOrNever for F {
+    fn now_or_never_ready(self) -> bool {
+        futures::FutureExt::now_or_never(self).is_some()
+    }
+}
+
+/// The projection of a ClusterProfile: what the decision reads (no managed fields, no
+/// last-applied copy, of the status only `matchingClusters`).
+pub fn project_profile(profile: &mut DynamicObject) {
+    profile.metadata.managed_fields = None;
+    if let Some(a) = profile.metadata.annotations.as_mut() {
+        a.remove("kubectl.kubernetes.io/last-applied-configuration");
+    }
+    if let Some(status) = profile
+        .data
+        .get_mut("status")
+        .and_then(Value::as_object_mut)
+    {
+        status.retain(|k, _| k == "matchingClusters");
+    }
+}
+
+/// The projection of a ClusterSummary: [`deployed::retained`], whose metadata is its name,
+/// namespace and profile label.
+pub fn project_summary(summary: &mut DynamicObject) {
+    let mut whole = std::mem::take(&mut summary.data);
+    whole["metadata"] = serde_json::json!({
+        "name": summary.metadata.name,
+        "namespace": summary.metadata.namespace,
+        "labels": summary.metadata.labels,
+    });
+    let mut kept = deployed::retained(&whole);
+    summary.metadata = ObjectMeta {
+        name: summary.metadata.name.take(),
+        namespace: summary.metadata.namespace.take(),
+        labels: profile_label(summary)
+            .map(|p| BTreeMap::from([(CLUSTER_PROFILE_NAME_LABEL.to_string(), p.to_string())])),
+        ..ObjectMeta::default()
+    };
+    if let Some(kept) = kept.as_object_mut() {
+        kept.remove("metadata");
+    }
+    summary.data = kept;
+    // The kind is the store's; no reader needs it on each object.
+    summary.types = None;
+}
+
+/// The projection of a SveltosCluster or CAPI Cluster (its `types` set): [`Cluster::to_object`]
+/// of what it decodes to; a cluster Sveltos does not match (being deleted) keeps only its name,
+/// namespace and deletion time.
+pub fn project_cluster(cluster: &mut DynamicObject) {
+    match decode_cluster(cluster) {
+        Some(decoded) => {
+            // Built from a Cluster: a well-formed object, which always decodes.
+            if let Ok(projected) = serde_json::from_value::<DynamicObject>(decoded.to_object()) {
+                *cluster = projected;
+            }
+        }
+        None => {
+            cluster.metadata = ObjectMeta {
+                name: cluster.metadata.name.take(),
+                namespace: cluster.metadata.namespace.take(),
+                deletion_timestamp: cluster.metadata.deletion_timestamp.take(),
+                ..ObjectMeta::default()
+            };
+            cluster.data = serde_json::json!({});
+        }
+    }
+}
+
+/// The cluster an object of the fleet is, if it is one Sveltos matches.
+fn decode_cluster(object: &DynamicObject) -> Option<Cluster> {
+    Cluster::decode(&to_value(object)).ok().flatten()
+}
+
+fn to_value(object: &DynamicObject) -> Value {
+    // A DynamicObject is JSON it was decoded from: serializing it back cannot fail.
+    serde_json::to_value(object).unwrap_or(Value::Null)
+}
+
+fn promotion_label(object: &DynamicObject) -> Option<&str> {
+    object
+        .metadata
+        .labels
+        .as_ref()?
+        .get(PROMOTION_NAME_LABEL)
+        .map(String::as_str)
+}
+
+fn profile_label(object: &DynamicObject) -> Option<&str> {
+    object
+        .metadata
+        .labels
+        .as_ref()?
+        .get(CLUSTER_PROFILE_NAME_LABEL)
+        .map(String::as_str)
+}
+
+/// `namespace/name` (or `name`).
+fn key_of(meta: &ObjectMeta) -> String {
+    let name = meta.name.as_deref().unwrap_or("");
+    match meta.namespace.as_deref() {
+        Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
+        _ => name.to_string(),
+    }
+}
+
+fn unindex(
+    index: &mut HashMap<String, BTreeMap<String, Arc<DynamicObject>>>,
+    profile: &str,
+    key: &str,
+) {
+    if let Some(rows) = index.get_mut(profile) {
+        rows.remove(key);
+        if rows.is_empty() {
+            index.remove(profile);
+        }
+    }
+}
+
+// A poisoned lock means a panic while holding it; the data is still the last consistent write
+// (every update is a single insert or remove), so it is used rather than cascading the panic.
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests;

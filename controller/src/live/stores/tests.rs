@@ -1,0 +1,198 @@
+use super::*;
+use serde_json::json;
+
+fn resources() -> (ApiResource, ApiResource, ApiResource, ApiResource) {
+    use promotion_shared::api_resources::{
+        CAPI_CLUSTER_V1BETA1, PROFILE, SUMMARY, SVELTOS_CLUSTER,
+    };
+    (
+        PROFILE.api_resource(),
+        SUMMARY.api_resource(),
+        SVELTOS_CLUSTER.api_resource(),
+        CAPI_CLUSTER_V1BETA1.api_resource(),
+    )
+}
+
+fn object(value: Value, project: fn(&mut DynamicObject)) -> DynamicObject {
+    let mut o: DynamicObject = serde_json::from_value(value).unwrap();
+    project(&mut o);
+    o
+}
+
+fn summary(ns: &str, name: &str, profile: &str) -> DynamicObject {
+    object(
+        json!({"apiVersion": "config.projectsveltos.io/v1beta1", "kind": "ClusterSummary",
+               "metadata": {"namespace": ns, "name": name, "uid": "u", "resourceVersion": "7",
+                            "labels": {CLUSTER_PROFILE_NAME_LABEL: profile, "other": "x"}},
+               "spec": {"clusterNamespace": ns, "clusterName": "c", "clusterType": "Sveltos",
+                        "clusterProfileSpec": {"helmCharts": [{"values": "big"}]}},
+               "status": {"featureSummaries": [{"featureID": "Helm", "status": "Provisioned",
+                                                "hash": "h"}]}}),
+        project_summary,
+    )
+}
+
+fn profile(name: &str, promotion: &str) -> DynamicObject {
+    object(
+        json!({"apiVersion": "config.projectsveltos.io/v1beta1", "kind": "ClusterProfile",
+               "metadata": {"name": name, "uid": format!("uid-{name}"),
+                            "labels": {PROMOTION_NAME_LABEL: promotion}},
+               "spec": {}}),
+        project_profile,
+    )
+}
+
+fn cluster(name: &str, env: &str, ready: bool) -> DynamicObject {
+    object(
+        json!({"apiVersion": "lib.projectsveltos.io/v1beta1", "kind": "SveltosCluster",
+               "metadata": {"namespace": "ns", "name": name, "labels": {"env": env}},
+               "spec": {"kubeconfigName": "k"},
+               "status": {"ready": ready, "lastReconciledTokenRequestAt": "t"}}),
+        project_cluster,
+    )
+}
+
+/// Feed `events` through the feed as one watch task does, handing each change to `on`.
+fn feed(feed: &mut Feed, events: Vec<Event<DynamicObject>>, mut on: impl FnMut(Change)) {
+    for e in events {
+        if let Some(change) = feed.apply(e) {
+            on(change);
+        }
+    }
+}
+
+#[test]
+fn summaries_are_indexed_by_profile_and_a_relist_drops_what_is_gone() {
+    let (p, s, sc, cc) = resources();
+    let (stores, mut feeds) = Stores::new(&p, &s, &sc, &cc);
+    let mut affected = Vec::new();
+    feed(
+        &mut feeds.profiles,
+        vec![
+            Event::Init,
+            Event::InitApply(profile("p-dev", "p")),
+            Event::InitDone,
+        ],
+        |_| {},
+    );
+    feed(
+        &mut feeds.summaries,
+        vec![
+            Event::Init,
+            Event::InitApply(summary("a", "s1", "p-dev")),
+            Event::InitApply(summary("b", "s2", "p-dev")),
+            Event::InitDone,
+        ],
+        |c| affected.extend(stores.summary_changed(&c)),
+    );
+    assert_eq!(stores.summaries_of(&["p-dev".into()]).len(), 2);
+    assert_eq!(stores.promotion_of_profile("p-dev").as_deref(), Some("p"));
+    // A relist that no longer holds s2.
+    feed(
+        &mut feeds.summaries,
+        vec![
+            Event::Init,
+            Event::InitApply(summary("a", "s1", "p-dev")),
+            Event::InitDone,
+        ],
+        |c| affected.extend(stores.summary_changed(&c)),
+    );
+    let left = stores.summaries_of(&["p-dev".into()]);
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0]["metadata"]["name"], "s1");
+    // A summary moved to another profile leaves the first one's index, and names both.
+    let mut moved = Vec::new();
+    feed(
+        &mut feeds.summaries,
+        vec![Event::Apply(summary("a", "s1", "p-prod"))],
+        |c| moved.extend(stores.summary_changed(&c)),
+    );
+    assert_eq!(moved, ["p-dev", "p-prod"]);
+    assert!(stores.summaries_of(&["p-dev".into()]).is_empty());
+    assert_eq!(stores.summaries_of(&["p-prod".into()]).len(), 1);
+    feed(
+        &mut feeds.summaries,
+        vec![Event::Delete(summary("a", "s1", "p-prod"))],
+        |c| moved.extend(stores.summary_changed(&c)),
+    );
+    assert!(stores.summaries_of(&["p-prod".into()]).is_empty());
+}
+
+#[test]
+fn a_summary_is_kept_as_the_decision_reads_it() {
+    let kept = summary("a", "s1", "p-dev");
+    let value = to_value(&kept);
+    assert_eq!(
+        value["metadata"],
+        json!({"name": "s1", "namespace": "a", "labels": {CLUSTER_PROFILE_NAME_LABEL: "p-dev"}})
+    );
+    assert!(
+        value.pointer("/spec/clusterProfileSpec").is_none(),
+        "{value}"
+    );
+    assert_eq!(
+        value.pointer("/status/featureSummaries/0"),
+        Some(&json!({"featureID": "Helm", "status": "Provisioned"}))
+    );
+}
+
+#[test]
+fn the_fleet_is_rebuilt_only_after_a_change_that_matters() {
+    let (p, s, sc, cc) = resources();
+    let (stores, mut feeds) = Stores::new(&p, &s, &sc, &cc);
+    let mut changes = Vec::new();
+    feed(
+        &mut feeds.sveltos_clusters,
+        vec![
+            Event::Init,
+            Event::InitApply(cluster("c1", "dev", true)),
+            Event::InitDone,
+        ],
+        |c| changes.push(stores.cluster_changed(&c)),
+    );
+    let first = stores.fleet();
+    assert_eq!(first.len(), 1);
+    assert!(first[0].ready && first[0].labels["env"] == "dev");
+    // A status heartbeat the fleet does not read: no rebuild.
+    feed(
+        &mut feeds.sveltos_clusters,
+        vec![Event::Apply(cluster("c1", "dev", true))],
+        |c| changes.push(stores.cluster_changed(&c)),
+    );
+    assert!(Arc::ptr_eq(&first, &stores.fleet()));
+    // Readiness and labels are read: rebuilt.
+    feed(
+        &mut feeds.sveltos_clusters,
+        vec![Event::Apply(cluster("c1", "prod", false))],
+        |c| changes.push(stores.cluster_changed(&c)),
+    );
+    assert_eq!(changes, [true, false, true]);
+    let second = stores.fleet();
+    assert!(!second[0].ready && second[0].labels["env"] == "prod");
+    feed(
+        &mut feeds.sveltos_clusters,
+        vec![Event::Delete(cluster("c1", "prod", false))],
+        |c| changes.push(stores.cluster_changed(&c)),
+    );
+    assert!(stores.fleet().is_empty());
+}
+
+#[test]
+fn profiles_name_their_promotion_and_keep_their_uid() {
+    let (p, s, sc, cc) = resources();
+    let (stores, mut feeds) = Stores::new(&p, &s, &sc, &cc);
+    let mut promotions = Vec::new();
+    feed(
+        &mut feeds.profiles,
+        vec![
+            Event::Init,
+            Event::InitDone,
+            Event::Apply(profile("x-dev", "x")),
+        ],
+        |c| promotions.extend(Stores::profile_changed(&c)),
+    );
+    assert_eq!(promotions, ["x"]);
+    assert_eq!(stores.profile_uid("x-dev").as_deref(), Some("uid-x-dev"));
+    assert_eq!(stores.profiles_of("x").len(), 1);
+    assert!(stores.profiles_of("y").is_empty());
+}
