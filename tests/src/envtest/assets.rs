@@ -29,7 +29,7 @@ pub enum AssetsError {
 /// What a user reads when real-server tests do not run.
 pub const HOW_TO_ENABLE: &str =
     "point KUBEBUILDER_ASSETS at a folder holding etcd and kube-apiserver \
-     (in this repository: KUBEBUILDER_ASSETS=$PWD/../shared/envtest/bin; elsewhere: \
+     (on the project's machines: KUBEBUILDER_ASSETS=$PWD/../shared/envtest/bin; elsewhere: \
      KUBEBUILDER_ASSETS=$(setup-envtest use -p path 1.32.x))";
 
 impl Assets {
