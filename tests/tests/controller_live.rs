@@ -62,6 +62,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
         "describe_says_who_may_approve_by_the_published_rules_the_webhook_enforces",
         published_rules,
     ),
+    (
+        "the_lease_goes_to_the_kubeconfig_context_namespace_out_of_cluster",
+        lease_namespace,
+    ),
 ];
 
 fn main() {
@@ -814,6 +818,52 @@ fn repair(cluster: &Cluster) -> Result<(), String> {
             .flatten()
             .filter(|p| p["spec"] == original["spec"])
     })?;
+    Ok(())
+}
+
+/// Without `--leader-elect-namespace`, out of a cluster, the Lease goes to the namespace of the
+/// kubeconfig's context, as kubectl would pick it (kube's `Client::default_namespace`).
+fn lease_namespace(cluster: &Cluster) -> Result<(), String> {
+    let admin = cluster.kubeconfig(User::Admin);
+    let text = std::fs::read_to_string(&admin).map_err(e("reading the kubeconfig"))?;
+    let mut config: Value = serde_saphyr::from_str(&text).map_err(e("parsing the kubeconfig"))?;
+    let namespace = cluster.namespace().to_string();
+    for context in config["contexts"].as_array_mut().into_iter().flatten() {
+        context["context"]["namespace"] = json!(namespace);
+    }
+    let path = cluster.dir().join("kubeconfig-admin-in-namespace");
+    std::fs::write(&path, config.to_string()).map_err(e("writing the kubeconfig"))?;
+    let lease = cluster.name("lease");
+    let selector = format!("{SESSION_LABEL}={}", cluster.session());
+    let mut ctl = ControllerProcess::start(
+        &path,
+        &[
+            "--selector",
+            &selector,
+            "--leader-elect",
+            "--leader-elect-lease-name",
+            &lease,
+        ],
+    )
+    .map_err(e("controller"))?;
+    ctl.wait_line("leading", WAIT, |l| {
+        l.get("message").and_then(Value::as_str) == Some("leading: reconciling every promotion")
+    })
+    .map_err(|e| e.to_string())?;
+    let lease_kind = promotion_e2e::envtest::objects::Kind {
+        api_version: "coordination.k8s.io/v1",
+        kind: "Lease",
+    };
+    let stored = cluster
+        .get(lease_kind, Some(&namespace), &lease)
+        .map_err(e("reading the Lease"))?
+        .ok_or_else(|| format!("no Lease {lease} in {namespace}\n{}", ctl.log()))?;
+    if stored
+        .pointer("/spec/holderIdentity")
+        .is_none_or(Value::is_null)
+    {
+        return Err(format!("the Lease has no holder: {stored}"));
+    }
     Ok(())
 }
 
