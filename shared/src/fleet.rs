@@ -16,8 +16,8 @@ use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub const SVELTOS_GROUP: &str = "lib.projectsveltos.io";
-pub const CAPI_GROUP: &str = "cluster.x-k8s.io";
+pub const SVELTOS_GROUP: &str = crate::api_resources::SVELTOS_CLUSTER.group;
+pub const CAPI_GROUP: &str = crate::api_resources::CAPI_CLUSTER_V1BETA1.group;
 /// A cluster with this annotation is managed only by the Sveltos controllers started with the
 /// same `--shard-key` (libsveltos `lib/sharding` `IsShardAMatch`).
 pub const SHARD_ANNOTATION: &str = "sharding.projectsveltos.io/key";

@@ -12,11 +12,14 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-pub const GROUP: &str = "config.projectsveltos.io";
-pub const VERSION: &str = "v1beta1";
-pub const API_VERSION: &str = "config.projectsveltos.io/v1beta1";
-pub const KIND: &str = "ClusterPromotion";
-pub const PLURAL: &str = "clusterpromotions";
+use crate::api_resources::PROMOTION;
+
+/// The ClusterPromotion resource, as [`crate::api_resources`] names it.
+pub const GROUP: &str = PROMOTION.group;
+pub const VERSION: &str = PROMOTION.version;
+pub const API_VERSION: &str = PROMOTION.api_version;
+pub const KIND: &str = PROMOTION.kind;
+pub const PLURAL: &str = PROMOTION.plural;
 pub const FINALIZER: &str = "config.projectsveltos.io/clusterpromotion";
 
 /// Label Sveltos puts on every ClusterProfile it generates for a promotion.

@@ -17,8 +17,8 @@ use crate::rollout::{go_profile_spec, go_value, GoTypeName};
 use crate::tree::tree_of;
 
 /// `apiVersion` and `kind` of a ClusterProfile.
-pub const PROFILE_API_VERSION: &str = "config.projectsveltos.io/v1beta1";
-pub const PROFILE_KIND: &str = "ClusterProfile";
+pub const PROFILE_API_VERSION: &str = crate::api_resources::PROFILE.api_version;
+pub const PROFILE_KIND: &str = crate::api_resources::PROFILE.kind;
 
 fn metadata(promotion: &ClusterPromotion, name: &str, stage: &str, verification: bool) -> Value {
     let mut labels = Map::new();

@@ -1144,3 +1144,78 @@ fn the_summary_fields_a_cache_keeps_decide_the_same() {
         "a feature not reported is not provisioned"
     );
 }
+
+/// The phase the controller's metric reports is the decision's, read from the ClusterSummaries
+/// as well as the status: a failing stage is `degraded` (Sveltos retries) or `failed`.
+#[test]
+fn the_phase_comes_from_the_decision_and_its_clusters() {
+    let phase = |p: &Value, profiles: Vec<Value>, summaries: Vec<Value>| {
+        decide_at(
+            &Snapshot {
+                promotion: p.clone(),
+                profiles,
+                summaries,
+                ..Snapshot::default()
+            },
+            NOW,
+        )
+        .phase
+    };
+    let (p, profiles, summaries) = at_staging(Some(false), stages());
+    assert_eq!(
+        phase(&p, profiles.clone(), summaries),
+        Some(Phase::AwaitingApproval)
+    );
+    let (approved, profiles, summaries) = at_staging(Some(true), stages());
+    assert_eq!(
+        phase(&approved, profiles.clone(), summaries),
+        Some(Phase::Progressing)
+    );
+    let dev = at_stage(stages(), &[("dev", None, "Clusters are being provisioned")]);
+    let prof = profile(&dev, 0, &["c1"]);
+    for (feature, want) in [
+        ("Provisioning", Phase::Progressing),
+        ("Failed", Phase::Degraded),
+        ("FailedNonRetriable", Phase::Failed),
+    ] {
+        assert_eq!(
+            phase(
+                &dev,
+                vec![prof.clone()],
+                vec![summary(&prof, "c1", feature)]
+            ),
+            Some(want),
+            "{feature}"
+        );
+    }
+    let mut deleting = dev.clone();
+    deleting["metadata"]["deletionTimestamp"] = json!(NOW);
+    assert_eq!(phase(&deleting, vec![], vec![]), None);
+}
+
+/// The commit removes exactly the approvals that reset automatically, at their index.
+#[test]
+fn the_approvals_to_clear_are_named_by_their_index() {
+    let decision = |stages_v: Value| {
+        let (p, profiles, summaries) = at_staging(Some(true), stages_v);
+        decide_at(
+            &Snapshot {
+                promotion: p,
+                profiles,
+                summaries,
+                ..Snapshot::default()
+            },
+            NOW,
+        )
+    };
+    let d = decision(stages());
+    assert_eq!(
+        (d.consume_approvals.as_slice(), d.clear_approvals.as_slice()),
+        (&["staging".to_string()][..], &[1][..])
+    );
+    let mut kept = stages();
+    kept[1]["trigger"]["manual"]["automaticReset"] = json!(false);
+    let d = decision(kept);
+    assert_eq!(d.consume_approvals, ["staging"]);
+    assert!(d.clear_approvals.is_empty());
+}
