@@ -4,7 +4,8 @@
 //!
 //! - [`cli`]: the command line;
 //! - [`snapshot`]: a [`promotion_shared::reconcile::Snapshot`] from manifests or from the cluster;
-//! - [`live`]: the live reconciler of `run` (watches, caches, guarded writes, Lease, metrics);
+//! - [`live`]: the live reconciler of `run` (watches into reflector stores, guarded writes, Lease,
+//!   metrics);
 //! - [`commands`]: one module per command (`reconcile --dry-run`, `run`).
 
 pub mod cli;

@@ -79,24 +79,10 @@ impl WriteError {
             },
             other => WriteError::Unanswered {
                 what,
-                reason: chain(&other),
+                reason: kube_connect::error_chain(&other),
             },
         }
     }
-}
-
-/// An error with its causes, in words (never a `Debug` dump).
-fn chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts = vec![err.to_string()];
-    let mut source = err.source();
-    while let Some(s) = source {
-        let text = s.to_string();
-        if !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
-        }
-        source = s.source();
-    }
-    parts.join(": ")
 }
 
 fn params() -> PatchParams {

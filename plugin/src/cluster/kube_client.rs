@@ -8,6 +8,7 @@ use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::core::Request as KubeRequest;
 use serde_json::Value;
 
+pub use kube_connect::error_chain as chain;
 use promotion_shared::admission::{UserInfo, GOVERNANCE_CONFIGMAP, GOVERNANCE_NAMESPACE};
 use promotion_shared::api_error::{classify, Failure};
 use promotion_shared::model::{CLUSTER_PROFILE_NAME_LABEL, PROMOTION_NAME_LABEL};
@@ -677,34 +678,6 @@ fn items(list: Value) -> Vec<Value> {
             _ => Vec::new(),
         },
         _ => Vec::new(),
-    }
-}
-
-/// An error's message followed by its causes, without repeats.
-pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts: Vec<String> = vec![err.to_string()];
-    let mut source = err.source();
-    while let Some(s) = source {
-        let msg = s.to_string();
-        if !parts.iter().any(|p| p.contains(&msg)) {
-            parts.push(msg);
-        }
-        source = s.source();
-    }
-    // The innermost causes say what actually happened ("connection refused"); outer layers
-    // ("client error (Connect)") add little.
-    let useful: Vec<&String> = parts
-        .iter()
-        .filter(|p| !p.starts_with("client error") && !p.starts_with("error trying to connect"))
-        .collect();
-    if useful.is_empty() {
-        parts.join(": ")
-    } else {
-        useful
-            .iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join(": ")
     }
 }
 
