@@ -16,7 +16,7 @@
 //! order of the events: the object is stored, then indexed, then the reconciles it concerns are
 //! asked for, so a reconcile never reads an index older than the event that asked for it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 
 use kube::api::{ApiResource, DynamicObject};
@@ -24,6 +24,7 @@ use kube::core::ObjectMeta;
 use kube::runtime::reflector::{store::Writer, ObjectRef, Store};
 use kube::runtime::watcher::Event;
 use serde_json::Value;
+use tokio::sync::watch;
 
 use promotion_shared::fleet::Cluster;
 use promotion_shared::model::{CLUSTER_PROFILE_NAME_LABEL, PROMOTION_NAME_LABEL};
@@ -50,21 +51,36 @@ pub enum Change {
     Listed,
 }
 
+/// The watches a reconcile needs to have listed once (CAPI Clusters are optional: Sveltos runs
+/// without Cluster API).
+const REQUIRED: [Source; 3] = [Source::Profiles, Source::Summaries, Source::SveltosClusters];
+
 /// One reflector store and its writer, fed by one watch task.
 pub struct Feed {
+    source: Source,
     writer: Writer<DynamicObject>,
     reader: Store<DynamicObject>,
     resource: ApiResource,
+    /// Which watches have listed once. A `watch` channel rather than the store's own
+    /// `wait_until_ready`, whose one-shot receiver wakes only the last of many waiters (every
+    /// reconcile that starts before the lists are done waits here).
+    listed: watch::Sender<HashSet<Source>>,
 }
 
 impl Feed {
-    fn new(resource: &ApiResource) -> Feed {
+    fn new(
+        source: Source,
+        resource: &ApiResource,
+        listed: &watch::Sender<HashSet<Source>>,
+    ) -> Feed {
         let writer = Writer::new(resource.clone());
         let reader = writer.as_reader();
         Feed {
+            source,
             writer,
             reader,
             resource: resource.clone(),
+            listed: listed.clone(),
         }
     }
 
@@ -85,7 +101,11 @@ impl Feed {
                 Some(Change::Applied { old, new })
             }
             Event::Delete(o) => Some(Change::Deleted(Box::new(o))),
-            Event::InitDone => Some(Change::Listed),
+            Event::InitDone => {
+                let source = self.source;
+                self.listed.send_if_modified(|s| s.insert(source));
+                Some(Change::Listed)
+            }
             Event::Init | Event::InitApply(_) => None,
         }
     }
@@ -101,6 +121,7 @@ pub struct Stores {
     sveltos_clusters: Store<DynamicObject>,
     capi_clusters: Store<DynamicObject>,
     profile_resource: ApiResource,
+    listed: watch::Sender<HashSet<Source>>,
     /// profile name → `namespace/name` → summary (the store's own `Arc`s).
     by_profile: RwLock<HashMap<String, BTreeMap<String, Arc<DynamicObject>>>>,
     /// The fleet handed to reconciles, rebuilt after a change that matters to it.
@@ -122,11 +143,12 @@ impl Stores {
         sveltos_cluster: &ApiResource,
         capi_cluster: &ApiResource,
     ) -> (Arc<Stores>, Feeds) {
+        let listed = watch::Sender::new(HashSet::new());
         let feeds = Feeds {
-            profiles: Feed::new(profile),
-            summaries: Feed::new(summary),
-            sveltos_clusters: Feed::new(sveltos_cluster),
-            capi_clusters: Feed::new(capi_cluster),
+            profiles: Feed::new(Source::Profiles, profile, &listed),
+            summaries: Feed::new(Source::Summaries, summary, &listed),
+            sveltos_clusters: Feed::new(Source::SveltosClusters, sveltos_cluster, &listed),
+            capi_clusters: Feed::new(Source::CapiClusters, capi_cluster, &listed),
         };
         let stores = Stores {
             profiles: feeds.profiles.reader.clone(),
@@ -134,26 +156,26 @@ impl Stores {
             sveltos_clusters: feeds.sveltos_clusters.reader.clone(),
             capi_clusters: feeds.capi_clusters.reader.clone(),
             profile_resource: profile.clone(),
+            listed,
             by_profile: RwLock::default(),
             fleet: RwLock::default(),
         };
         (Arc::new(stores), feeds)
     }
 
-    /// Whether every watch a reconcile needs has listed once (CAPI Clusters are optional: Sveltos
-    /// runs without Cluster API).
+    /// Whether every watch a reconcile needs has listed once.
     pub fn is_ready(&self) -> bool {
-        [&self.profiles, &self.summaries, &self.sveltos_clusters]
-            .iter()
-            .all(|s| s.wait_until_ready().now_or_never_ready())
+        let listed = self.listed.borrow();
+        REQUIRED.iter().all(|s| listed.contains(s))
     }
 
     /// Wait until every watch a reconcile needs has listed once.
     pub async fn ready(&self) {
-        for store in [&self.profiles, &self.summaries, &self.sveltos_clusters] {
-            // The writer lives as long as its watch task, which runs until the process ends.
-            let _ = store.wait_until_ready().await;
-        }
+        let mut rx = self.listed.subscribe();
+        // The sender lives in `self`: the channel cannot close while this waits.
+        let _ = rx
+            .wait_for(|listed| REQUIRED.iter().all(|s| listed.contains(s)))
+            .await;
     }
 
     /// A profile change: the promotion it belongs to (by its label).
@@ -294,17 +316,6 @@ impl Stores {
             self.summaries.len(),
             self.sveltos_clusters.len() + self.capi_clusters.len(),
         )
-    }
-}
-
-/// A quick look at a store's readiness without waiting.
-trait NowOrNever {
-    fn now_or_never_ready(self) -> bool;
-}
-
-impl<F: std::future::Future> NowOrNever for F {
-    fn now_or_never_ready(self) -> bool {
-        futures::FutureExt::now_or_never(self).is_some()
     }
 }
 

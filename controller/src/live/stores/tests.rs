@@ -196,3 +196,41 @@ fn profiles_name_their_promotion_and_keep_their_uid() {
     assert_eq!(stores.profiles_of("x").len(), 1);
     assert!(stores.profiles_of("y").is_empty());
 }
+
+/// Every reconcile that starts before the lists are done waits for them; each must be woken
+/// (kube-runtime's `Store::wait_until_ready` wakes only the last of many waiters).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_waiter_is_woken_once_the_required_watches_have_listed() {
+    let (p, s, sc, cc) = resources();
+    let (stores, mut feeds) = Stores::new(&p, &s, &sc, &cc);
+    let waiters: Vec<_> = (0..50)
+        .map(|_| {
+            let stores = stores.clone();
+            tokio::spawn(async move { stores.ready().await })
+        })
+        .collect();
+    tokio::task::yield_now().await;
+    assert!(!stores.is_ready());
+    for f in [&mut feeds.profiles, &mut feeds.summaries] {
+        feed(f, vec![Event::Init, Event::InitDone], |_| {});
+    }
+    // CAPI is optional: its list does not stand in for a required one.
+    feed(
+        &mut feeds.capi_clusters,
+        vec![Event::Init, Event::InitDone],
+        |_| {},
+    );
+    assert!(!stores.is_ready());
+    feed(
+        &mut feeds.sveltos_clusters,
+        vec![Event::Init, Event::InitDone],
+        |_| {},
+    );
+    assert!(stores.is_ready());
+    for w in waiters {
+        tokio::time::timeout(std::time::Duration::from_secs(10), w)
+            .await
+            .expect("every waiter wakes")
+            .expect("no panic");
+    }
+}
