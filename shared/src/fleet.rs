@@ -80,6 +80,23 @@ impl Cluster {
         format!("{}/{}", self.namespace, self.name)
     }
 
+    /// A test fleet's cluster: a SveltosCluster, ready, not paused, in no shard.
+    #[cfg(test)]
+    pub(crate) fn ready_sveltos(namespace: &str, name: &str, labels: &[(&str, &str)]) -> Cluster {
+        Cluster {
+            cluster_type: ClusterType::Sveltos,
+            namespace: namespace.into(),
+            name: name.into(),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            paused: false,
+            ready: true,
+            shard: None,
+        }
+    }
+
     /// One SveltosCluster or CAPI Cluster object as the fleet reads it: `Ok(None)` for an object
     /// of another kind or one being deleted (Sveltos matches neither).
     pub fn decode(object: &Value) -> Result<Option<Cluster>, InventoryError> {

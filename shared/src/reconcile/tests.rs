@@ -5,7 +5,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Value};
 
 use super::*;
-use crate::fleet::{Cluster, ClusterType};
+use crate::fleet::Cluster;
 use crate::rollout::identity_of;
 
 fn at(s: &str) -> DateTime<Utc> {
@@ -40,6 +40,23 @@ fn promotion_with(stages: Value) -> Value {
     })
 }
 
+/// A stage's status entry for [`at_stage`]: its name, when it succeeded (if it did), its
+/// description.
+type Entry = (&'static str, Option<&'static str>, &'static str);
+
+/// dev, provisioned at 09:00 and promoted from.
+const DEV_DONE: Entry = (
+    "dev",
+    Some("2026-03-02T09:00:00Z"),
+    "Successfully provisioned",
+);
+/// staging, provisioned at 09:10 and promoted from.
+const STAGING_DONE: Entry = (
+    "staging",
+    Some("2026-03-02T09:10:00Z"),
+    "Successfully provisioned",
+);
+
 /// A promotion whose status is at `current` in the current rollout, each listed stage with
 /// `applied` as its success time (or none).
 fn at_stage(stages_v: Value, entries: &[(&str, Option<&str>, &str)]) -> Value {
@@ -63,6 +80,17 @@ fn at_stage(stages_v: Value, entries: &[(&str, Option<&str>, &str)]) -> Value {
         "stages": list,
     });
     p
+}
+
+/// A promotion at its first stage, dev, whose clusters are being provisioned.
+fn provisioning_dev() -> Value {
+    at_stage(stages(), &[("dev", None, "Clusters are being provisioned")])
+}
+
+/// A promotion at dev, deployed at 09:50 and soaking since (its trigger decides how long).
+fn soaking_since_0950(stages_v: Value) -> Value {
+    let soaking = "Delayed: Waiting for Time Window: x";
+    at_stage(stages_v, &[("dev", Some("2026-03-02T09:50:00Z"), soaking)])
 }
 
 fn promotion_value(p: &Value) -> ClusterPromotion {
@@ -94,19 +122,45 @@ fn summary(profile: &Value, c: &str, feature_status: &str) -> Value {
 }
 
 fn cluster(name: &str, env: &str) -> Cluster {
-    Cluster {
-        cluster_type: ClusterType::Sveltos,
-        namespace: "fleet".into(),
-        name: name.into(),
-        labels: [("env".to_string(), env.to_string())].into(),
-        paused: false,
-        ready: true,
-        shard: None,
+    Cluster::ready_sveltos("fleet", name, &[("env", env)])
+}
+
+/// What one reconcile reads: the promotion, its stages' profiles and their ClusterSummaries,
+/// with the fleet not read.
+fn snapshot(promotion: Value, profiles: Vec<Value>, summaries: Vec<Value>) -> Snapshot {
+    Snapshot {
+        promotion,
+        profiles,
+        summaries,
+        fleet: None,
     }
 }
 
 fn decide_at(snapshot: &Snapshot, now: &str) -> Decision {
     decide(snapshot, at(now), &Options::default())
+}
+
+/// The decision at `NOW`, with the default options, over [`snapshot`]`(promotion, profiles,
+/// summaries)`.
+fn decide_now(promotion: Value, profiles: Vec<Value>, summaries: Vec<Value>) -> Decision {
+    decide_at(&snapshot(promotion, profiles, summaries), NOW)
+}
+
+/// [`decide_now`] where the first stage's profile matched the one cluster `c1`, and Sveltos
+/// provisioned it there.
+fn decide_on_c1(promotion: Value) -> Decision {
+    let prof = profile(&promotion, 0, &["c1"]);
+    let sum = summary(&prof, "c1", "Provisioned");
+    decide_now(promotion, vec![prof], vec![sum])
+}
+
+/// [`decide_now`] with the fleet read (`fleet`: every cluster there is) and no ClusterSummary.
+fn decide_in_fleet(promotion: Value, profiles: Vec<Value>, fleet: Vec<Cluster>) -> Decision {
+    let snapshot = Snapshot {
+        fleet: Some(fleet.into()),
+        ..snapshot(promotion, profiles, vec![])
+    };
+    decide_at(&snapshot, NOW)
 }
 
 fn stage_status<'a>(d: &'a Decision, name: &str) -> &'a Value {
@@ -115,6 +169,13 @@ fn stage_status<'a>(d: &'a Decision, name: &str) -> &'a Value {
         .and_then(|s| s["stages"].as_array())
         .and_then(|l| l.iter().find(|s| s["name"] == name))
         .unwrap_or(&Value::Null)
+}
+
+/// The failure message the decision writes on dev's status ("" when none).
+fn dev_failure(d: &Decision) -> &str {
+    stage_status(d, "dev")["failureMessage"]
+        .as_str()
+        .unwrap_or("")
 }
 
 fn applied_names(d: &Decision) -> Vec<&str> {
@@ -132,13 +193,7 @@ fn deleted_names(d: &Decision) -> Vec<&str> {
 fn a_first_reconcile_starts_the_first_stage() {
     let mut p = promotion_with(stages());
     p["metadata"].as_object_mut().unwrap().remove("finalizers");
-    let d = decide_at(
-        &Snapshot {
-            promotion: p.clone(),
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p.clone(), vec![], vec![]);
     assert_eq!(d.finalizer, Some(FinalizerChange::Add));
     assert_eq!(applied_names(&d), ["p-dev"]);
     let body = &d.apply[0];
@@ -193,14 +248,7 @@ fn a_new_rollout_restarts_and_removes_every_pre_verification_profile() {
     p["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"] = json!("2.0.0");
     let mut pre = profile(&p, 1, &[]);
     pre["metadata"]["name"] = json!("preverification-p-staging");
-    let d = decide_at(
-        &Snapshot {
-            promotion: p,
-            profiles: vec![pre],
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p, vec![pre], vec![]);
     assert_eq!(applied_names(&d), ["p-dev"]);
     assert_eq!(deleted_names(&d), ["preverification-p-staging"]);
     assert_eq!(d.events[0].message, "Provisioning stage dev (Restart)");
@@ -213,16 +261,10 @@ fn a_new_rollout_restarts_and_removes_every_pre_verification_profile() {
 fn a_status_without_current_stage_restarts() {
     // D1: upstream stores the hashes before the restart, so a failed first apply leaves a status
     // with equal hashes and no current stage, and the promotion never moves again.
-    let mut p = at_stage(stages(), &[("dev", None, "Clusters are being provisioned")]);
+    let mut p = provisioning_dev();
     p["status"]["currentStageName"] = json!("");
     p["status"]["stages"] = json!([]);
-    let d = decide_at(
-        &Snapshot {
-            promotion: p,
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p, vec![], vec![]);
     assert_eq!(applied_names(&d), ["p-dev"]);
     assert_eq!(d.status.unwrap()["currentStageName"], "dev");
 }
@@ -230,18 +272,11 @@ fn a_status_without_current_stage_restarts() {
 #[test]
 fn a_matched_cluster_without_cluster_summary_is_not_deployed() {
     // D4: upstream counts the ClusterSummaries that exist: none yet means "deployed".
-    let p = at_stage(stages(), &[("dev", None, "Clusters are being provisioned")]);
+    let p = provisioning_dev();
     let prof = profile(&p, 0, &["c1"]);
-    let d = decide_at(
-        &Snapshot {
-            promotion: p,
-            profiles: vec![prof],
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p, vec![prof], vec![]);
     assert_eq!(
-        stage_status(&d, "dev")["failureMessage"],
+        dev_failure(&d),
         "ClusterSummary for SveltosCluster fleet/c1 is not created yet."
     );
     assert_eq!(stage_status(&d, "dev")["lastStatusCheckTime"], NOW);
@@ -256,20 +291,12 @@ fn a_matched_cluster_without_cluster_summary_is_not_deployed() {
 
 #[test]
 fn the_fleet_says_which_clusters_must_deploy() {
-    let p = at_stage(stages(), &[("dev", None, "Clusters are being provisioned")]);
+    let p = provisioning_dev();
     let prof = profile(&p, 0, &[]);
     let fleet = vec![cluster("c1", "dev"), cluster("c2", "prod")];
-    let d = decide_at(
-        &Snapshot {
-            promotion: p,
-            profiles: vec![prof],
-            fleet: Some(fleet.into()),
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_in_fleet(p, vec![prof], fleet);
     assert_eq!(
-        stage_status(&d, "dev")["failureMessage"],
+        dev_failure(&d),
         "ClusterSummary for SveltosCluster fleet/c1 is not created yet."
     );
 }
@@ -277,31 +304,16 @@ fn the_fleet_says_which_clusters_must_deploy() {
 #[test]
 fn no_clusters_is_believed_only_when_something_says_so() {
     // D13: a profile Sveltos has not matched yet (no status) and no fleet: not deployed.
-    let p = at_stage(stages(), &[("dev", None, "Clusters are being provisioned")]);
+    let p = provisioning_dev();
     let mut prof = profile(&p, 0, &[]);
     prof.as_object_mut().unwrap().remove("status");
-    let d = decide_at(
-        &Snapshot {
-            promotion: p.clone(),
-            profiles: vec![prof.clone()],
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p.clone(), vec![prof.clone()], vec![]);
     assert_eq!(
-        stage_status(&d, "dev")["failureMessage"],
+        dev_failure(&d),
         "Sveltos has not matched clusters to ClusterProfile p-dev yet."
     );
     // The fleet read says no cluster matches: upstream's "no matching clusters" path.
-    let d = decide_at(
-        &Snapshot {
-            promotion: p,
-            profiles: vec![prof],
-            fleet: Some(vec![cluster("x", "prod")].into()),
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_in_fleet(p, vec![prof], vec![cluster("x", "prod")]);
     assert_eq!(d.events[0].message, "Stage dev provisioned");
     assert_eq!(
         stage_status(&d, "dev")["currentStatusDescription"],
@@ -311,22 +323,11 @@ fn no_clusters_is_believed_only_when_something_says_so() {
 
 #[test]
 fn out_of_sync_and_unprovisioned_summaries_say_so_in_upstream_words() {
-    let p = at_stage(stages(), &[("dev", None, "Clusters are being provisioned")]);
+    let p = provisioning_dev();
     let prof = profile(&p, 0, &["c1"]);
     let check = |summary: Value| {
-        let d = decide_at(
-            &Snapshot {
-                promotion: p.clone(),
-                profiles: vec![prof.clone()],
-                summaries: vec![summary],
-                ..Snapshot::default()
-            },
-            NOW,
-        );
-        stage_status(&d, "dev")["failureMessage"]
-            .as_str()
-            .unwrap_or("")
-            .to_string()
+        let d = decide_now(p.clone(), vec![prof.clone()], vec![summary]);
+        dev_failure(&d).to_string()
     };
     let mut helm = summary(&prof, "c1", "Provisioned");
     helm["spec"]["clusterProfileSpec"]["helmCharts"][0]["chartVersion"] = json!("0.9");
@@ -360,18 +361,8 @@ fn out_of_sync_and_unprovisioned_summaries_say_so_in_upstream_words() {
 
 #[test]
 fn a_deployed_stage_soaks_and_wakes_at_the_end_of_its_delay() {
-    let p = at_stage(stages(), &[("dev", None, "Clusters are being provisioned")]);
-    let prof = profile(&p, 0, &["c1"]);
-    let sum = summary(&prof, "c1", "Provisioned");
-    let d = decide_at(
-        &Snapshot {
-            promotion: p,
-            profiles: vec![prof],
-            summaries: vec![sum],
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let p = provisioning_dev();
+    let d = decide_on_c1(p);
     assert_eq!(d.events[0].message, "Stage dev provisioned");
     let dev = stage_status(&d, "dev");
     assert_eq!(dev["lastSuccessfulAppliedTime"], NOW);
@@ -399,16 +390,7 @@ fn the_soak_time_is_written_in_the_window_zone() {
     let options = Options {
         window_zone: chrono_tz::Europe::Paris,
     };
-    let d = decide(
-        &Snapshot {
-            promotion: p,
-            profiles: vec![prof],
-            summaries: vec![sum],
-            ..Snapshot::default()
-        },
-        at(NOW),
-        &options,
-    );
+    let d = decide(&snapshot(p, vec![prof], vec![sum]), at(NOW), &options);
     assert_eq!(
         stage_status(&d, "dev")["currentStatusDescription"],
         "Delayed: Waiting for Time Window: 2026-03-02T11:01:00+01:00 (2026-03-02T10:00:00Z)"
@@ -425,17 +407,7 @@ fn after_the_soak_the_next_stage_is_provisioned() {
             "Delayed: Waiting for Time Window: 2026-03-02T09:52:00Z",
         )],
     );
-    let prof = profile(&p, 0, &["c1"]);
-    let sum = summary(&prof, "c1", "Provisioned");
-    let d = decide_at(
-        &Snapshot {
-            promotion: p,
-            profiles: vec![prof],
-            summaries: vec![sum],
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_on_c1(p);
     assert_eq!(applied_names(&d), ["p-staging"]);
     assert_eq!(
         d.events
@@ -462,11 +434,7 @@ fn at_staging(approved: Option<bool>, stages_v: Value) -> (Value, Vec<Value>, Ve
     let mut p = at_stage(
         stages_v,
         &[
-            (
-                "dev",
-                Some("2026-03-02T09:00:00Z"),
-                "Successfully provisioned",
-            ),
+            DEV_DONE,
             (
                 "staging",
                 Some("2026-03-02T09:10:00Z"),
@@ -488,15 +456,7 @@ fn at_staging(approved: Option<bool>, stages_v: Value) -> (Value, Vec<Value>, Ve
 #[test]
 fn a_manual_gate_waits_for_its_approval() {
     let (p, profiles, summaries) = at_staging(Some(false), stages());
-    let d = decide_at(
-        &Snapshot {
-            promotion: p,
-            profiles,
-            summaries,
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p, profiles, summaries);
     assert_eq!(
         stage_status(&d, "staging")["currentStatusDescription"],
         "Paused: Awaiting Manual Approval (2026-03-02T10:00:00Z)"
@@ -513,15 +473,7 @@ fn a_manual_gate_waits_for_its_approval() {
 fn an_approval_is_consumed_by_name_in_the_step_that_promotes() {
     // D3: consumed by stage name, never by rewriting spec.stages.
     let (p, profiles, summaries) = at_staging(Some(true), stages());
-    let d = decide_at(
-        &Snapshot {
-            promotion: p,
-            profiles,
-            summaries,
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p, profiles, summaries);
     assert_eq!(d.consume_approvals, ["staging"]);
     assert_eq!(applied_names(&d), ["p-prod"]);
     assert_eq!(d.events[0].message, "Provisioning stage prod");
@@ -535,15 +487,7 @@ fn a_manual_gate_honours_its_health_checks_first() {
                 "kind": "Deployment", "script": "function evaluate() return {healthy=true} end"}]);
     let (p, mut profiles, summaries) = at_staging(Some(true), s);
     // First pass: the checks are appended to the stage's profile.
-    let d = decide_at(
-        &Snapshot {
-            promotion: p.clone(),
-            profiles: profiles.clone(),
-            summaries: summaries.clone(),
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p.clone(), profiles.clone(), summaries.clone());
     assert_eq!(applied_names(&d), ["p-staging"]);
     assert_eq!(d.apply[0]["spec"]["validateHealths"][0]["name"], "ready");
     assert_eq!(
@@ -558,15 +502,7 @@ fn a_manual_gate_honours_its_health_checks_first() {
     profiles[1]["status"] = status;
     let mut p = p;
     p["status"] = d.status.clone().unwrap();
-    let d = decide_at(
-        &Snapshot {
-            promotion: p.clone(),
-            profiles: profiles.clone(),
-            summaries: summaries.clone(),
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p.clone(), profiles.clone(), summaries.clone());
     assert_eq!(
         stage_status(&d, "staging")["currentStatusDescription"],
         "Awaiting Health Checks to Pass (2026-03-02T10:00:00Z)"
@@ -579,15 +515,7 @@ fn a_manual_gate_honours_its_health_checks_first() {
     // Sveltos has run them: the approval is used.
     let mut summaries = summaries;
     summaries[1] = summary(&profiles[1], "c2", "Provisioned");
-    let d = decide_at(
-        &Snapshot {
-            promotion: p,
-            profiles,
-            summaries,
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p, profiles, summaries);
     assert_eq!(d.consume_approvals, ["staging"]);
 }
 
@@ -607,17 +535,7 @@ fn a_post_delay_check_named_like_a_profile_check_is_still_appended() {
     p["spec"]["profileSpec"]["validateHealths"] = json!([{"name": "ready", "featureID": "Helm", "script": "function evaluate() return {healthy=true} end"}]);
     let id = identity_of(&p).unwrap().id;
     p["status"]["profileSpecHash"] = json!(id.profile_spec_hash);
-    let prof = profile(&p, 0, &["c1"]);
-    let sum = summary(&prof, "c1", "Provisioned");
-    let d = decide_at(
-        &Snapshot {
-            promotion: p,
-            profiles: vec![prof],
-            summaries: vec![sum],
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_on_c1(p);
     let checks = d.apply[0]["spec"]["validateHealths"].as_array().unwrap();
     assert_eq!(checks.len(), 2, "{checks:?}");
 }
@@ -627,25 +545,10 @@ fn a_pre_verification_profile_is_applied_then_removed_when_the_stage_advances() 
     let mut s = stages();
     s[0]["trigger"]["auto"]["preHealthCheckDeployment"] =
         json!([{"kind": "ConfigMap", "name": "job", "namespace": "default"}]);
-    let p = at_stage(
-        s,
-        &[(
-            "dev",
-            Some("2026-03-02T09:50:00Z"),
-            "Delayed: Waiting for Time Window: x",
-        )],
-    );
+    let p = soaking_since_0950(s);
     let prof = profile(&p, 0, &["c1"]);
     let sum = summary(&prof, "c1", "Provisioned");
-    let d = decide_at(
-        &Snapshot {
-            promotion: p.clone(),
-            profiles: vec![prof.clone()],
-            summaries: vec![sum.clone()],
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p.clone(), vec![prof.clone()], vec![sum.clone()]);
     // Nothing else holds dev: the stage advances in the same pass, so the profile is deleted,
     // not applied.
     assert_eq!(applied_names(&d), ["p-staging"]);
@@ -659,15 +562,7 @@ fn a_pre_verification_profile_is_applied_then_removed_when_the_stage_advances() 
     );
     assert_eq!(pre["spec"]["syncMode"], "Continuous");
     assert_eq!(pre["spec"]["policyRefs"][0]["name"], "job");
-    let d = decide_at(
-        &Snapshot {
-            promotion: p,
-            profiles: vec![prof, pre],
-            summaries: vec![sum],
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p, vec![prof, pre], vec![sum]);
     assert_eq!(deleted_names(&d), ["preverification-p-dev"]);
 }
 
@@ -677,25 +572,8 @@ fn a_pre_verification_profile_is_applied_while_the_stage_waits() {
     s[0]["trigger"]["auto"]["preHealthCheckDeployment"] =
         json!([{"kind": "ConfigMap", "name": "job", "namespace": "default"}]);
     s[0]["trigger"]["auto"]["promotionWindow"] = json!({"from": "0 22 * * *", "to": "0 6 * * *"});
-    let p = at_stage(
-        s,
-        &[(
-            "dev",
-            Some("2026-03-02T09:50:00Z"),
-            "Delayed: Waiting for Time Window: x",
-        )],
-    );
-    let prof = profile(&p, 0, &["c1"]);
-    let sum = summary(&prof, "c1", "Provisioned");
-    let d = decide_at(
-        &Snapshot {
-            promotion: p,
-            profiles: vec![prof],
-            summaries: vec![sum],
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let p = soaking_since_0950(s);
+    let d = decide_on_c1(p);
     assert_eq!(applied_names(&d), ["preverification-p-dev"]);
     assert_eq!(
         stage_status(&d, "dev")["currentStatusDescription"],
@@ -705,56 +583,23 @@ fn a_pre_verification_profile_is_applied_while_the_stage_waits() {
     assert_eq!(d.wake_at, Some(at("2026-03-02T22:00:01Z")));
 }
 
+/// The decision over dev, soaking since 09:50 on c1, under the promotion window `from`–`to`.
+fn decide_in_dev_window(from: &str, to: &str) -> Decision {
+    let mut s = stages();
+    s[0]["trigger"]["auto"]["promotionWindow"] = json!({"from": from, "to": to});
+    decide_on_c1(soaking_since_0950(s))
+}
+
 #[test]
 fn an_open_window_lets_the_stage_advance() {
-    let mut s = stages();
-    s[0]["trigger"]["auto"]["promotionWindow"] = json!({"from": "0 8 * * *", "to": "0 18 * * *"});
-    let p = at_stage(
-        s,
-        &[(
-            "dev",
-            Some("2026-03-02T09:50:00Z"),
-            "Delayed: Waiting for Time Window: x",
-        )],
-    );
-    let prof = profile(&p, 0, &["c1"]);
-    let sum = summary(&prof, "c1", "Provisioned");
-    let d = decide_at(
-        &Snapshot {
-            promotion: p,
-            profiles: vec![prof],
-            summaries: vec![sum],
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_in_dev_window("0 8 * * *", "0 18 * * *");
     assert_eq!(applied_names(&d), ["p-staging"]);
 }
 
 #[test]
 fn a_window_that_never_opens_is_reported_not_waited_on() {
     // D12: upstream's worker spins forever on this window.
-    let mut s = stages();
-    s[0]["trigger"]["auto"]["promotionWindow"] = json!({"from": "0 8 * * *", "to": "0 0 30 2 *"});
-    let p = at_stage(
-        s,
-        &[(
-            "dev",
-            Some("2026-03-02T09:50:00Z"),
-            "Delayed: Waiting for Time Window: x",
-        )],
-    );
-    let prof = profile(&p, 0, &["c1"]);
-    let sum = summary(&prof, "c1", "Provisioned");
-    let d = decide_at(
-        &Snapshot {
-            promotion: p,
-            profiles: vec![prof],
-            summaries: vec![sum],
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_in_dev_window("0 8 * * *", "0 0 30 2 *");
     assert_eq!(d.events[0].event_type, "Warning");
     assert!(
         d.events[0].message.contains("never fires"),
@@ -773,16 +618,8 @@ fn a_completed_promotion_stays_complete() {
     let p = at_stage(
         s,
         &[
-            (
-                "dev",
-                Some("2026-03-02T09:00:00Z"),
-                "Successfully provisioned",
-            ),
-            (
-                "staging",
-                Some("2026-03-02T09:10:00Z"),
-                "Successfully provisioned",
-            ),
+            DEV_DONE,
+            STAGING_DONE,
             (
                 "prod",
                 Some("2026-03-02T09:20:00Z"),
@@ -791,14 +628,7 @@ fn a_completed_promotion_stays_complete() {
         ],
     );
     let profiles: Vec<Value> = (0..3).map(|i| profile(&p, i, &[])).collect();
-    let d = decide_at(
-        &Snapshot {
-            promotion: p,
-            profiles,
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p, profiles, vec![]);
     assert_eq!(d.status, None);
     assert!(d.apply.is_empty() && d.delete.is_empty() && d.events.is_empty());
     assert!(d.explanation.starts_with("complete"), "{}", d.explanation);
@@ -809,30 +639,14 @@ fn the_last_stage_completes_the_promotion() {
     let p = at_stage(
         stages(),
         &[
-            (
-                "dev",
-                Some("2026-03-02T09:00:00Z"),
-                "Successfully provisioned",
-            ),
-            (
-                "staging",
-                Some("2026-03-02T09:10:00Z"),
-                "Successfully provisioned",
-            ),
+            DEV_DONE,
+            STAGING_DONE,
             ("prod", None, "Clusters are being provisioned"),
         ],
     );
     let profiles: Vec<Value> = (0..3).map(|i| profile(&p, i, &["c3"])).collect();
     let sums = vec![summary(&profiles[2], "c3", "Provisioned")];
-    let d = decide_at(
-        &Snapshot {
-            promotion: p,
-            profiles,
-            summaries: sums,
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p, profiles, sums);
     assert_eq!(d.events[0].message, "Stage prod provisioned");
     assert_eq!(
         stage_status(&d, "prod")["currentStatusDescription"],
@@ -849,58 +663,27 @@ fn the_last_stage_completes_the_promotion() {
 fn missing_or_edited_profiles_of_reached_stages_are_applied_again() {
     // D10.
     let (p, profiles, summaries) = at_staging(Some(false), stages());
-    let d = decide_at(
-        &Snapshot {
-            promotion: p.clone(),
-            profiles: vec![profiles[1].clone()],
-            summaries: summaries.clone(),
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p.clone(), vec![profiles[1].clone()], summaries.clone());
     assert_eq!(applied_names(&d), ["p-dev"]);
     let mut edited = profiles.clone();
     edited[1]["spec"]["helmCharts"][0]["chartVersion"] = json!("6.6.6");
-    let d = decide_at(
-        &Snapshot {
-            promotion: p.clone(),
-            profiles: edited,
-            summaries: summaries.clone(),
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p.clone(), edited, summaries.clone());
     assert_eq!(applied_names(&d), ["p-staging"]);
     assert_eq!(d.apply[0]["spec"]["helmCharts"][0]["chartVersion"], "1.0.0");
-    let d = decide_at(
-        &Snapshot {
-            promotion: p,
-            profiles,
-            summaries,
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p, profiles, summaries);
     assert!(d.apply.is_empty(), "{:?}", applied_names(&d));
 }
 
 #[test]
 fn only_profiles_owned_by_this_promotion_are_cleaned_up() {
     // D14: a profile of an earlier promotion of the same name (another UID) is not deleted.
-    let p = at_stage(stages(), &[("dev", None, "Clusters are being provisioned")]);
+    let p = provisioning_dev();
     let mut gone = profile(&p, 0, &[]);
     gone["metadata"]["name"] = json!("p-removed-stage");
     let mut foreign = gone.clone();
     foreign["metadata"]["name"] = json!("p-other");
     foreign["metadata"]["ownerReferences"][0]["uid"] = json!("u0");
-    let d = decide_at(
-        &Snapshot {
-            promotion: p,
-            profiles: vec![gone, foreign],
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p, vec![gone, foreign], vec![]);
     assert_eq!(deleted_names(&d), ["p-removed-stage"]);
 }
 
@@ -912,13 +695,7 @@ fn a_profile_name_that_cannot_be_a_label_value_never_deploys() {
         json!([{"name": long, "clusterSelector": {"matchLabels": {"env": "dev"}}}]),
         &[(long.as_str(), None, "Clusters are being provisioned")],
     );
-    let d = decide_at(
-        &Snapshot {
-            promotion: p,
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p, vec![], vec![]);
     let msg = stage_status(&d, &long)["failureMessage"]
         .as_str()
         .unwrap()
@@ -931,35 +708,15 @@ fn deletion_removes_owned_profiles_then_the_finalizer() {
     let mut p = at_stage(stages(), &[("dev", None, "x")]);
     p["metadata"]["deletionTimestamp"] = json!(NOW);
     let prof = profile(&p, 0, &[]);
-    let d = decide_at(
-        &Snapshot {
-            promotion: p.clone(),
-            profiles: vec![prof.clone()],
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p.clone(), vec![prof.clone()], vec![]);
     assert_eq!(deleted_names(&d), ["p-dev"]);
     assert_eq!(d.finalizer, None);
     let mut going = prof;
     going["metadata"]["deletionTimestamp"] = json!(NOW);
-    let d = decide_at(
-        &Snapshot {
-            promotion: p.clone(),
-            profiles: vec![going],
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p.clone(), vec![going], vec![]);
     assert!(d.delete.is_empty());
     assert!(d.explanation.contains("waiting for 1"), "{}", d.explanation);
-    let d = decide_at(
-        &Snapshot {
-            promotion: p,
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p, vec![], vec![]);
     assert_eq!(d.finalizer, Some(FinalizerChange::Remove));
 }
 
@@ -970,25 +727,12 @@ fn preserving_profiles_releases_them_before_the_finalizer_goes() {
     p["metadata"]["deletionTimestamp"] = json!(NOW);
     p["spec"]["preserveClusterProfilesOnDelete"] = json!(true);
     let prof = profile(&p, 0, &[]);
-    let d = decide_at(
-        &Snapshot {
-            promotion: p.clone(),
-            profiles: vec![prof],
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p.clone(), vec![prof], vec![]);
     assert!(d.delete.is_empty());
     assert_eq!(applied_names(&d), ["p-dev"]);
     assert!(d.apply[0]["metadata"].get("ownerReferences").is_none());
     assert_eq!(d.finalizer, None);
-    let d = decide_at(
-        &Snapshot {
-            promotion: p,
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p, vec![], vec![]);
     assert_eq!(d.finalizer, Some(FinalizerChange::Remove));
 }
 
@@ -1000,15 +744,7 @@ fn nothing_new_writes_no_status() {
     let mut p2 = p.clone();
     p2["status"]["stages"][1]["currentStatusDescription"] =
         json!("Paused: Awaiting Manual Approval (2026-03-02T09:30:00Z)");
-    let d = decide_at(
-        &Snapshot {
-            promotion: p2,
-            profiles,
-            summaries,
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p2, profiles, summaries);
     assert_eq!(d.status, None);
     let _ = Duration::zero();
 }
@@ -1017,15 +753,7 @@ fn nothing_new_writes_no_status() {
 fn consuming_a_resetting_approval_commits_the_step_on_the_promotion() {
     let (p, profiles, summaries) = at_staging(Some(true), stages());
     let id = identity_of(&p).unwrap().id;
-    let d = decide_at(
-        &Snapshot {
-            promotion: p,
-            profiles,
-            summaries,
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p, profiles, summaries);
     assert_eq!(
         d.promoting,
         Some(Promoting {
@@ -1047,12 +775,7 @@ fn a_committed_step_passes_its_gate_once_without_the_approval() {
     }
     .to_annotation();
     p["metadata"]["annotations"] = json!({ promoting::PROMOTING_ANNOTATION: committed.clone() });
-    let snapshot = Snapshot {
-        promotion: p.clone(),
-        profiles: profiles.clone(),
-        summaries: summaries.clone(),
-        ..Snapshot::default()
-    };
+    let snapshot = snapshot(p.clone(), profiles.clone(), summaries.clone());
     let d = decide_at(&snapshot, NOW);
     assert!(d.consume_approvals.is_empty());
     assert_eq!(d.promoting, None);
@@ -1069,15 +792,7 @@ fn a_committed_step_passes_its_gate_once_without_the_approval() {
     }
     .to_annotation();
     p["metadata"]["annotations"] = json!({ promoting::PROMOTING_ANNOTATION: other.clone() });
-    let d = decide_at(
-        &Snapshot {
-            promotion: p,
-            profiles,
-            summaries,
-            ..Snapshot::default()
-        },
-        NOW,
-    );
+    let d = decide_now(p, profiles, summaries);
     assert!(d.apply.is_empty(), "{:?}", applied_names(&d));
     assert_eq!(
         d.explanation,
@@ -1116,23 +831,11 @@ fn the_summary_fields_a_cache_keeps_decide_the_same() {
     }
     let mut decisions = Vec::new();
     for summaries in [summaries, fat, reordered, drifted, unreported] {
-        let whole = decide_at(
-            &Snapshot {
-                promotion: p.clone(),
-                profiles: profiles.clone(),
-                summaries: summaries.clone(),
-                ..Snapshot::default()
-            },
-            NOW,
-        );
-        let kept = decide_at(
-            &Snapshot {
-                promotion: p.clone(),
-                profiles: profiles.clone(),
-                summaries: summaries.iter().map(deployed::retained).collect(),
-                ..Snapshot::default()
-            },
-            NOW,
+        let whole = decide_now(p.clone(), profiles.clone(), summaries.clone());
+        let kept = decide_now(
+            p.clone(),
+            profiles.clone(),
+            summaries.iter().map(deployed::retained).collect(),
         );
         assert_eq!(whole, kept);
         decisions.push(whole.status);
@@ -1150,16 +853,7 @@ fn the_summary_fields_a_cache_keeps_decide_the_same() {
 #[test]
 fn the_phase_comes_from_the_decision_and_its_clusters() {
     let phase = |p: &Value, profiles: Vec<Value>, summaries: Vec<Value>| {
-        decide_at(
-            &Snapshot {
-                promotion: p.clone(),
-                profiles,
-                summaries,
-                ..Snapshot::default()
-            },
-            NOW,
-        )
-        .phase
+        decide_now(p.clone(), profiles, summaries).phase
     };
     let (p, profiles, summaries) = at_staging(Some(false), stages());
     assert_eq!(
@@ -1171,7 +865,7 @@ fn the_phase_comes_from_the_decision_and_its_clusters() {
         phase(&approved, profiles.clone(), summaries),
         Some(Phase::Progressing)
     );
-    let dev = at_stage(stages(), &[("dev", None, "Clusters are being provisioned")]);
+    let dev = provisioning_dev();
     let prof = profile(&dev, 0, &["c1"]);
     for (feature, want) in [
         ("Provisioning", Phase::Progressing),
@@ -1198,15 +892,7 @@ fn the_phase_comes_from_the_decision_and_its_clusters() {
 fn the_approvals_to_clear_are_named_by_their_index() {
     let decision = |stages_v: Value| {
         let (p, profiles, summaries) = at_staging(Some(true), stages_v);
-        decide_at(
-            &Snapshot {
-                promotion: p,
-                profiles,
-                summaries,
-                ..Snapshot::default()
-            },
-            NOW,
-        )
+        decide_now(p, profiles, summaries)
     };
     let d = decision(stages());
     assert_eq!(
