@@ -177,22 +177,10 @@ fn normalize(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::ClusterType;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 
     fn cluster(name: &str, labels: &[(&str, &str)]) -> Cluster {
-        Cluster {
-            cluster_type: ClusterType::Sveltos,
-            namespace: "fleet".into(),
-            name: name.into(),
-            labels: labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            paused: false,
-            ready: true,
-            shard: None,
-        }
+        Cluster::ready_sveltos("fleet", name, labels)
     }
 
     fn fleet() -> Vec<Cluster> {

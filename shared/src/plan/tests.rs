@@ -22,19 +22,25 @@ fn stage(name: &str, match_labels: Value) -> Value {
     json!({"name": name, "clusterSelector": {"matchLabels": match_labels}})
 }
 
+/// Kyverno rolled out through `stages`, each `(name, env)` selecting the clusters labelled
+/// `env: <env>`.
+fn kyverno_by_env(stages: &[(&str, &str)]) -> ClusterPromotion {
+    let stages = stages
+        .iter()
+        .map(|(name, env)| stage(name, json!({ "env": env })))
+        .collect();
+    promotion(Value::Array(stages), kyverno())
+}
+
+/// Three stages, each reaching its part of [`fleet`].
+const DEV_STAGING_PRODUCTION: &[(&str, &str)] = &[
+    ("dev", "dev"),
+    ("staging", "staging"),
+    ("production", "prod"),
+];
+
 fn cluster(ns: &str, name: &str, labels: &[(&str, &str)]) -> Cluster {
-    Cluster {
-        cluster_type: ClusterType::Sveltos,
-        namespace: ns.into(),
-        name: name.into(),
-        labels: labels
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        paused: false,
-        ready: true,
-        shard: None,
-    }
+    Cluster::ready_sveltos(ns, name, labels)
 }
 
 fn fleet() -> Vec<Cluster> {
@@ -59,14 +65,7 @@ fn codes(plan: &Plan) -> Vec<(HazardCode, Vec<String>)> {
 
 #[test]
 fn clean_pipeline_reaches_each_stage_and_has_no_hazard() {
-    let p = promotion(
-        json!([
-            stage("dev", json!({"env": "dev"})),
-            stage("staging", json!({"env": "staging"})),
-            stage("production", json!({"env": "prod"}))
-        ]),
-        kyverno(),
-    );
+    let p = kyverno_by_env(DEV_STAGING_PRODUCTION);
     let plan = plan(&p, &fleet());
     assert_eq!(plan.hazards, vec![]);
     let counts: Vec<(&str, usize)> = plan
@@ -96,13 +95,7 @@ fn clean_pipeline_reaches_each_stage_and_has_no_hazard() {
 /// The example: `env: production` against clusters labelled `env: prod`.
 #[test]
 fn label_typo_matches_no_cluster_and_names_the_fix() {
-    let p = promotion(
-        json!([
-            stage("staging", json!({"env": "staging"})),
-            stage("production", json!({"env": "production"}))
-        ]),
-        kyverno(),
-    );
+    let p = kyverno_by_env(&[("staging", "staging"), ("production", "production")]);
     let plan = plan(&p, &fleet());
     assert_eq!(plan.stages[1].count, 0);
     assert_eq!(
@@ -250,14 +243,7 @@ fn paused_and_not_ready_clusters_are_counted_and_explained() {
         ready: false,
         shard: Some("shard-b".into()),
     });
-    let p = promotion(
-        json!([
-            stage("dev", json!({"env": "dev"})),
-            stage("staging", json!({"env": "staging"})),
-            stage("production", json!({"env": "prod"}))
-        ]),
-        kyverno(),
-    );
+    let p = kyverno_by_env(DEV_STAGING_PRODUCTION);
     let plan = plan(&p, &f);
     assert_eq!(
         codes(&plan),
@@ -306,13 +292,7 @@ fn paused_and_not_ready_clusters_are_counted_and_explained() {
 
 #[test]
 fn json_shape_matches_the_documented_output() {
-    let p = promotion(
-        json!([
-            stage("dev", json!({"env": "dev"})),
-            stage("prod", json!({"env": "production"}))
-        ]),
-        kyverno(),
-    );
+    let p = kyverno_by_env(&[("dev", "dev"), ("prod", "production")]);
     let value = serde_json::to_value(plan(&p, &fleet())).unwrap();
     assert_eq!(
         value["stages"][0]["clusters"][0],
@@ -329,7 +309,7 @@ fn json_shape_matches_the_documented_output() {
 
 #[test]
 fn empty_fleet_and_no_stages() {
-    let p = promotion(json!([stage("dev", json!({"env": "dev"}))]), kyverno());
+    let p = kyverno_by_env(&[("dev", "dev")]);
     let plan = plan(&p, &[]);
     assert_eq!(
         codes(&plan),

@@ -370,22 +370,13 @@ fn stage_clusters(snapshot: &Snapshot, stage: &str, fleet: &[Cluster]) -> usize 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::ClusterType;
 
     fn at(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
     }
 
     fn cluster(name: &str, env: &str) -> Cluster {
-        Cluster {
-            cluster_type: ClusterType::Sveltos,
-            namespace: "fleet".into(),
-            name: name.into(),
-            labels: [("env".to_string(), env.to_string())].into(),
-            paused: false,
-            ready: true,
-            shard: None,
-        }
+        Cluster::ready_sveltos("fleet", name, &[("env", env)])
     }
 
     fn promotion() -> Value {
@@ -418,6 +409,17 @@ mod tests {
         ]
     }
 
+    /// The timeline of [`promotion`] over [`fleet`] from 10:00.
+    fn timeline(approvals: &[(String, DateTime<Utc>)], options: &Options) -> Timeline {
+        simulate(
+            &promotion(),
+            &fleet(),
+            at("2026-03-02T10:00:00Z"),
+            approvals,
+            options,
+        )
+    }
+
     fn kinds(t: &Timeline) -> Vec<(String, &str, StepKind)> {
         t.steps
             .iter()
@@ -427,13 +429,7 @@ mod tests {
 
     #[test]
     fn stages_start_soak_wait_for_their_window_and_their_approval() {
-        let t = simulate(
-            &promotion(),
-            &fleet(),
-            at("2026-03-02T10:00:00Z"),
-            &[],
-            &Options::default(),
-        );
+        let t = timeline(&[], &Options::default());
         use StepKind::*;
         let k = |h: &str, s: &'static str, w| (h.to_string(), s, w);
         assert_eq!(
@@ -464,13 +460,7 @@ mod tests {
     #[test]
     fn an_approval_at_a_time_completes_the_rollout() {
         let approvals = [("prod".to_string(), at("2026-03-03T09:00:00Z"))];
-        let t = simulate(
-            &promotion(),
-            &fleet(),
-            at("2026-03-02T10:00:00Z"),
-            &approvals,
-            &Options::default(),
-        );
+        let t = timeline(&approvals, &Options::default());
         let tail: Vec<_> = kinds(&t).into_iter().rev().take(3).collect();
         assert_eq!(
             tail,
@@ -486,13 +476,7 @@ mod tests {
     #[test]
     fn an_approval_given_early_is_used_when_the_gate_is_reached() {
         let approvals = [("prod".to_string(), at("2026-03-02T10:05:00Z"))];
-        let t = simulate(
-            &promotion(),
-            &fleet(),
-            at("2026-03-02T10:00:00Z"),
-            &approvals,
-            &Options::default(),
-        );
+        let t = timeline(&approvals, &Options::default());
         assert_eq!(t.completes, Some(at("2026-03-02T22:00:01Z")));
     }
 
@@ -501,13 +485,7 @@ mod tests {
         let options = Options {
             window_zone: chrono_tz::Europe::Paris,
         };
-        let t = simulate(
-            &promotion(),
-            &fleet(),
-            at("2026-03-02T10:00:00Z"),
-            &[],
-            &options,
-        );
+        let t = timeline(&[], &options);
         let window = t
             .steps
             .iter()
