@@ -230,6 +230,7 @@ pub(crate) fn annotation<'a, 'ctx>(object: &'a Tree<'ctx>, key: &str) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admission::test_support;
     use chrono::TimeZone;
     use serde_json::json;
 
@@ -239,11 +240,7 @@ mod tests {
 
     #[test]
     fn records_round_trip_through_annotations() {
-        let user = UserInfo {
-            username: Some("alice".into()),
-            groups: Some(vec!["ops".into()]),
-            ..UserInfo::default()
-        };
+        let user = test_support::user("alice", &["ops"]);
         let rollout = RolloutId {
             stages_hash: "s".into(),
             profile_spec_hash: "p".into(),

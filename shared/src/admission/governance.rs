@@ -196,16 +196,9 @@ pub fn group_list(groups: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admission::test_support::user;
     use crate::admission::SPEC_CHANGE_ANNOTATION;
     use serde_json::{json, Value};
-
-    fn user(name: &str, groups: &[&str]) -> UserInfo {
-        UserInfo {
-            username: Some(name.to_string()),
-            groups: Some(groups.iter().map(|g| g.to_string()).collect()),
-            ..UserInfo::default()
-        }
-    }
 
     fn promotion(approved: bool, chart: &str, changer: Option<&str>) -> Value {
         let mut annotations = json!({});

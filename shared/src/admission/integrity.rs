@@ -58,147 +58,217 @@ pub fn check_audit_integrity_tree(
         if old_value == new_value {
             continue;
         }
-        let path = annotation_path(key);
+        let mut check = Check {
+            old,
+            new,
+            user,
+            now,
+            path: annotation_path(key),
+            violations: &mut violations,
+        };
         if new_value.is_none() {
-            violations.push(Violation::new(
-                FORGED,
-                path,
-                format!(
-                    "the audit record was removed; annotations under {AUDIT_PREFIX} are kept by \
-                     the promotion webhook and cannot be removed (keep them as read from the server)"
-                ),
+            check.forged(format!(
+                "the audit record was removed; annotations under {AUDIT_PREFIX} are kept by \
+                 the promotion webhook and cannot be removed (keep them as read from the server)"
             ));
             continue;
         }
         match key {
-            APPROVALS_ANNOTATION => check_approvals(old, new, user, now, &path, &mut violations),
-            SPEC_CHANGE_ANNOTATION => {
-                check_spec_change(old, new, user, now, &path, &mut violations)
-            }
-            RESET_FLIPS_ANNOTATION => {
-                check_reset_flips(old, new, user, now, &path, &mut violations)
-            }
-            _ => violations.push(Violation::new(
-                FORGED,
-                path,
-                format!("unknown audit annotation; keys under {AUDIT_PREFIX} are written only by the promotion webhook"),
+            APPROVALS_ANNOTATION => check.approvals(),
+            SPEC_CHANGE_ANNOTATION => check.spec_change(),
+            RESET_FLIPS_ANNOTATION => check.reset_flips(),
+            _ => check.forged(format!(
+                "unknown audit annotation; keys under {AUDIT_PREFIX} are written only by the promotion webhook"
             )),
         }
     }
     violations
 }
 
-fn check_approvals(
-    old: Option<&Tree>,
-    new: &Tree,
-    user: &UserInfo,
+/// The check of one audit annotation that a request changes: the request (the object before,
+/// `None` on CREATE, and after; who makes it; when), the annotation's field path, and where its
+/// violations go.
+struct Check<'a, 'ctx> {
+    old: Option<&'a Tree<'ctx>>,
+    new: &'a Tree<'ctx>,
+    user: &'a UserInfo,
     now: DateTime<Utc>,
-    path: &str,
-    violations: &mut Vec<Violation>,
-) {
-    let Some((before, after)) = stage_records(
-        old,
-        new,
-        approval_records_in,
-        "approval record",
-        path,
-        violations,
-    ) else {
-        return;
-    };
-    let approving: BTreeSet<&str> = newly_approved(old, new)
-        .iter()
-        .chain(newly_revoked(old, new).iter())
-        .map(|g| g.name)
-        .collect();
-    let stored_generation = old.and_then(generation);
-    for (stage, record) in &after {
-        if before.get(stage) == Some(record) {
-            continue;
-        }
-        // The mutation carries the record of an approval that stays on to the next generation;
-        // nothing else about it may change. (Only the webhook's credit of the record depends on
-        // it, and a carried record that does not match the object's generation credits nobody.)
-        let carried = before.get(stage).is_some_and(|stored| {
-            stored.generation.is_some()
-                && stored.generation == stored_generation
-                && record.generation == stored_generation.map(|g| g + 1)
-                && ApprovalRecord {
-                    generation: stored.generation,
-                    ..record.clone()
-                } == *stored
-        });
-        // The mutation marks the record of a stage whose unrecorded approval this request
-        // takes away; nothing else about it may change.
-        let marked = before.get(stage).is_some_and(|stored| {
-            !stored.superseded
-                && !super::audit::credited(stored, stored_generation)
-                && old.is_some_and(|old| approval_taken(old, new, stage))
-                && ApprovalRecord {
-                    superseded: false,
-                    ..record.clone()
-                } == *stored
-                && record.superseded
-        });
-        if (carried || marked) && !approving.contains(stage.as_str()) {
-            continue;
-        }
-        let problem = if !approving.contains(stage.as_str()) {
-            format!(
-                "the approval record of stage {stage:?} was written by the client, but this \
-                 request does not approve that stage; only the promotion webhook writes audit records"
-            )
-        } else if record.user != username(user) {
-            format!(
-                "the approval record of stage {stage:?} names user {:?}, but the request comes from {:?}",
-                record.user,
-                username(user)
-            )
-        } else if record.groups != groups(user) {
-            format!(
-                "the approval record of stage {stage:?} lists groups {:?}, but the requesting user has {:?}",
-                record.groups,
-                groups(user)
-            )
-        } else if !super::audit::is_current(&record.time, now) {
-            format!(
-                "the approval record of stage {stage:?} has time {:?}, which is not the time of this request",
-                record.time
-            )
-        } else {
-            continue;
-        };
-        violations.push(Violation::new(FORGED, path, problem));
-    }
+    path: String,
+    violations: &'a mut Vec<Violation>,
 }
 
-/// A per-stage audit annotation before and after the request, read by `read`. Records that do
-/// not parse, or a stage's record removed, are forgeries (reported here); `None` when the new
-/// records cannot be read at all.
-fn stage_records<R>(
-    old: Option<&Tree>,
-    new: &Tree,
-    read: fn(&Tree) -> Result<BTreeMap<String, R>, AuditParseError>,
-    what: &str,
-    path: &str,
-    violations: &mut Vec<Violation>,
-) -> Option<(BTreeMap<String, R>, BTreeMap<String, R>)> {
-    let after = match read(new) {
-        Ok(records) => records,
-        Err(e) => {
-            violations.push(Violation::new(FORGED, path, e.reason));
-            return None;
-        }
-    };
-    let before = old.and_then(|old| read(old).ok()).unwrap_or_default();
-    for stage in before.keys().filter(|stage| !after.contains_key(*stage)) {
-        violations.push(Violation::new(
-            FORGED,
-            path,
-            format!("the {what} of stage {stage:?} was removed; audit records cannot be removed"),
-        ));
+impl Check<'_, '_> {
+    /// The annotation is not as the mutation writes it, for `problem`.
+    fn forged(&mut self, problem: String) {
+        self.violations
+            .push(Violation::new(FORGED, self.path.clone(), problem));
     }
-    Some((before, after))
+
+    fn approvals(&mut self) {
+        let Some(changed) = self.changed_stage_records(approval_records_in, "approval record")
+        else {
+            return;
+        };
+        let (old, new) = (self.old, self.new);
+        let approving: BTreeSet<&str> = newly_approved(old, new)
+            .iter()
+            .chain(newly_revoked(old, new).iter())
+            .map(|g| g.name)
+            .collect();
+        let stored_generation = old.and_then(generation);
+        for (stage, stored, record) in changed {
+            // The mutation carries the record of an approval that stays on to the next
+            // generation; nothing else about it may change. (Only the webhook's credit of the
+            // record depends on it, and a carried record that does not match the object's
+            // generation credits nobody.)
+            let carried = stored.as_ref().is_some_and(|stored| {
+                stored.generation.is_some()
+                    && stored.generation == stored_generation
+                    && record.generation == stored_generation.map(|g| g + 1)
+                    && ApprovalRecord {
+                        generation: stored.generation,
+                        ..record.clone()
+                    } == *stored
+            });
+            // The mutation marks the record of a stage whose unrecorded approval this request
+            // takes away; nothing else about it may change.
+            let marked = stored.as_ref().is_some_and(|stored| {
+                !stored.superseded
+                    && !super::audit::credited(stored, stored_generation)
+                    && old.is_some_and(|old| approval_taken(old, new, &stage))
+                    && ApprovalRecord {
+                        superseded: false,
+                        ..record.clone()
+                    } == *stored
+                    && record.superseded
+            });
+            if (carried || marked) && !approving.contains(stage.as_str()) {
+                continue;
+            }
+            let problem = if !approving.contains(stage.as_str()) {
+                Some(format!(
+                    "the approval record of stage {stage:?} was written by the client, but this \
+                     request does not approve that stage; only the promotion webhook writes audit \
+                     records"
+                ))
+            } else {
+                let author = Author {
+                    user: &record.user,
+                    groups: Some(&record.groups),
+                    time: &record.time,
+                };
+                author.forged(
+                    &format!("the approval record of stage {stage:?}"),
+                    self.user,
+                    self.now,
+                )
+            };
+            if let Some(problem) = problem {
+                self.forged(problem);
+            }
+        }
+    }
+
+    /// Flip records may only be written for a stage whose `automaticReset` this request turns
+    /// back to `true`, for the requesting user, now.
+    fn reset_flips(&mut self) {
+        let Some(changed) =
+            self.changed_stage_records(reset_flip_records_in, "automaticReset record")
+        else {
+            return;
+        };
+        let flipping: BTreeSet<&str> = self
+            .old
+            .map(|old| reset_flips(old, self.new).iter().map(|g| g.name).collect())
+            .unwrap_or_default();
+        for (stage, _, record) in changed {
+            let problem = if !flipping.contains(stage.as_str()) {
+                format!(
+                    "the automaticReset record of stage {stage:?} was written by the client, but \
+                     this request does not turn that stage's automaticReset from false to true; \
+                     only the promotion webhook writes audit records"
+                )
+            } else if !record.matches_request(self.user, self.now) {
+                format!(
+                    "the automaticReset record of stage {stage:?} names user {:?} at {:?}, which \
+                     is not the user and time of this request",
+                    record.user, record.time
+                )
+            } else {
+                continue;
+            };
+            self.forged(problem);
+        }
+    }
+
+    fn spec_change(&mut self) {
+        let record = match spec_change_record_in(self.new) {
+            Ok(Some(record)) => record,
+            Ok(None) => return,
+            Err(e) => return self.forged(e.reason),
+        };
+        let changing = self
+            .old
+            .is_none_or(|old| crate::rollout::restart(old, self.new).is_some());
+        let problem = if !changing {
+            Some(
+                "the record of the last change that started a new rollout was edited, but this \
+                 request does not start a new rollout (it changes neither spec.profileSpec nor \
+                 stage names, order or selectors); only the promotion webhook writes audit records"
+                    .to_string(),
+            )
+        } else {
+            let author = Author {
+                user: &record.user,
+                groups: None,
+                time: &record.time,
+            };
+            author.forged(
+                "the record of the last change that started a new rollout",
+                self.user,
+                self.now,
+            )
+        };
+        if let Some(problem) = problem {
+            self.forged(problem);
+        }
+    }
+
+    /// The records of a per-stage audit annotation, read by `read`, that the request writes or
+    /// changes: each with its stage and the record stored before (if any). Records that do not
+    /// parse, or a stage's record removed, are forgeries (reported here); `None` when the new
+    /// records cannot be read at all.
+    fn changed_stage_records<R: PartialEq>(
+        &mut self,
+        read: fn(&Tree) -> Result<BTreeMap<String, R>, AuditParseError>,
+        what: &str,
+    ) -> Option<Vec<(String, Option<R>, R)>> {
+        let after = match read(self.new) {
+            Ok(records) => records,
+            Err(e) => {
+                self.forged(e.reason);
+                return None;
+            }
+        };
+        let mut before = self.old.and_then(|old| read(old).ok()).unwrap_or_default();
+        for stage in before.keys().filter(|stage| !after.contains_key(*stage)) {
+            self.violations.push(Violation::new(
+                FORGED,
+                self.path.clone(),
+                format!(
+                    "the {what} of stage {stage:?} was removed; audit records cannot be removed"
+                ),
+            ));
+        }
+        let changed = after
+            .into_iter()
+            .filter_map(|(stage, record)| {
+                let stored = before.remove(&stage);
+                (stored.as_ref() != Some(&record)).then_some((stage, stored, record))
+            })
+            .collect();
+        Some(changed)
+    }
 }
 
 /// Stage `stage` is approved in `old` and, in `new`, neither approved nor revoked.
@@ -209,108 +279,50 @@ fn approval_taken(old: &Tree, new: &Tree, stage: &str) -> bool {
         .is_some_and(|g| !g.approved && !g.refused)
 }
 
-/// Flip records may only be written for a stage whose `automaticReset` this request turns back
-/// to `true`, for the requesting user, now.
-fn check_reset_flips(
-    old: Option<&Tree>,
-    new: &Tree,
-    user: &UserInfo,
-    now: DateTime<Utc>,
-    path: &str,
-    violations: &mut Vec<Violation>,
-) {
-    let Some((before, after)) = stage_records(
-        old,
-        new,
-        reset_flip_records_in,
-        "automaticReset record",
-        path,
-        violations,
-    ) else {
-        return;
-    };
-    let flipping: BTreeSet<&str> = old
-        .map(|old| reset_flips(old, new).iter().map(|g| g.name).collect())
-        .unwrap_or_default();
-    for (stage, record) in &after {
-        if before.get(stage) == Some(record) {
-            continue;
-        }
-        let problem = if !flipping.contains(stage.as_str()) {
-            format!(
-                "the automaticReset record of stage {stage:?} was written by the client, but this \
-                 request does not turn that stage's automaticReset from false to true; only the \
-                 promotion webhook writes audit records"
-            )
-        } else if !record.matches_request(user, now) {
-            format!(
-                "the automaticReset record of stage {stage:?} names user {:?} at {:?}, which is \
-                 not the user and time of this request",
-                record.user, record.time
-            )
-        } else {
-            continue;
-        };
-        violations.push(Violation::new(FORGED, path, problem));
-    }
+/// Who and when a record says wrote it.
+struct Author<'a> {
+    user: &'a str,
+    /// `None` for a record that does not keep the user's groups.
+    groups: Option<&'a [String]>,
+    time: &'a str,
 }
 
-fn check_spec_change(
-    old: Option<&Tree>,
-    new: &Tree,
-    user: &UserInfo,
-    now: DateTime<Utc>,
-    path: &str,
-    violations: &mut Vec<Violation>,
-) {
-    let record = match spec_change_record_in(new) {
-        Ok(Some(record)) => record,
-        Ok(None) => return,
-        Err(e) => {
-            violations.push(Violation::new(FORGED, path, e.reason));
-            return;
+impl Author<'_> {
+    /// Why the mutation for `user` at `now` would not have written this author: the first of
+    /// user, groups and time that differs, said of `record` (the record as a message names it);
+    /// `None` when none does.
+    fn forged(&self, record: &str, user: &UserInfo, now: DateTime<Utc>) -> Option<String> {
+        if self.user != username(user) {
+            Some(format!(
+                "{record} names user {:?}, but the request comes from {:?}",
+                self.user,
+                username(user)
+            ))
+        } else if let Some(written) = self.groups.filter(|g| *g != groups(user)) {
+            Some(format!(
+                "{record} lists groups {written:?}, but the requesting user has {:?}",
+                groups(user)
+            ))
+        } else if !super::audit::is_current(self.time, now) {
+            Some(format!(
+                "{record} has time {:?}, which is not the time of this request",
+                self.time
+            ))
+        } else {
+            None
         }
-    };
-    let changing = old.is_none_or(|old| crate::rollout::restart(old, new).is_some());
-    let problem = if !changing {
-        "the record of the last change that started a new rollout was edited, but this request \
-         does not start a new rollout (it changes neither spec.profileSpec nor stage names, order \
-         or selectors); only the promotion webhook writes audit records"
-            .to_string()
-    } else if record.user != username(user) {
-        format!(
-            "the record of the last change that started a new rollout names user {:?}, but the request comes from {:?}",
-            record.user,
-            username(user)
-        )
-    } else if !super::audit::is_current(&record.time, now) {
-        format!(
-            "the record of the last change that started a new rollout has time {:?}, which is not the time of this request",
-            record.time
-        )
-    } else {
-        return;
-    };
-    violations.push(Violation::new(FORGED, path, problem));
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admission::test_support::{self, now};
     use crate::admission::{plan_mutation, APPROVAL_REASON_ANNOTATION};
-    use chrono::TimeZone;
     use serde_json::{json, Value};
 
-    fn now() -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap()
-    }
-
     fn user(name: &str) -> UserInfo {
-        UserInfo {
-            username: Some(name.to_string()),
-            groups: Some(vec!["ops".into()]),
-            ..UserInfo::default()
-        }
+        test_support::user(name, &["ops"])
     }
 
     fn promotion(approved: bool, chart: &str, annotations: Value) -> Value {
@@ -360,13 +372,15 @@ mod tests {
 
     #[test]
     fn records_for_someone_else_or_another_stage_are_forged() {
-        let old = promotion(false, "1", json!({}));
-        let as_bob = promotion(
-            true,
-            "1",
-            json!({APPROVALS_ANNOTATION: approvals("staging", record("bob", "2026-03-01T12:00:00Z"))}),
-        );
-        let v = check_audit_integrity(Some(&old), &as_bob, &user("alice"), now());
+        // alice's request, on an unapproved promotion with no record, that approves staging (or
+        // not) and writes a record of its approval by `author` at `time`.
+        let check = |approving: bool, author: &str, time: &str| {
+            let old = promotion(false, "1", json!({}));
+            let trail = approvals("staging", record(author, time));
+            let new = promotion(approving, "1", json!({ APPROVALS_ANNOTATION: trail }));
+            check_audit_integrity(Some(&old), &new, &user("alice"), now())
+        };
+        let v = check(true, "bob", "2026-03-01T12:00:00Z");
         assert_eq!(v.len(), 1);
         assert!(v[0].message.contains("\"bob\""), "{}", v[0].message);
         assert_eq!(
@@ -374,21 +388,11 @@ mod tests {
             "metadata.annotations[audit.kubectl-promotion.dev/approvals]"
         );
 
-        let not_approving = promotion(
-            false,
-            "1",
-            json!({APPROVALS_ANNOTATION: approvals("staging", record("alice", "2026-03-01T12:00:00Z"))}),
-        );
-        let v = check_audit_integrity(Some(&old), &not_approving, &user("alice"), now());
-        assert!(v[0].message.contains("does not approve"));
+        let not_approving = check(false, "alice", "2026-03-01T12:00:00Z");
+        assert!(not_approving[0].message.contains("does not approve"));
 
-        let backdated = promotion(
-            true,
-            "1",
-            json!({APPROVALS_ANNOTATION: approvals("staging", record("alice", "2025-01-01T00:00:00Z"))}),
-        );
-        let v = check_audit_integrity(Some(&old), &backdated, &user("alice"), now());
-        assert!(v[0].message.contains("not the time"));
+        let backdated = check(true, "alice", "2025-01-01T00:00:00Z");
+        assert!(backdated[0].message.contains("not the time"));
     }
 
     #[test]

@@ -22,6 +22,8 @@ mod integrity;
 mod mutation;
 mod published;
 mod removed;
+#[cfg(test)]
+mod test_support;
 
 pub use audit::{
     approval_records, credited, reset_flip_records, spec_change_record, ApprovalRecord,

@@ -608,20 +608,13 @@ fn annotation_pointer(key: &str) -> PointerBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admission::test_support::{self, now};
     use crate::admission::{approval_records, spec_change_record};
-    use chrono::{TimeDelta, TimeZone};
+    use chrono::TimeDelta;
     use serde_json::json;
 
-    fn now() -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap()
-    }
-
     fn user(name: &str) -> UserInfo {
-        UserInfo {
-            username: Some(name.to_string()),
-            groups: Some(vec!["system:authenticated".into(), "release".into()]),
-            ..UserInfo::default()
-        }
+        test_support::user(name, &["system:authenticated", "release"])
     }
 
     /// dev → staging (manual gate) → production.
