@@ -44,6 +44,13 @@ macro_rules! grouped {
     };
 }
 
+/// A resource of Sveltos' configuration group, `config.projectsveltos.io/v1beta1`.
+macro_rules! sveltos_config {
+    ($kind:literal, $plural:literal) => {
+        grouped!("config.projectsveltos.io", "v1beta1", $kind, $plural)
+    };
+}
+
 /// A resource of the core (legacy, unnamed) group.
 macro_rules! core {
     ($version:literal, $kind:literal, $plural:literal) => {
@@ -60,24 +67,9 @@ macro_rules! core {
     };
 }
 
-pub const PROMOTION: Resource = grouped!(
-    "config.projectsveltos.io",
-    "v1beta1",
-    "ClusterPromotion",
-    "clusterpromotions"
-);
-pub const PROFILE: Resource = grouped!(
-    "config.projectsveltos.io",
-    "v1beta1",
-    "ClusterProfile",
-    "clusterprofiles"
-);
-pub const SUMMARY: Resource = grouped!(
-    "config.projectsveltos.io",
-    "v1beta1",
-    "ClusterSummary",
-    "clustersummaries"
-);
+pub const PROMOTION: Resource = sveltos_config!("ClusterPromotion", "clusterpromotions");
+pub const PROFILE: Resource = sveltos_config!("ClusterProfile", "clusterprofiles");
+pub const SUMMARY: Resource = sveltos_config!("ClusterSummary", "clustersummaries");
 pub const SVELTOS_CLUSTER: Resource = grouped!(
     "lib.projectsveltos.io",
     "v1beta1",
