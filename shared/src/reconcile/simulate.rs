@@ -431,25 +431,23 @@ mod tests {
     fn stages_start_soak_wait_for_their_window_and_their_approval() {
         let t = timeline(&[], &Options::default());
         use StepKind::*;
-        let k = |h: &str, s: &'static str, w| (h.to_string(), s, w);
-        assert_eq!(
-            kinds(&t),
-            vec![
-                k("10:00", "dev", Starts),
-                k("10:00", "dev", Deployed),
-                k("10:00", "dev", Soaks),
-                k("10:30", "dev", Passes),
-                k("10:30", "staging", Starts),
-                k("10:30", "staging", Deployed),
-                k("10:30", "staging", Soaks),
-                k("11:30", "staging", WaitsForWindow),
-                k("22:00", "staging", Passes),
-                k("22:00", "prod", Starts),
-                k("22:00", "prod", Deployed),
-                k("22:00", "prod", WaitsForApproval),
-                k("22:00", "prod", Blocked),
-            ]
-        );
+        // A stage's steps at one time, in order.
+        let expected: Vec<_> = [
+            ("10:00", "dev", &[Starts, Deployed, Soaks][..]),
+            ("10:30", "dev", &[Passes]),
+            ("10:30", "staging", &[Starts, Deployed, Soaks]),
+            ("11:30", "staging", &[WaitsForWindow]),
+            ("22:00", "staging", &[Passes]),
+            (
+                "22:00",
+                "prod",
+                &[Starts, Deployed, WaitsForApproval, Blocked],
+            ),
+        ]
+        .into_iter()
+        .flat_map(|(h, s, steps)| steps.iter().map(move |&w| (h.to_string(), s, w)))
+        .collect();
+        assert_eq!(kinds(&t), expected);
         assert_eq!(t.steps[0].clusters, Some(1));
         assert_eq!(t.steps[4].clusters, Some(2));
         assert_eq!(t.steps[2].until, Some(at("2026-03-02T10:30:00Z")));
