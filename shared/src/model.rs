@@ -4,13 +4,15 @@
 //! (`#[serde(flatten)]`) so that a round trip through these types never drops a field or invents a
 //! default. Every optional field is an `Option` so "absent" stays distinct from `false`/empty,
 //! which matters for `approved` (three-valued upstream) and `automaticReset` (defaulted to true by
-//! the API server when absent).
+//! the API server when absent). So every struct reads a missing field as its default
+//! (`#[serde(default)]` on the struct) and writes no `None` (`skip_serializing_none`).
 
 use std::borrow::Cow;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use serde_with::skip_serializing_none;
 
 use crate::api_resources::PROMOTION;
 
@@ -33,31 +35,25 @@ pub const CLUSTER_PROFILE_NAME_LABEL: &str = "projectsveltos.io/cluster-profile-
 
 type Extra = Map<String, Value>;
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct ClusterPromotion {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_version: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
-    #[serde(default)]
     pub metadata: ObjectMeta,
-    #[serde(default)]
     pub spec: ClusterPromotionSpec,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<ClusterPromotionStatus>,
     #[serde(flatten)]
     pub extra: Extra,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct ClusterPromotionSpec {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_spec: Option<ProfileSpec>,
-    #[serde(default)]
     pub stages: Vec<Stage>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preserve_cluster_profiles_on_delete: Option<bool>,
     #[serde(flatten)]
     pub extra: Extra,
@@ -65,84 +61,66 @@ pub struct ClusterPromotionSpec {
 
 /// `spec.profileSpec`: a ClusterProfile spec without selector. Feature lists are kept as raw JSON
 /// (they are compared and copied, never interpreted); health checks are typed.
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct ProfileSpec {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sync_mode: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_update: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub helm_charts: Option<Vec<Value>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy_refs: Option<Vec<Value>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kustomization_refs: Option<Vec<Value>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validate_healths: Option<Vec<ValidateHealth>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pre_deploy_checks: Option<Vec<ValidateHealth>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pre_delete_checks: Option<Vec<ValidateHealth>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub post_delete_checks: Option<Vec<ValidateHealth>>,
     #[serde(flatten)]
     pub extra: Extra,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct Stage {
-    #[serde(default)]
     pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster_selector: Option<LabelSelector>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger: Option<Trigger>,
     #[serde(flatten)]
     pub extra: Extra,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct Trigger {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto: Option<AutoTrigger>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manual: Option<ManualTrigger>,
     #[serde(flatten)]
     pub extra: Extra,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct AutoTrigger {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pre_health_check_deployment: Option<Vec<Value>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub post_delay_health_checks: Option<Vec<ValidateHealth>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub promotion_window: Option<TimeWindow>,
     #[serde(flatten)]
     pub extra: Extra,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct ManualTrigger {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pre_health_check_deployment: Option<Vec<Value>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub post_delay_health_checks: Option<Vec<ValidateHealth>>,
     /// Absent, `false` and `true` are three different states upstream.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approved: Option<bool>,
     /// The CRD defaults this to `true`; absent is kept absent so patches never write it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub automatic_reset: Option<bool>,
     #[serde(flatten)]
     pub extra: Extra,
@@ -159,53 +137,41 @@ impl ManualTrigger {
     }
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct TimeWindow {
-    #[serde(default)]
     pub from: String,
-    #[serde(default)]
     pub to: String,
     #[serde(flatten)]
     pub extra: Extra,
 }
 
 /// libsveltos `ValidateHealth`.
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct ValidateHealth {
-    #[serde(default)]
     pub name: String,
-    #[serde(default, rename = "featureID", skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "featureID")]
     pub feature_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub script: Option<String>,
-    #[serde(
-        default,
-        rename = "evaluateCEL",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "evaluateCEL")]
     pub evaluate_cel: Option<Vec<CelRule>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_check: Option<Value>,
     #[serde(flatten)]
     pub extra: Extra,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct CelRule {
-    #[serde(default)]
     pub name: String,
-    #[serde(default)]
     pub rule: String,
     #[serde(flatten)]
     pub extra: Extra,
@@ -213,37 +179,28 @@ pub struct CelRule {
 
 /// Times are kept as the strings the API server wrote (RFC 3339, second resolution) so that a
 /// round trip is byte-for-byte; [`crate::time`] parses them where arithmetic is needed.
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct ClusterPromotionStatus {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_stage_name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_promotion_time: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_spec_hash: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stages_hash: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stages: Option<Vec<StageStatus>>,
     #[serde(flatten)]
     pub extra: Extra,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct StageStatus {
-    #[serde(default)]
     pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_update_reconciled_time: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_successful_applied_time: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_status_check_time: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_message: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_status_description: Option<String>,
     #[serde(flatten)]
     pub extra: Extra,
