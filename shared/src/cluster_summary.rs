@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
+use serde_with::skip_serializing_none;
 
 /// `status.featureSummaries[].status`: Sveltos retries the feature.
 pub const FAILED: &str = "Failed";
@@ -11,18 +12,18 @@ pub const FAILED: &str = "Failed";
 /// `maxConsecutiveFailures` reached) until the profile or cluster changes.
 pub const FAILED_NON_RETRIABLE: &str = "FailedNonRetriable";
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FeatureState {
     #[serde(rename = "featureID")]
     pub feature_id: String,
     pub status: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub failure_message: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub last_applied_time: Option<String>,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterState {
@@ -33,10 +34,8 @@ pub struct ClusterState {
     pub cluster_type: String,
     /// `None`: the ClusterProfile matches the cluster, but Sveltos has not created its
     /// ClusterSummary yet.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub summary_name: Option<String>,
     pub features: Vec<FeatureState>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub failure_message: Option<String>,
 }
 

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 use serde_json::Value;
+use serde_with::skip_serializing_none;
 
 use crate::model::{ProfileSpec, Stage};
 
@@ -69,14 +70,13 @@ pub enum ChangeKind {
 
 /// One difference. `path` is readable rather than a JSON Pointer: list elements are named by
 /// their identity, e.g. `helmCharts[kyverno/kyverno-latest].chartVersion`.
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Change {
     pub path: String,
     pub kind: ChangeKind,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub from: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub to: Option<Value>,
 }
 

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
+use serde_with::skip_serializing_none;
 
 use crate::cluster_summary::{failure_summary, ClusterState};
 use crate::freshness::Freshness;
@@ -102,19 +103,16 @@ pub enum TriggerKind {
     Both,
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TriggerView {
     pub kind: TriggerKind,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub delay: Option<String>,
     pub post_delay_health_checks: usize,
     pub pre_health_check_deployments: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub promotion_window: Option<WindowView>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub approved: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub automatic_reset: Option<bool>,
 }
 
@@ -169,6 +167,7 @@ impl TriggerView {
     }
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StageView {
@@ -179,20 +178,13 @@ pub struct StageView {
     pub selector: String,
     pub trigger: TriggerView,
     pub approval: Approval,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub next_stage: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub last_update_reconciled_time: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub last_successful_applied_time: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub last_status_check_time: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub failure_message: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub current_status_description: Option<String>,
     /// `None` when the clusters were not looked up (offline `describe -f`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub clusters: Option<Vec<ClusterState>>,
 }
 
@@ -237,19 +229,17 @@ impl Phase {
     }
 }
 
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Pipeline {
     pub name: String,
     pub phase: Phase,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub current_stage: Option<String>,
     /// Plain-words reason when the status is empty.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// Set when Sveltos has not picked up the latest change (`phase: stale`): why we know. The
     /// stage states then describe the previous rollout.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub stale: Option<String>,
     pub stages: Vec<StageView>,
 }

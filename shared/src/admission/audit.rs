@@ -10,8 +10,10 @@ use crate::rollout::RolloutId;
 use crate::tree::{pointer, tree_of, Object, Tree};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
+use serde_with::skip_serializing_none;
 
 /// Who turned a stage's approval on, when, and why.
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApprovalRecord {
     pub user: String,
@@ -19,11 +21,9 @@ pub struct ApprovalRecord {
     pub groups: Vec<String>,
     /// RFC 3339, second resolution, UTC (`2026-02-16T07:29:41Z`).
     pub time: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// The rollout the approval was given in (the spec's hashes at the time): an approval
     /// belongs to that rollout. Absent in records written before it was recorded.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout: Option<RolloutId>,
     /// The `metadata.generation` the recorded write produced (1 on CREATE, the stored
     /// generation + 1 on an UPDATE, as turning `approved` on changes the spec); the webhook
@@ -31,7 +31,6 @@ pub struct ApprovalRecord {
     /// record names the author of the approval now set only while it equals the object's
     /// generation ([`credited`]): a different one means a spec write the webhook did not record
     /// came since. Absent in records written before it was recorded.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generation: Option<i64>,
     /// The write withdrew the approval (`kubectl promotion approve --revoke`) instead of giving it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -58,13 +57,13 @@ pub fn credited(record: &ApprovalRecord, generation: Option<i64>) -> bool {
 /// `true`): who wrote it, when, and the approval the same write removed. Sveltos' own merge patch
 /// of the whole `spec.stages` does this to every stage but the one it promotes from (upstream
 /// defect D3), and a persistent approval is then reset like any other.
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResetFlipRecord {
     pub user: String,
     /// RFC 3339, second resolution, UTC.
     pub time: String,
     /// The `metadata.generation` the write produced.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generation: Option<i64>,
     /// The same write removed the stage's approval (the webhook reset it: with `automaticReset`
     /// true again, an approval already used is removed).
@@ -72,11 +71,11 @@ pub struct ResetFlipRecord {
     pub approval_removed: bool,
     /// The record of the approval it removed, when the record was that approval's
     /// ([`credited`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<ApprovalRecord>,
 }
 
 /// Who last changed `spec.profileSpec` (started a new rollout), and when.
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SpecChangeRecord {
     pub user: String,
@@ -84,7 +83,6 @@ pub struct SpecChangeRecord {
     pub time: String,
     /// The rollout the change started (the new spec's hashes). Absent in records written before
     /// it was recorded.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout: Option<RolloutId>,
 }
 

@@ -6,6 +6,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{json, Value};
+use serde_with::skip_serializing_none;
 
 use crate::fleet::Cluster;
 use crate::model::CLUSTER_PROFILE_NAME_LABEL;
@@ -14,6 +15,7 @@ use crate::selector::Selector;
 use super::{decide, Decision, Options, Snapshot};
 
 /// One thing that happens in the rollout.
+#[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Step {
@@ -21,10 +23,8 @@ pub struct Step {
     pub stage: String,
     pub what: StepKind,
     /// For waits: until when (a soak's end, a window's opening); absent when open-ended.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub until: Option<DateTime<Utc>>,
     /// The clusters the stage deploys to (for `starts`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub clusters: Option<usize>,
 }
 
