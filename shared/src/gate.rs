@@ -369,6 +369,28 @@ mod tests {
         )
     }
 
+    /// dev → prod (manual), both deployed, prod's status saying `description`.
+    fn gate_on_the_last_stage(description: &str) -> Pipeline {
+        pipeline(
+            json!([{"name": "dev"}, {"name": "prod", "trigger": {"manual": {}}}]),
+            json!({"stages": [
+                {"name": "dev", "lastSuccessfulAppliedTime": "t"},
+                {"name": "prod", "lastSuccessfulAppliedTime": "t",
+                 "currentStatusDescription": description}
+            ]}),
+        )
+    }
+
+    /// The refusal of `stage`, which has no trigger (`next` follows it), with nothing
+    /// approvable.
+    fn no_trigger(stage: &str, next: &str) -> Result<Gate, Refusal> {
+        Err(Refusal::NoTrigger {
+            stage: stage.into(),
+            next: Some(next.into()),
+            approvable: vec![],
+        })
+    }
+
     fn names(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
     }
@@ -442,14 +464,7 @@ mod tests {
 
     #[test]
     fn a_complete_pipeline_has_nothing_awaiting() {
-        let p = pipeline(
-            json!([{"name": "dev"}, {"name": "prod", "trigger": {"manual": {}}}]),
-            json!({"stages": [
-                {"name": "dev", "lastSuccessfulAppliedTime": "t"},
-                {"name": "prod", "lastSuccessfulAppliedTime": "t",
-                 "currentStatusDescription": PROMOTED}
-            ]}),
-        );
+        let p = gate_on_the_last_stage(PROMOTED);
         assert_eq!(p.phase, Phase::Complete);
         assert_eq!(
             approval_target(&p, None, false),
@@ -499,14 +514,7 @@ mod tests {
             ]),
             json!({"stages": [{"name": "a"}]}),
         );
-        assert_eq!(
-            approval_target(&p, Some("a"), true),
-            Err(Refusal::NoTrigger {
-                stage: "a".into(),
-                next: Some("b".into()),
-                approvable: vec![],
-            })
-        );
+        assert_eq!(approval_target(&p, Some("a"), true), no_trigger("a", "b"));
         assert_eq!(
             approval_target(&p, Some("b"), true),
             Err(Refusal::BothTriggers { stage: "b".into() })
@@ -551,43 +559,33 @@ mod tests {
                 json!({"stages": [{"name": "dev"}, {"name": "prod"}]}),
             )
         };
+        // The refusal of dev, which the rollout has passed, its approval persisting or not.
+        let promoted = |persists| -> Result<Gate, Refusal> {
+            Err(Refusal::AlreadyPromoted {
+                stage: "dev".into(),
+                next: Some("prod".into()),
+                persists,
+            })
+        };
         // An approval that resets would be used at once and removed by the next rollout:
         // --pre-approve does not help.
         let p = passed(json!({}));
         for pre_approve in [false, true] {
             assert_eq!(
                 approval_target(&p, Some("dev"), pre_approve),
-                Err(Refusal::AlreadyPromoted {
-                    stage: "dev".into(),
-                    next: Some("prod".into()),
-                    persists: false,
-                })
+                promoted(false)
             );
         }
         // automaticReset: false keeps it for later rollouts: that takes --pre-approve.
         let p = passed(json!({"automaticReset": false}));
-        assert_eq!(
-            approval_target(&p, Some("dev"), false),
-            Err(Refusal::AlreadyPromoted {
-                stage: "dev".into(),
-                next: Some("prod".into()),
-                persists: true,
-            })
-        );
+        assert_eq!(approval_target(&p, Some("dev"), false), promoted(true));
         let g = approval_target(&p, Some("dev"), true).unwrap();
         assert!(g.ahead_of_time);
     }
 
     #[test]
     fn the_last_stage_is_a_gate_that_completes_the_pipeline() {
-        let p = pipeline(
-            json!([{"name": "dev"}, {"name": "prod", "trigger": {"manual": {}}}]),
-            json!({"stages": [
-                {"name": "dev", "lastSuccessfulAppliedTime": "t"},
-                {"name": "prod", "lastSuccessfulAppliedTime": "t",
-                 "currentStatusDescription": AWAITING}
-            ]}),
-        );
+        let p = gate_on_the_last_stage(AWAITING);
         let g = approval_target(&p, None, false).unwrap();
         assert_eq!(
             (g.index, g.stage.as_str(), g.next.as_deref()),
@@ -657,11 +655,7 @@ mod tests {
         );
         assert_eq!(
             approval_target(&p, Some("dev"), true),
-            Err(Refusal::NoTrigger {
-                stage: "dev".into(),
-                next: Some("staging".into()),
-                approvable: vec![],
-            })
+            no_trigger("dev", "staging")
         );
     }
 

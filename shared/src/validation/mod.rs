@@ -148,17 +148,7 @@ pub(crate) fn expect_object<'a, 'ctx>(
     path: &FieldPath,
     out: &mut Vec<Finding>,
 ) -> Option<&'a Object<'ctx>> {
-    match value {
-        Tree::Object(map) => Some(map),
-        other => {
-            out.push(Finding::error(
-                "wrong-type",
-                path,
-                format!("must be an object, not {}", type_name(other)),
-            ));
-            None
-        }
-    }
+    expect(value.as_object(), "an object", value, path, out)
 }
 
 pub(crate) fn expect_array<'a, 'ctx>(
@@ -166,17 +156,7 @@ pub(crate) fn expect_array<'a, 'ctx>(
     path: &FieldPath,
     out: &mut Vec<Finding>,
 ) -> Option<&'a [Tree<'ctx>]> {
-    match value {
-        Tree::Array(list) => Some(list),
-        other => {
-            out.push(Finding::error(
-                "wrong-type",
-                path,
-                format!("must be a list, not {}", type_name(other)),
-            ));
-            None
-        }
-    }
+    expect(value.as_array(), "a list", value, path, out)
 }
 
 pub(crate) fn expect_str<'a>(
@@ -184,17 +164,26 @@ pub(crate) fn expect_str<'a>(
     path: &FieldPath,
     out: &mut Vec<Finding>,
 ) -> Option<&'a str> {
-    match value {
-        Tree::Str(s) => Some(s),
-        other => {
-            out.push(Finding::error(
-                "wrong-type",
-                path,
-                format!("must be a string, not {}", type_name(other)),
-            ));
-            None
-        }
+    expect(value.as_str(), "a string", value, path, out)
+}
+
+/// `read`, `value` read as the type it must be; when it is not (`None`), a wrong-type error at
+/// `path` saying that it must be `what`.
+fn expect<T>(
+    read: Option<T>,
+    what: &str,
+    value: &Tree,
+    path: &FieldPath,
+    out: &mut Vec<Finding>,
+) -> Option<T> {
+    if read.is_none() {
+        out.push(Finding::error(
+            "wrong-type",
+            path,
+            format!("must be {what}, not {}", type_name(value)),
+        ));
     }
+    read
 }
 
 pub(crate) use crate::tree::type_name;
