@@ -93,20 +93,17 @@ pub struct AuditParseError {
     pub reason: String,
 }
 
-/// The approval records of an object; empty when the annotation is absent.
-pub fn approval_records(
-    object: &serde_json::Value,
-) -> Result<BTreeMap<String, ApprovalRecord>, AuditParseError> {
+/// A per-stage audit annotation's records, by stage (empty when the annotation is absent), or
+/// why they cannot be read.
+pub type StageRecords<R> = Result<BTreeMap<String, R>, AuditParseError>;
+
+/// The approval records of an object.
+pub fn approval_records(object: &serde_json::Value) -> StageRecords<ApprovalRecord> {
     approval_records_in(&tree_of(object))
 }
 
-pub(crate) fn approval_records_in(
-    object: &Tree,
-) -> Result<BTreeMap<String, ApprovalRecord>, AuditParseError> {
-    match annotation(object, APPROVALS_ANNOTATION) {
-        None => Ok(BTreeMap::new()),
-        Some(value) => parse(APPROVALS_ANNOTATION, value),
-    }
+pub(crate) fn approval_records_in(object: &Tree) -> StageRecords<ApprovalRecord> {
+    stage_records_in(object, APPROVALS_ANNOTATION)
 }
 
 /// The record of the last `profileSpec` change; `None` when the annotation is absent.
@@ -124,19 +121,22 @@ pub(crate) fn spec_change_record_in(
         .transpose()
 }
 
-/// The records of `automaticReset` flips, by stage; empty when the annotation is absent.
-pub fn reset_flip_records(
-    object: &serde_json::Value,
-) -> Result<BTreeMap<String, ResetFlipRecord>, AuditParseError> {
+/// The records of `automaticReset` flips.
+pub fn reset_flip_records(object: &serde_json::Value) -> StageRecords<ResetFlipRecord> {
     reset_flip_records_in(&tree_of(object))
 }
 
-pub(crate) fn reset_flip_records_in(
+pub(crate) fn reset_flip_records_in(object: &Tree) -> StageRecords<ResetFlipRecord> {
+    stage_records_in(object, RESET_FLIPS_ANNOTATION)
+}
+
+fn stage_records_in<R: for<'de> Deserialize<'de>>(
     object: &Tree,
-) -> Result<BTreeMap<String, ResetFlipRecord>, AuditParseError> {
-    match annotation(object, RESET_FLIPS_ANNOTATION) {
+    key: &'static str,
+) -> StageRecords<R> {
+    match annotation(object, key) {
         None => Ok(BTreeMap::new()),
-        Some(value) => parse(RESET_FLIPS_ANNOTATION, value),
+        Some(value) => parse(key, value),
     }
 }
 

@@ -7,16 +7,16 @@
 //! (mutating webhook, on the client's object) and after it (validating webhook, on the final
 //! object), and under reinvocation.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use super::audit::{
-    annotations, approval_records_in, reset_flip_records_in, spec_change_record_in,
+    annotations, approval_records_in, reset_flip_records_in, spec_change_record_in, StageRecords,
 };
 use super::gates::{gates_by_name, generation, newly_approved, newly_revoked};
 use super::mutation::reset_flips;
 use super::{
-    annotation_path, groups, username, ApprovalRecord, AuditParseError, UserInfo, Violation,
-    APPROVALS_ANNOTATION, AUDIT_PREFIX, RESET_FLIPS_ANNOTATION, SPEC_CHANGE_ANNOTATION,
+    annotation_path, groups, username, ApprovalRecord, UserInfo, Violation, APPROVALS_ANNOTATION,
+    AUDIT_PREFIX, RESET_FLIPS_ANNOTATION, SPEC_CHANGE_ANNOTATION,
 };
 use crate::tree::{tree_of, Tree};
 use chrono::{DateTime, Utc};
@@ -240,7 +240,7 @@ impl Check<'_, '_> {
     /// records cannot be read at all.
     fn changed_stage_records<R: PartialEq>(
         &mut self,
-        read: fn(&Tree) -> Result<BTreeMap<String, R>, AuditParseError>,
+        read: fn(&Tree) -> StageRecords<R>,
         what: &str,
     ) -> Option<Vec<(String, Option<R>, R)>> {
         let after = match read(self.new) {

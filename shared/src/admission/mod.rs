@@ -27,7 +27,7 @@ mod test_support;
 
 pub use audit::{
     approval_records, credited, reset_flip_records, spec_change_record, ApprovalRecord,
-    AuditParseError, ResetFlipRecord, SpecChangeRecord,
+    AuditParseError, ResetFlipRecord, SpecChangeRecord, StageRecords,
 };
 pub use gates::{is_deleting, newly_approved_stages};
 pub use governance::{
