@@ -3,7 +3,7 @@
 use crate::tree::{field, Object, Tree};
 
 use super::cache::{self, Language};
-use super::{check_duration, expect_array, expect_object, expect_str, FieldPath, Finding};
+use super::{check_duration, expect_items, expect_object, expect_str, FieldPath, Finding};
 
 pub const HEALTH_LISTS: [&str; 4] = [
     "validateHealths",
@@ -98,11 +98,7 @@ fn check_max_update(v: &Tree, path: &FieldPath, out: &mut Vec<Finding>) {
 
 /// `PolicyRef` lists (also `preHealthCheckDeployment`): the `remoteURL.interval` duration.
 pub fn check_policy_refs(v: &Tree, path: &FieldPath, out: &mut Vec<Finding>) {
-    let Some(list) = expect_array(v, path, out) else {
-        return;
-    };
-    for (i, item) in list.iter().enumerate() {
-        let item_path = path.index(i);
+    for (item_path, item) in expect_items(v, path, out) {
         let Some(obj) = expect_object(item, &item_path, out) else {
             continue;
         };
@@ -113,11 +109,7 @@ pub fn check_policy_refs(v: &Tree, path: &FieldPath, out: &mut Vec<Finding>) {
 }
 
 pub fn check_health_list(v: &Tree, path: &FieldPath, features: &Features, out: &mut Vec<Finding>) {
-    let Some(list) = expect_array(v, path, out) else {
-        return;
-    };
-    for (i, item) in list.iter().enumerate() {
-        let item_path = path.index(i);
+    for (item_path, item) in expect_items(v, path, out) {
         if let Some(check) = expect_object(item, &item_path, out) {
             check_health(check, &item_path, features, out);
         }
@@ -197,12 +189,7 @@ fn check_health(check: &Object, path: &FieldPath, features: &Features, out: &mut
     }
     if let Some(v) = check.get("evaluateCEL") {
         let rules_path = path.key("evaluateCEL");
-        for (i, rule) in expect_array(v, &rules_path, out)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            let rule_path = rules_path.index(i);
+        for (rule_path, rule) in expect_items(v, &rules_path, out) {
             let Some(rule) = expect_object(rule, &rule_path, out) else {
                 continue;
             };

@@ -167,6 +167,21 @@ pub(crate) fn expect_str<'a>(
     expect(value.as_str(), "a string", value, path, out)
 }
 
+/// The items of the list `value`, each with its path (`path[i]`); none when it is not a list
+/// (a wrong-type error then).
+pub(crate) fn expect_items<'a, 'ctx>(
+    value: &'a Tree<'ctx>,
+    path: &FieldPath,
+    out: &mut Vec<Finding>,
+) -> impl Iterator<Item = (FieldPath, &'a Tree<'ctx>)> {
+    let items = expect_array(value, path, out).unwrap_or_default();
+    let path = path.clone();
+    items
+        .iter()
+        .enumerate()
+        .map(move |(i, item)| (path.index(i), item))
+}
+
 /// `read`, `value` read as the type it must be; when it is not (`None`), a wrong-type error at
 /// `path` saying that it must be `what`.
 fn expect<T>(

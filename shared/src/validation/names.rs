@@ -6,15 +6,7 @@ pub const DNS1123_SUBDOMAIN_MAX: usize = 253;
 
 /// `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63 characters.
 pub fn dns1123_label(s: &str) -> Result<(), String> {
-    if s.is_empty() {
-        return Err("must not be empty".into());
-    }
-    if s.len() > DNS1123_LABEL_MAX {
-        return Err(format!(
-            "must be no more than {DNS1123_LABEL_MAX} characters (it has {})",
-            s.len()
-        ));
-    }
+    non_empty_within(s, DNS1123_LABEL_MAX)?;
     if !label_chars(s) {
         return Err(
             "must be a lowercase RFC 1123 label: lowercase letters, digits and '-', \
@@ -34,15 +26,7 @@ fn label_chars(s: &str) -> bool {
 
 /// Dot-separated DNS-1123 labels, at most 253 characters.
 pub fn dns1123_subdomain(s: &str) -> Result<(), String> {
-    if s.is_empty() {
-        return Err("must not be empty".into());
-    }
-    if s.len() > DNS1123_SUBDOMAIN_MAX {
-        return Err(format!(
-            "must be no more than {DNS1123_SUBDOMAIN_MAX} characters (it has {})",
-            s.len()
-        ));
-    }
+    non_empty_within(s, DNS1123_SUBDOMAIN_MAX)?;
     // apimachinery's IsDNS1123Subdomain: the whole name is at most 253 characters and each
     // dot-separated part has a label's characters; a part is not held to a label's 63.
     if !s.split('.').all(label_chars) {
@@ -57,12 +41,7 @@ pub fn dns1123_subdomain(s: &str) -> Result<(), String> {
 
 /// `(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?`, at most 63 characters.
 pub fn label_value(s: &str) -> Result<(), String> {
-    if s.len() > LABEL_VALUE_MAX {
-        return Err(format!(
-            "must be no more than {LABEL_VALUE_MAX} characters (it has {})",
-            s.len()
-        ));
-    }
+    within(s, LABEL_VALUE_MAX)?;
     if s.is_empty() {
         return Ok(());
     }
@@ -96,19 +75,46 @@ pub fn qualified_name(s: &str) -> Result<(), String> {
     label_value(name).map_err(|e| format!("name part {e}"))
 }
 
+/// `s` is not empty, and at most `max` characters long.
+fn non_empty_within(s: &str, max: usize) -> Result<(), String> {
+    if s.is_empty() {
+        return Err("must not be empty".into());
+    }
+    within(s, max)
+}
+
+/// `s` is at most `max` characters long.
+fn within(s: &str, max: usize) -> Result<(), String> {
+    if s.len() > max {
+        return Err(format!(
+            "must be no more than {max} characters (it has {})",
+            s.len()
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// `rule` accepts every name of `valid` and refuses every name of `invalid`.
+    fn accepts_only(rule: fn(&str) -> Result<(), String>, valid: &[&str], invalid: &[&str]) {
+        for name in valid {
+            assert_eq!(rule(name), Ok(()), "{name:?}");
+        }
+        for name in invalid {
+            assert!(rule(name).is_err(), "{name:?}");
+        }
+    }
+
     #[test]
     fn labels() {
-        assert!(dns1123_label("staging").is_ok());
-        assert!(dns1123_label("prod-eu-1").is_ok());
-        assert!(dns1123_label("Prod").is_err());
-        assert!(dns1123_label("-prod").is_err());
-        assert!(dns1123_label("prod_1").is_err());
-        assert!(dns1123_label(&"a".repeat(64)).is_err());
-        assert!(dns1123_label("").is_err());
+        accepts_only(
+            dns1123_label,
+            &["staging", "prod-eu-1"],
+            &["Prod", "-prod", "prod_1", &"a".repeat(64), ""],
+        );
     }
 
     #[test]
@@ -116,29 +122,25 @@ mod tests {
         // apimachinery IsDNS1123Subdomain: 253 in all, no 63 per dot-separated part.
         let long = "preverification-payments-platform-rollout-europe-west-production-canary";
         assert!(long.len() > 63);
-        assert_eq!(dns1123_subdomain(long), Ok(()));
-        assert!(dns1123_subdomain(&"a".repeat(254)).is_err());
-        assert!(dns1123_subdomain("a..b").is_err());
+        accepts_only(dns1123_subdomain, &[long], &[&"a".repeat(254), "a..b"]);
     }
 
     #[test]
     fn subdomains() {
-        assert!(dns1123_subdomain("kyverno.rollout").is_ok());
-        assert!(dns1123_subdomain("a..b").is_err());
-        assert!(dns1123_subdomain(&"a".repeat(254)).is_err());
+        accepts_only(
+            dns1123_subdomain,
+            &["kyverno.rollout"],
+            &["a..b", &"a".repeat(254)],
+        );
     }
 
     #[test]
     fn label_values_and_keys() {
-        assert!(label_value("").is_ok());
-        assert!(label_value("Prod_1.x").is_ok());
-        assert!(label_value("-x").is_err());
-        assert!(label_value("a b").is_err());
-        assert!(qualified_name("env").is_ok());
-        assert!(qualified_name("example.com/env").is_ok());
-        assert!(qualified_name("Example.com/env").is_err());
-        assert!(qualified_name("a/b/c").is_err());
-        assert!(qualified_name("").is_err());
-        assert!(qualified_name("example.com/").is_err());
+        accepts_only(label_value, &["", "Prod_1.x"], &["-x", "a b"]);
+        accepts_only(
+            qualified_name,
+            &["env", "example.com/env"],
+            &["Example.com/env", "a/b/c", "", "example.com/"],
+        );
     }
 }

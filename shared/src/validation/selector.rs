@@ -2,7 +2,7 @@
 
 use crate::tree::{Object, Tree};
 
-use super::{expect_array, expect_object, expect_str, names, FieldPath, Finding};
+use super::{expect_array, expect_items, expect_object, expect_str, names, FieldPath, Finding};
 
 pub fn check_selector(value: Option<&Tree>, path: &FieldPath, out: &mut Vec<Finding>) {
     let empty_warning = || {
@@ -27,34 +27,15 @@ pub fn check_selector(value: Option<&Tree>, path: &FieldPath, out: &mut Vec<Find
             terms += labels.len();
             for (k, v) in labels.iter() {
                 let p = labels_path.key(k);
-                if let Err(e) = names::qualified_name(k) {
-                    out.push(Finding::error(
-                        "selector-key-invalid",
-                        &p,
-                        format!("label key {k:?} {e}"),
-                    ));
-                }
-                if let Some(v) = expect_str(v, &p, out) {
-                    if let Err(e) = names::label_value(v) {
-                        out.push(Finding::error(
-                            "selector-value-invalid",
-                            &p,
-                            format!("label value {v:?} {e}"),
-                        ));
-                    }
-                }
+                check_label_key(k, &p, out);
+                check_label_value(v, &p, out);
             }
         }
     }
     if let Some(exprs) = selector.get("matchExpressions") {
         let exprs_path = path.key("matchExpressions");
-        for (i, e) in expect_array(exprs, &exprs_path, out)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
+        for (p, e) in expect_items(exprs, &exprs_path, out) {
             terms += 1;
-            let p = exprs_path.index(i);
             if let Some(e) = expect_object(e, &p, out) {
                 check_expression(e, &p, out);
             }
@@ -70,13 +51,7 @@ fn check_expression(e: &Object, path: &FieldPath, out: &mut Vec<Finding>) {
     match e.get("key") {
         Some(k) => {
             if let Some(k) = expect_str(k, &key_path, out) {
-                if let Err(err) = names::qualified_name(k) {
-                    out.push(Finding::error(
-                        "selector-key-invalid",
-                        &key_path,
-                        format!("label key {k:?} {err}"),
-                    ));
-                }
+                check_label_key(k, &key_path, out);
             }
         }
         None => out.push(Finding::error("required", &key_path, "key is required")),
@@ -89,16 +64,7 @@ fn check_expression(e: &Object, path: &FieldPath, out: &mut Vec<Finding>) {
             .unwrap_or_default(),
     };
     for (i, v) in values.iter().enumerate() {
-        let p = values_path.index(i);
-        if let Some(v) = expect_str(v, &p, out) {
-            if let Err(err) = names::label_value(v) {
-                out.push(Finding::error(
-                    "selector-value-invalid",
-                    &p,
-                    format!("label value {v:?} {err}"),
-                ));
-            }
-        }
+        check_label_value(v, &values_path.index(i), out);
     }
     let op_path = path.key("operator");
     let Some(op) = e.get("operator") else {
@@ -125,5 +91,29 @@ fn check_expression(e: &Object, path: &FieldPath, out: &mut Vec<Finding>) {
             &op_path,
             format!("{other:?} is not a valid selector operator (In, NotIn, Exists, DoesNotExist)"),
         )),
+    }
+}
+
+/// A label key the selector names must be a qualified name.
+fn check_label_key(key: &str, path: &FieldPath, out: &mut Vec<Finding>) {
+    if let Err(e) = names::qualified_name(key) {
+        out.push(Finding::error(
+            "selector-key-invalid",
+            path,
+            format!("label key {key:?} {e}"),
+        ));
+    }
+}
+
+/// A label value the selector names must be a string, and a valid label value.
+fn check_label_value(value: &Tree, path: &FieldPath, out: &mut Vec<Finding>) {
+    if let Some(v) = expect_str(value, path, out) {
+        if let Err(e) = names::label_value(v) {
+            out.push(Finding::error(
+                "selector-value-invalid",
+                path,
+                format!("label value {v:?} {e}"),
+            ));
+        }
     }
 }

@@ -89,34 +89,40 @@ fn check_stage_name<'a>(
     }
     if let Some(promotion) = promotion {
         let profile = crate::model::stage_profile_name(promotion, name);
-        if let Err(e) = names::label_value(&profile) {
-            out.push(Finding::error(
-                "stage-name-too-long",
-                &path,
-                format!(
-                    "Sveltos names the stage's ClusterProfile {profile:?} and uses it as a label \
-                     value, which {e}; shorten the promotion or stage name"
-                ),
-            ));
-        }
+        check_profile_label(
+            &profile,
+            "Sveltos names the stage's ClusterProfile",
+            &path,
+            out,
+        );
         // The pre-verification profile exists only for a stage with a preHealthCheckDeployment;
         // its name goes into the same label on its ClusterSummaries.
         if has_pre_health_check_deployment(stage) {
             let verification = crate::model::preverification_profile_name(promotion, name);
-            if let Err(e) = names::label_value(&verification) {
-                out.push(Finding::error(
-                    "stage-name-too-long",
-                    &path,
-                    format!(
-                        "with preHealthCheckDeployment, Sveltos names a second ClusterProfile \
-                         {verification:?} and uses it as a label value, which {e}; shorten the \
-                         promotion or stage name"
-                    ),
-                ));
-            }
+            check_profile_label(
+                &verification,
+                "with preHealthCheckDeployment, Sveltos names a second ClusterProfile",
+                &path,
+                out,
+            );
         }
     }
     Some(name)
+}
+
+/// A ClusterProfile Sveltos generates for the stage, named `profile`: Sveltos uses the name as a
+/// label value, so it must be one. `named` says which profile it is.
+fn check_profile_label(profile: &str, named: &str, path: &FieldPath, out: &mut Vec<Finding>) {
+    if let Err(e) = names::label_value(profile) {
+        out.push(Finding::error(
+            "stage-name-too-long",
+            path,
+            format!(
+                "{named} {profile:?} and uses it as a label value, which {e}; shorten the \
+                 promotion or stage name"
+            ),
+        ));
+    }
 }
 
 fn has_pre_health_check_deployment(stage: &Object) -> bool {
