@@ -640,6 +640,30 @@ mod tests {
         })
     }
 
+    /// `object` with staging's `approved` left out.
+    fn without_staging_approval(object: &Value) -> Value {
+        let mut out = object.clone();
+        out["spec"]["stages"][1]["trigger"]["manual"]
+            .as_object_mut()
+            .unwrap()
+            .remove("approved");
+        out
+    }
+
+    /// alice's record of an approval written at `generation`.
+    fn alices_approval(generation: i64) -> ApprovalRecord {
+        ApprovalRecord::for_request(&user("alice"), now(), None, None, Some(generation))
+    }
+
+    /// `object`'s approval records annotation, set to `records`.
+    fn set_approval_records<K: Ord + Serialize>(
+        object: &mut Value,
+        records: &BTreeMap<K, ApprovalRecord>,
+    ) {
+        object["metadata"]["annotations"][APPROVALS_ANNOTATION] =
+            json!(serde_json::to_string(records).unwrap());
+    }
+
     fn apply(object: &Value, plan: &MutationPlan) -> Value {
         let mut out = object.clone();
         json_patch::patch(&mut out, &plan.patch.0).expect("plan applies to its own input");
@@ -683,11 +707,7 @@ mod tests {
         assert!(plan.warnings[0].contains("production"));
         let mutated = assert_idempotent(Some(&old), &new, &user("bob"));
         // Nothing but the approval changed: unknown metadata fields and nulls survive.
-        let mut expected = new.clone();
-        expected["spec"]["stages"][1]["trigger"]["manual"]
-            .as_object_mut()
-            .unwrap()
-            .remove("approved");
+        let expected = without_staging_approval(&new);
         assert_eq!(mutated, expected);
     }
 
@@ -874,11 +894,7 @@ mod tests {
         );
         assert!(integrity(&old, &mutated, &user("erin")).is_empty());
         // Leaving `approved` out is no revocation: nothing is recorded.
-        let mut dropped = old.clone();
-        dropped["spec"]["stages"][1]["trigger"]["manual"]
-            .as_object_mut()
-            .unwrap()
-            .remove("approved");
+        let dropped = without_staging_approval(&old);
         assert!(plan_mutation(Some(&old), &dropped, &user("erin"), now()).is_empty());
     }
 
@@ -917,8 +933,7 @@ mod tests {
         let mut forged = edited.clone();
         let mut records = approval_records(&stored).unwrap();
         records.get_mut("staging").unwrap().generation = Some(8);
-        forged["metadata"]["annotations"][APPROVALS_ANNOTATION] =
-            json!(serde_json::to_string(&records).unwrap());
+        set_approval_records(&mut forged, &records);
         assert!(!integrity(&unseen, &forged, &user("bob")).is_empty());
     }
 
@@ -929,12 +944,7 @@ mod tests {
         let mut old = promotion(None, &["dev", "staging"], "3.6.2");
         old["spec"]["stages"][0]["trigger"] =
             json!({"manual": {"automaticReset": false, "approved": true}});
-        let records = BTreeMap::from([(
-            "dev",
-            ApprovalRecord::for_request(&user("alice"), now(), None, None, Some(4)),
-        )]);
-        old["metadata"]["annotations"] =
-            json!({APPROVALS_ANNOTATION: serde_json::to_string(&records).unwrap()});
+        set_approval_records(&mut old, &BTreeMap::from([("dev", alices_approval(4))]));
         let mut new = old.clone();
         new["spec"]["stages"][0]["trigger"]["manual"]["automaticReset"] = json!(true);
         let plan = plan_mutation(Some(&old), &new, &user("sveltos"), now());
@@ -963,17 +973,8 @@ mod tests {
     fn taking_away_an_unrecorded_approval_marks_the_earlier_record() {
         // alice's record is of generation 2; the approval now on came from an unseen write.
         let mut old = promotion(Some(true), &["dev", "staging"], "3.6.2");
-        let records = BTreeMap::from([(
-            "staging",
-            ApprovalRecord::for_request(&user("alice"), now(), None, None, Some(2)),
-        )]);
-        old["metadata"]["annotations"] =
-            json!({APPROVALS_ANNOTATION: serde_json::to_string(&records).unwrap()});
-        let mut removed = old.clone();
-        removed["spec"]["stages"][1]["trigger"]["manual"]
-            .as_object_mut()
-            .unwrap()
-            .remove("approved");
+        set_approval_records(&mut old, &BTreeMap::from([("staging", alices_approval(2))]));
+        let removed = without_staging_approval(&old);
         let mutated = assert_idempotent(Some(&old), &removed, &user("sveltos"));
         let record = &approval_records(&mutated).unwrap()["staging"];
         assert!(record.superseded, "{record:?}");
@@ -982,18 +983,13 @@ mod tests {
         // A record that is the approval's is not marked.
         let mut credited_old = old.clone();
         credited_old["metadata"]["generation"] = json!(2);
-        let mut removed = credited_old.clone();
-        removed["spec"]["stages"][1]["trigger"]["manual"]
-            .as_object_mut()
-            .unwrap()
-            .remove("approved");
+        let removed = without_staging_approval(&credited_old);
         assert!(plan_mutation(Some(&credited_old), &removed, &user("x"), now()).is_empty());
         // Nor may a client mark it.
         let mut forged = removed.clone();
         let mut records = approval_records(&credited_old).unwrap();
         records.get_mut("staging").unwrap().superseded = true;
-        forged["metadata"]["annotations"][APPROVALS_ANNOTATION] =
-            json!(serde_json::to_string(&records).unwrap());
+        set_approval_records(&mut forged, &records);
         assert!(!integrity(&credited_old, &forged, &user("x")).is_empty());
     }
 
