@@ -26,7 +26,16 @@ pub struct Marshaler<'o> {
     pub sort_profile_lists: bool,
 }
 
-impl Marshaler<'_> {
+impl<'o> Marshaler<'o> {
+    /// Writes to `out`, dropping nothing yet.
+    pub fn new(out: &'o mut String, sort_profile_lists: bool) -> Self {
+        Marshaler {
+            out,
+            dropped: Vec::new(),
+            sort_profile_lists,
+        }
+    }
+
     pub fn write_struct(
         &mut self,
         value: Option<&Tree>,

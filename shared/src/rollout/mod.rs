@@ -138,11 +138,7 @@ pub fn stages_json(object: &Tree) -> Result<(String, Vec<String>), Mismatch> {
             out.push(',');
         }
         let path = format!("spec.stages[{i}]");
-        let mut m = Marshaler {
-            out: &mut out,
-            dropped: Vec::new(),
-            sort_profile_lists: false,
-        };
+        let mut m = Marshaler::new(&mut out, false);
         m.write_struct(Some(stage), go_types::STAGE_HASHABLE, &path, false)?;
         // A stage's other members (its trigger) are not dropped by Go, only not hashed.
         let selector = format!("{path}.clusterSelector.");
@@ -155,12 +151,14 @@ pub fn stages_json(object: &Tree) -> Result<(String, Vec<String>), Mismatch> {
 
 /// `json.Marshal(sortedCopy(spec.profileSpec))`, and the members Go drops.
 pub fn profile_spec_json(object: &Tree) -> Result<(String, Vec<String>), Mismatch> {
+    marshal_profile_spec(object, true)
+}
+
+/// `json.Marshal` of `spec.profileSpec`, its lists sorted as Sveltos sorts them before hashing
+/// when `sorted`, and the members Go drops.
+fn marshal_profile_spec(object: &Tree, sorted: bool) -> Result<(String, Vec<String>), Mismatch> {
     let mut out = String::new();
-    let mut m = Marshaler {
-        out: &mut out,
-        dropped: Vec::new(),
-        sort_profile_lists: true,
-    };
+    let mut m = Marshaler::new(&mut out, sorted);
     m.write_struct(
         pointer(object, "/spec/profileSpec"),
         go_types::PROFILE_SPEC,
@@ -191,11 +189,7 @@ pub fn go_value(value: &serde_json::Value, ty: GoTypeName) -> Option<serde_json:
         GoTypeName::PolicyRefs => go_types::Go::List(&go_types::Go::Struct(go_types::POLICY_REF)),
     };
     let mut out = String::new();
-    let mut m = Marshaler {
-        out: &mut out,
-        dropped: Vec::new(),
-        sort_profile_lists: false,
-    };
+    let mut m = Marshaler::new(&mut out, false);
     m.write(Some(&tree_of(value)), &go, "").ok()?;
     serde_json::from_str(&out).ok()
 }
@@ -203,19 +197,7 @@ pub fn go_value(value: &serde_json::Value, ty: GoTypeName) -> Option<serde_json:
 /// `spec.profileSpec` as Go writes the typed value, lists in the user's order (what Sveltos puts
 /// in a generated ClusterProfile's spec), parsed back; `None` when Go could not decode it.
 pub fn go_profile_spec(object: &Tree) -> Option<serde_json::Value> {
-    let mut out = String::new();
-    let mut m = Marshaler {
-        out: &mut out,
-        dropped: Vec::new(),
-        sort_profile_lists: false,
-    };
-    m.write_struct(
-        pointer(object, "/spec/profileSpec"),
-        go_types::PROFILE_SPEC,
-        "spec.profileSpec",
-        true,
-    )
-    .ok()?;
+    let (out, _) = marshal_profile_spec(object, false).ok()?;
     serde_json::from_str(&out).ok()
 }
 
@@ -226,11 +208,7 @@ fn profile_member_json(object: &Tree, name: &str) -> Option<String> {
     let value = field(spec, name)?;
     let one = go_types::PROFILE_SPEC.iter().find(|f| f.name == name)?;
     let mut out = String::new();
-    let mut m = Marshaler {
-        out: &mut out,
-        dropped: Vec::new(),
-        sort_profile_lists: true,
-    };
+    let mut m = Marshaler::new(&mut out, true);
     let single = serde_json_borrow::ObjectAsVec::from(vec![(name, value.clone())]);
     let fields = std::slice::from_ref(one);
     match m.write_struct(
@@ -260,11 +238,7 @@ fn element_texts(object: &Tree, name: &str) -> Option<Vec<String>> {
         .iter()
         .map(|item| {
             let mut out = String::new();
-            let mut m = Marshaler {
-                out: &mut out,
-                dropped: Vec::new(),
-                sort_profile_lists: false,
-            };
+            let mut m = Marshaler::new(&mut out, false);
             let _ = m.write(Some(item), elem, "");
             out
         })
