@@ -49,7 +49,7 @@ pub struct RunArgs {
     pub leader_elect: bool,
 
     /// The namespace of the leader-election Lease (default: the service account's namespace
-    /// in-cluster, else `default`).
+    /// in-cluster, else the kubeconfig context's, else `default`).
     #[arg(long, value_name = "NS")]
     pub leader_elect_namespace: Option<String>,
 
@@ -60,6 +60,20 @@ pub struct RunArgs {
     /// How long a leader's Lease lasts without renewal, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 15, hide = true)]
     pub leader_elect_lease_duration: u64,
+
+    /// How long the leader keeps acting without a successful renewal before it stops (default:
+    /// two thirds of the lease duration, 10s for the default 15).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, hide = true)]
+    pub leader_elect_renew_deadline: Option<std::time::Duration>,
+
+    /// How often a replica tries to take or renew the Lease (default: the lease duration / 7.5,
+    /// 2s for the default 15).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, hide = true)]
+    pub leader_elect_retry_period: Option<std::time::Duration>,
+
+    /// How long SIGTERM waits for running reconciles before it stops them and exits.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub shutdown_timeout: std::time::Duration,
 
     /// Where `/metrics` (Prometheus text format) is served.
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8080")]

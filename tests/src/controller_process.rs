@@ -93,6 +93,18 @@ impl ControllerProcess {
         if let Some(found) = self.seen.iter().find(|l| matches(l)) {
             return Ok(found.clone());
         }
+        self.wait_next_line(what, timeout, matches)
+    }
+
+    /// The first line that `matches` among those not read yet (by [`Self::wait_line`] or
+    /// [`Self::log`]): what a test waits for after it changed something, when an earlier line
+    /// would match too.
+    pub fn wait_next_line(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        matches: impl Fn(&Value) -> bool,
+    ) -> Result<Value, ControllerError> {
         let deadline = Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -141,11 +153,35 @@ impl ControllerProcess {
 
     /// SIGTERM, and the exit status once it has shut down.
     pub fn terminate(&mut self) -> Option<std::process::ExitStatus> {
+        self.signal_term();
+        self.child.wait().ok()
+    }
+
+    /// SIGTERM, and the exit status if it shuts down within `bound` (a liveness bound: a
+    /// process that hangs on shutdown is killed and reported as `None`).
+    pub fn terminate_within(&mut self, bound: Duration) -> Option<std::process::ExitStatus> {
+        self.signal_term();
+        let deadline = Instant::now() + bound;
+        loop {
+            // Polled: the exit is the condition waited for, `bound` only ends a hang.
+            match self.child.try_wait() {
+                Ok(Some(status)) => return Some(status),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                _ => {
+                    self.kill();
+                    return None;
+                }
+            }
+        }
+    }
+
+    fn signal_term(&self) {
         let _ = Command::new("kill")
             .arg("-TERM")
             .arg(self.child.id().to_string())
             .status();
-        self.child.wait().ok()
     }
 }
 

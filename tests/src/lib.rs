@@ -7,5 +7,6 @@ pub mod backend;
 pub mod bins;
 pub mod controller_process;
 pub mod envtest;
+pub mod fault_proxy;
 pub mod fixtures;
 pub mod proxy;

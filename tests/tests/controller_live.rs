@@ -20,6 +20,7 @@ use promotion_e2e::controller_process::{eventually, ControllerProcess};
 use promotion_e2e::envtest::objects::CLUSTER_PROFILE;
 use promotion_e2e::envtest::webhook::WebhookServer;
 use promotion_e2e::envtest::{self, Gate, User};
+use promotion_e2e::fault_proxy::FaultProxy;
 use promotion_shared::promoting::{Promoting, PROMOTING_ANNOTATION};
 use promotion_shared::rollout::identity_of;
 
@@ -65,6 +66,14 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     (
         "the_lease_goes_to_the_kubeconfig_context_namespace_out_of_cluster",
         lease_namespace,
+    ),
+    (
+        "a_leader_cut_off_from_the_api_server_stops_then_leads_again_when_it_returns",
+        leader_partition,
+    ),
+    (
+        "sigterm_ends_the_process_while_the_api_server_does_not_answer",
+        sigterm_while_hanging,
     ),
 ];
 
@@ -819,6 +828,143 @@ fn repair(cluster: &Cluster) -> Result<(), String> {
             .filter(|p| p["spec"] == original["spec"])
     })?;
     Ok(())
+}
+
+/// A kubeconfig of `user` whose server is `proxy`: that replica's connection alone can fail.
+fn through(
+    cluster: &Cluster,
+    user: User,
+    proxy: &FaultProxy,
+) -> Result<std::path::PathBuf, String> {
+    let text = std::fs::read_to_string(cluster.kubeconfig(user)).map_err(e("reading"))?;
+    let mut config: Value = serde_saphyr::from_str(&text).map_err(e("parsing the kubeconfig"))?;
+    for c in config["clusters"].as_array_mut().into_iter().flatten() {
+        c["cluster"]["server"] = json!(proxy.url());
+    }
+    let path = cluster
+        .dir()
+        .join(format!("kubeconfig-{}-proxied", user.name()));
+    std::fs::write(&path, config.to_string()).map_err(e("writing the kubeconfig"))?;
+    Ok(path)
+}
+
+fn proxy_to(cluster: &Cluster) -> Result<FaultProxy, String> {
+    let url = cluster.backend().url().trim_start_matches("https://");
+    let addr = url.parse().map_err(e("the API server's address"))?;
+    FaultProxy::start(addr).map_err(e("starting the fault proxy"))
+}
+
+const LEADING: &str = "leading: reconciling every promotion";
+
+fn message_is(text: &'static str) -> impl Fn(&Value) -> bool {
+    move |l: &Value| l.get("message").and_then(Value::as_str) == Some(text)
+}
+
+/// One replica cut off from the API server (its renewals fail) stops acting within its renew
+/// deadline, and, when the API server is back, takes its Lease again and carries on: the
+/// approval given meanwhile is used. (With kube-lease-manager's `changed()`, the replica
+/// published "not leading" on the first failed renewal and, still the Lease's holder, never
+/// heard it was leading again.)
+fn leader_partition(cluster: &Cluster) -> Result<(), String> {
+    clusters(cluster)?;
+    let addon = AddonController::new(cluster);
+    install_rbac(cluster)?;
+    let proxy = proxy_to(cluster)?;
+    let kubeconfig = through(cluster, User::Controller, &proxy)?;
+    let lease = cluster.name("lease");
+    let selector = format!("{SESSION_LABEL}={}", cluster.session());
+    cluster
+        .install_plugin()
+        .map_err(e("installing the plugin"))?;
+    let mut ctl = ControllerProcess::start(
+        &kubeconfig,
+        &[
+            "--selector",
+            &selector,
+            "--resync-period",
+            "1h",
+            "--leader-elect",
+            "--leader-elect-namespace",
+            "kubectl-promotion-system",
+            "--leader-elect-lease-name",
+            &lease,
+            "--leader-elect-lease-duration",
+            "3",
+        ],
+    )
+    .map_err(e("controller"))?;
+    ctl.wait_line("leading", WAIT, message_is(LEADING))
+        .map_err(|e| e.to_string())?;
+    let name = to_the_gate(cluster, &addon, &promotion(cluster, "partition"))?;
+    proxy.cut();
+    ctl.wait_next_line("stops leading", WAIT, |l| {
+        l.get("message")
+            .and_then(Value::as_str)
+            .is_some_and(|m| m.starts_with("leadership lost: no renewal within the renew deadline"))
+    })
+    .map_err(|e| e.to_string())?;
+    // Alive, not ready: a restart would not help, and nothing may route to it.
+    let health: std::net::SocketAddr = ctl.health.parse().map_err(e("health address"))?;
+    let probe = |path: &str| envtest::http::get(health, path).map(|r| r.0).unwrap_or(0);
+    if (probe("/healthz"), probe("/readyz")) != (200, 503) {
+        return Err(format!(
+            "cut off: /healthz {} and /readyz {} (want 200, 503)",
+            probe("/healthz"),
+            probe("/readyz")
+        ));
+    }
+    kubectl_ok(
+        cluster,
+        User::ReleaseManager,
+        &["promotion", "approve", &name, "--stage", "staging"],
+    )?;
+    proxy.heal();
+    ctl.wait_next_line("leads again", WAIT, message_is(LEADING))
+        .map_err(|e| e.to_string())?;
+    if probe("/readyz") != 200 {
+        return Err(format!("leading again, /readyz {}", probe("/readyz")));
+    }
+    until(cluster, &name, "promoted once the leader is back", |p| {
+        current_stage(p) == "prod"
+    })?;
+    Ok(())
+}
+
+/// SIGTERM ends the process within its shutdown timeout even while the API server does not
+/// answer (its watches and its Lease renewal hang).
+fn sigterm_while_hanging(cluster: &Cluster) -> Result<(), String> {
+    clusters(cluster)?;
+    install_rbac(cluster)?;
+    let proxy = proxy_to(cluster)?;
+    let kubeconfig = through(cluster, User::Controller, &proxy)?;
+    let lease = cluster.name("lease");
+    let mut ctl = ControllerProcess::start(
+        &kubeconfig,
+        &[
+            "--leader-elect",
+            "--leader-elect-namespace",
+            "kubectl-promotion-system",
+            "--leader-elect-lease-name",
+            &lease,
+            "--leader-elect-lease-duration",
+            "3",
+            "--shutdown-timeout",
+            "2s",
+        ],
+    )
+    .map_err(e("controller"))?;
+    ctl.wait_line("leading", WAIT, message_is(LEADING))
+        .map_err(|e| e.to_string())?;
+    proxy.hang();
+    // Exit 0 within a generous liveness bound (the shutdown timeout, then at most the Lease
+    // release's 5 s), not a timing assertion.
+    match ctl.terminate_within(WAIT) {
+        Some(status) if status.success() => Ok(()),
+        other => Err(format!(
+            "SIGTERM while the API server hangs: {other:?}\n{}",
+            ctl.log()
+        )),
+    }
 }
 
 /// Without `--leader-elect-namespace`, out of a cluster, the Lease goes to the namespace of the

@@ -13,15 +13,13 @@ use kube::runtime::{predicates, reflector, watcher, Predicate, WatchStreamExt};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
-use promotion_shared::api_resources::{
-    CAPI_CLUSTER_V1BETA1, PROFILE, PROMOTION, SUMMARY, SVELTOS_CLUSTER,
-};
+use promotion_shared::api_resources::{PROFILE, PROMOTION};
 use promotion_shared::reconcile::Options;
 
 use crate::cli::{LogFormat, RunArgs};
 use crate::error::{Error, Result};
 use crate::live::http;
-use crate::live::leader::{self, Election};
+use crate::live::leader::{self, Election, Leadership};
 use crate::live::metrics::Metrics;
 use crate::live::reconciler::{self, Context};
 use crate::live::stores::Stores;
@@ -66,17 +64,12 @@ pub async fn run(args: &RunArgs) -> Result<()> {
         health = %health_listener.local_addr().map(|a| a.to_string()).unwrap_or_default(),
         "listening"
     );
-    let (stores, feeds) = Stores::new(
-        &PROFILE.api_resource(),
-        &SUMMARY.api_resource(),
-        &SVELTOS_CLUSTER.api_resource(),
-        &CAPI_CLUSTER_V1BETA1.api_resource(),
-    );
+    let (stores, feeds) = Stores::new(&PROFILE.api_resource());
     let metrics = Arc::new(Metrics::default());
     http::serve_metrics(metrics_listener, metrics.clone());
-    http::serve_health(health_listener, stores.clone());
 
     let (leader_tx, leader_rx, lease) = if args.leader_elect {
+        let lease_duration = std::time::Duration::from_secs(args.leader_elect_lease_duration);
         let election = Election {
             // In a cluster, the service account's namespace; outside, the kubeconfig context's
             // (`default` when it names none), as kubectl picks a namespace.
@@ -86,18 +79,28 @@ pub async fn run(args: &RunArgs) -> Result<()> {
                 .unwrap_or_else(|| client.default_namespace().to_string()),
             lease_name: args.leader_elect_lease_name.clone(),
             identity: leader::identity(),
-            duration_seconds: args.leader_elect_lease_duration,
+            lease_duration,
+            // controller-runtime's 15 s / 10 s / 2 s, in proportion to the lease duration.
+            renew_deadline: args
+                .leader_elect_renew_deadline
+                .unwrap_or(lease_duration * 2 / 3),
+            retry_period: args
+                .leader_elect_retry_period
+                .unwrap_or(lease_duration * 2 / 15),
         };
         info!(lease = %election.lease_name, namespace = %election.namespace,
               identity = %election.identity, "campaigning for leadership");
-        let lease = leader::Lease::campaign(client.clone(), election)
-            .await
-            .map_err(Error::Cluster)?;
-        (None, lease.leading(), Some(lease))
+        let lease = leader::Lease::campaign(client.clone(), election).map_err(Error::Usage)?;
+        (None, lease.leadership(), Some(lease))
     } else {
-        let (tx, rx) = watch::channel(true);
+        let (tx, rx) = watch::channel(Leadership {
+            leading: true,
+            reachable: true,
+        });
         (Some(tx), rx, None)
     };
+
+    http::serve_health(health_listener, stores.clone(), leader_rx.clone());
 
     let ar = PROMOTION.api_resource();
     let promotions: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
@@ -156,17 +159,24 @@ pub async fn run(args: &RunArgs) -> Result<()> {
         },
     );
     // Gaining the Lease: look at every promotion (a standby kept no queue).
+    // Gaining the Lease: look at every promotion (a standby kept no queue). Only changes of
+    // leadership are logged; reachability goes to readiness and the metrics.
     let mut leading = leader_rx.clone();
     let metrics_for_leader = metrics.clone();
     tokio::spawn(async move {
+        let mut was: Option<bool> = None;
         loop {
             let now = *leading.borrow_and_update();
-            metrics_for_leader.set_leader(now);
-            if now {
-                info!("leading: reconciling every promotion");
-                let _ = all_tx.unbounded_send(());
-            } else {
-                info!("not leading: standing by");
+            metrics_for_leader.set_leader(now.leading);
+            metrics_for_leader.set_reachable(now.reachable);
+            if was != Some(now.leading) {
+                if now.leading {
+                    info!("leading: reconciling every promotion");
+                    let _ = all_tx.unbounded_send(());
+                } else {
+                    info!("not leading: standing by");
+                }
+                was = Some(now.leading);
             }
             if leading.changed().await.is_err() {
                 return;
@@ -179,11 +189,24 @@ pub async fn run(args: &RunArgs) -> Result<()> {
         take_over = args.take_over,
         "promotion-controller started"
     );
-    Controller::for_stream_with(trigger, reader, ar)
+    // SIGTERM or Ctrl-C: no new reconciles; running ones get --shutdown-timeout, then stop
+    // (a watch that keeps failing or a write that hangs must not keep the process alive).
+    let (stop_tx, stop_rx) = watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = stop_tx.send(true);
+    });
+    let stopping = {
+        let mut rx = stop_rx.clone();
+        async move {
+            let _ = rx.wait_for(|s| *s).await;
+        }
+    };
+    let controller = Controller::for_stream_with(trigger, reader, ar)
         .with_config(ControllerConfig::default().concurrency(args.concurrent_reconciles))
         .reconcile_on(one_rx)
         .reconcile_all_on(all_rx)
-        .shutdown_on_signal()
+        .graceful_shutdown_on(stopping)
         .run(reconciler::reconcile, reconciler::error_policy, ctx)
         .for_each(|result| async move {
             if let Err(e) = result {
@@ -194,12 +217,46 @@ pub async fn run(args: &RunArgs) -> Result<()> {
                     other => warn!(error = %other, "controller"),
                 }
             }
-        })
-        .await;
-    info!("shutting down");
+        });
+    let deadline = {
+        let mut rx = stop_rx.clone();
+        let timeout = args.shutdown_timeout;
+        async move {
+            let _ = rx.wait_for(|s| *s).await;
+            tokio::time::sleep(timeout).await;
+        }
+    };
+    tokio::select! {
+        _ = controller => info!("shutting down"),
+        _ = deadline => warn!(timeout = ?args.shutdown_timeout,
+            "shutting down: reconciles still running after the shutdown timeout are stopped"),
+    }
     drop(leader_tx);
     if let Some(lease) = lease {
-        lease.release().await;
+        lease.release(std::time::Duration::from_secs(5)).await;
     }
     Ok(())
+}
+
+/// SIGTERM (what the kubelet sends) or Ctrl-C.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }

@@ -10,6 +10,9 @@ use axum::routing::get;
 use axum::Router;
 use tokio::net::TcpListener;
 
+use tokio::sync::watch;
+
+use super::leader::Leadership;
 use super::metrics::Metrics;
 use super::stores::Stores;
 
@@ -38,22 +41,35 @@ async fn render(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
     )
 }
 
-/// `/healthz`: the process serves. `/readyz`: every required watch has listed once (a standby
-/// replica is ready: its caches are warm for a takeover).
-pub fn serve_health(listener: TcpListener, stores: Arc<Stores>) {
+/// `/healthz`: the process serves — an API server outage does not fail it (a control-plane
+/// upgrade would otherwise restart every replica). `/readyz`: every required watch has listed
+/// once (a standby replica is ready: its caches are warm for a takeover) and the API server
+/// answers this replica's leader election; otherwise it says why it cannot make progress.
+pub fn serve_health(
+    listener: TcpListener,
+    stores: Arc<Stores>,
+    leadership: watch::Receiver<Leadership>,
+) {
     let app = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready))
-        .with_state(stores);
+        .with_state((stores, leadership));
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
 }
 
-async fn ready(State(stores): State<Arc<Stores>>) -> impl IntoResponse {
-    if stores.is_ready() {
-        (StatusCode::OK, "ok")
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "caches not listed yet")
+async fn ready(
+    State((stores, leadership)): State<(Arc<Stores>, watch::Receiver<Leadership>)>,
+) -> impl IntoResponse {
+    if !stores.is_ready() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "caches not listed yet");
     }
+    if !leadership.borrow().reachable {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "cannot make progress: the API server does not answer this replica's leader election",
+        );
+    }
+    (StatusCode::OK, "ok")
 }

@@ -24,6 +24,7 @@ pub struct Metrics {
     lag: Histogram,
     foreign: Family<Labels, Counter>,
     leader: Gauge,
+    reachable: Gauge,
     phases: Mutex<HashMap<String, &'static str>>,
 }
 
@@ -85,6 +86,14 @@ impl Default for Metrics {
             "1 while this replica holds the leader Lease (or runs without election)",
             leader.clone(),
         );
+        let reachable = Gauge::default();
+        registry.register(
+            "api_server_reachable",
+            "1 while the API server answers this replica's leader election (or it runs without \
+             one); 0: it cannot make progress",
+            reachable.clone(),
+        );
+        reachable.set(1);
         Metrics {
             registry,
             reconciles,
@@ -95,6 +104,7 @@ impl Default for Metrics {
             lag,
             foreign,
             leader,
+            reachable,
             phases: Mutex::new(HashMap::new()),
         }
     }
@@ -133,6 +143,10 @@ impl Metrics {
 
     pub fn set_leader(&self, leader: bool) {
         self.leader.set(i64::from(leader));
+    }
+
+    pub fn set_reachable(&self, reachable: bool) {
+        self.reachable.set(i64::from(reachable));
     }
 
     /// The phase of `promotion` now (`None`: it is gone).

@@ -3,7 +3,8 @@
 //!
 //! - the kinds read and written: [`promotion_shared::api_resources`], the plugin's table too;
 //! - [`stores`]: what the watches have seen (reflector stores), cut down to what the decision
-//!   reads, with the side indexes a reconcile asks through;
+//!   reads ([`kept`]: the typed forms of ClusterSummaries and clusters), with the side indexes a
+//!   reconcile asks through;
 //! - [`watches`]: profiles, summaries and clusters, each change mapped to its promotion;
 //! - [`reconciler`]: one reconcile — snapshot, decision, ordered writes;
 //! - [`writes`]: the guarded writes;
@@ -11,6 +12,7 @@
 //! - [`metrics`], [`http`]: Prometheus metrics, `/healthz` and `/readyz`.
 
 pub mod http;
+pub mod kept;
 pub mod leader;
 pub mod metrics;
 pub mod reconciler;

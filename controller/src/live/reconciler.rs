@@ -33,6 +33,7 @@ use promotion_shared::api_error::Failure;
 use promotion_shared::reconcile::{decide, Decision, FinalizerChange, Options, Snapshot};
 use promotion_shared::status_writer::{status_writer, take_over_requested, StatusWriter};
 
+use super::leader::Leadership;
 use super::metrics::Metrics;
 use super::stores::Stores;
 use super::writes::{WriteError, Writer};
@@ -51,8 +52,9 @@ pub struct Context {
     pub options: Options,
     pub take_over: bool,
     pub resync: Duration,
-    /// Whether this replica may write (always true without leader election).
-    pub leader: watch::Receiver<bool>,
+    /// Whether this replica may write (always, without leader election), and whether the API
+    /// server answers its Lease.
+    pub leader: watch::Receiver<Leadership>,
     /// (promotion, manager) pairs already reported as foreign: one Warning each, not one per
     /// reconcile.
     pub warned_foreign: Mutex<HashSet<(String, String)>>,
@@ -129,7 +131,24 @@ pub async fn reconcile(
     // Every log line of the reconcile names the promotion (and, where it concerns one, the
     // stage).
     let span = tracing::info_span!("reconcile", promotion = %name);
-    reconcile_one(object, ctx, name).instrument(span).await
+    // Only while leading: a replica that loses the Lease stops mid-reconcile, its next write
+    // included (the new leader decides again from what is stored).
+    let mut leadership = ctx.leader.clone();
+    if !leadership.borrow().leading {
+        ctx.metrics.reconciled("skipped");
+        return Ok(Action::await_change());
+    }
+    let lost = async move {
+        let _ = leadership.wait_for(|l| !l.leading).await;
+    };
+    tokio::select! {
+        result = reconcile_one(object, ctx.clone(), name).instrument(span) => result,
+        _ = lost => {
+            ctx.metrics.reconciled("skipped");
+            info!("leadership lost: reconcile stopped");
+            Ok(Action::await_change())
+        }
+    }
 }
 
 async fn reconcile_one(
@@ -139,10 +158,6 @@ async fn reconcile_one(
 ) -> Result<Action, ReconcileError> {
     if let Some(asked) = ctx.take_asked(&name) {
         ctx.metrics.lag(asked.elapsed().as_secs_f64());
-    }
-    if !*ctx.leader.borrow() {
-        ctx.metrics.reconciled("skipped");
-        return Ok(Action::await_change());
     }
     ctx.stores.ready().await;
     // The one conversion of the promotion: the decision decodes it once, the writes read it.

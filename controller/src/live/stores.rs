@@ -1,6 +1,7 @@
-//! What the watches have seen: one kube-runtime reflector [`Store`] per kind, each object cut
-//! down (a `modify` projection applied before it is stored) to what the decision reads, and two
-//! side indexes the stores cannot give:
+//! What the watches have seen: one kube-runtime reflector [`Store`] per kind, each object kept
+//! as what the decision reads — ClusterSummaries and clusters decoded straight into typed
+//! forms ([`super::kept`]), ClusterProfiles cut down by a `modify` projection — and two side
+//! indexes the stores cannot give:
 //! - ClusterSummaries by the profile they belong to (the label
 //!   `projectsveltos.io/cluster-profile-name`): a reconcile asks for a few profiles' summaries
 //!   among tens of thousands;
@@ -8,27 +9,30 @@
 //!   matters to it, and shared by every reconcile.
 //!
 //! A ClusterSummary carries a whole profile spec (Helm values included) that the decision only
-//! compares with the profile's: [`deployed::retained`] keeps it as digests. A ClusterProfile
-//! keeps its spec and labels, not its managed fields nor the last-applied copy; a cluster keeps
-//! what [`Cluster::decode`] reads ([`Cluster::to_object`]).
+//! compares with the profile's: [`promotion_shared::reconcile::deployed::Kept`] keeps it as digests. A ClusterProfile keeps its
+//! spec and labels, not its managed fields nor the last-applied copy; a cluster keeps what
+//! [`Cluster::decode`] reads.
 //!
 //! Each watch's task owns its store's writer and is the only one to change its side index, in the
 //! order of the events: the object is stored, then indexed, then the reconciles it concerns are
 //! asked for, so a reconcile never reads an index older than the event that asked for it.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Debug;
+use std::hash::Hash;
 use std::sync::{Arc, RwLock};
 
 use kube::api::{ApiResource, DynamicObject};
 use kube::core::ObjectMeta;
 use kube::runtime::reflector::{store::Writer, ObjectRef, Store};
 use kube::runtime::watcher::Event;
+use kube::Resource;
 use serde_json::Value;
 use tokio::sync::watch;
 
+use super::kept::{KeptCapiCluster, KeptSummary, KeptSveltosCluster};
 use promotion_shared::fleet::Cluster;
 use promotion_shared::model::{CLUSTER_PROFILE_NAME_LABEL, PROMOTION_NAME_LABEL};
-use promotion_shared::reconcile::deployed;
 
 /// Which watch an event came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -40,13 +44,13 @@ pub enum Source {
 }
 
 /// What an event changed, once stored.
-pub enum Change {
+pub enum Change<K> {
     /// Added or modified: the object stored now, and the one it replaced.
     Applied {
-        old: Option<Arc<DynamicObject>>,
-        new: Arc<DynamicObject>,
+        old: Option<Arc<K>>,
+        new: Arc<K>,
     },
-    Deleted(Box<DynamicObject>),
+    Deleted(Box<K>),
     /// A (re)list completed: the store holds exactly what it listed.
     Listed,
 }
@@ -56,37 +60,48 @@ pub enum Change {
 const REQUIRED: [Source; 3] = [Source::Profiles, Source::Summaries, Source::SveltosClusters];
 
 /// One reflector store and its writer, fed by one watch task.
-pub struct Feed {
+pub struct Feed<K: Resource + Clone + 'static>
+where
+    K::DynamicType: Clone + Eq + Hash,
+{
     source: Source,
-    writer: Writer<DynamicObject>,
-    reader: Store<DynamicObject>,
-    resource: ApiResource,
+    writer: Writer<K>,
+    reader: Store<K>,
+    dyntype: K::DynamicType,
     /// Which watches have listed once. A `watch` channel rather than the store's own
     /// `wait_until_ready`, whose one-shot receiver wakes only the last of many waiters (every
     /// reconcile that starts before the lists are done waits here).
     listed: watch::Sender<HashSet<Source>>,
 }
 
-impl Feed {
+impl<K> Feed<K>
+where
+    K: Resource + Clone + Debug + Send + Sync + 'static,
+    K::DynamicType: Clone + Eq + Hash,
+{
     fn new(
         source: Source,
-        resource: &ApiResource,
+        dyntype: K::DynamicType,
         listed: &watch::Sender<HashSet<Source>>,
-    ) -> Feed {
-        let writer = Writer::new(resource.clone());
+    ) -> Feed<K> {
+        let writer = Writer::new(dyntype.clone());
         let reader = writer.as_reader();
         Feed {
             source,
             writer,
             reader,
-            resource: resource.clone(),
+            dyntype,
             listed: listed.clone(),
         }
     }
 
-    /// Store an event (already projected) and say what it changed; `None` while a relist is
-    /// still being buffered (the store swaps its contents at once when the list is complete).
-    pub fn apply(&mut self, event: Event<DynamicObject>) -> Option<Change> {
+    pub fn source(&self) -> Source {
+        self.source
+    }
+
+    /// Store an event and say what it changed; `None` while a relist is still being buffered
+    /// (the store swaps its contents at once when the list is complete).
+    pub fn apply(&mut self, event: Event<K>) -> Option<Change<K>> {
         let old = match &event {
             Event::Apply(o) => self.reader.get(&self.key(o)),
             _ => None,
@@ -110,45 +125,40 @@ impl Feed {
         }
     }
 
-    fn key(&self, object: &DynamicObject) -> ObjectRef<DynamicObject> {
-        ObjectRef::from_obj_with(object, self.resource.clone())
+    fn key(&self, object: &K) -> ObjectRef<K> {
+        ObjectRef::from_obj_with(object, self.dyntype.clone())
     }
 }
 
 pub struct Stores {
     profiles: Store<DynamicObject>,
-    summaries: Store<DynamicObject>,
-    sveltos_clusters: Store<DynamicObject>,
-    capi_clusters: Store<DynamicObject>,
+    summaries: Store<KeptSummary>,
+    sveltos_clusters: Store<KeptSveltosCluster>,
+    capi_clusters: Store<KeptCapiCluster>,
     profile_resource: ApiResource,
     listed: watch::Sender<HashSet<Source>>,
     /// profile name → `namespace/name` → summary (the store's own `Arc`s).
-    by_profile: RwLock<HashMap<String, BTreeMap<String, Arc<DynamicObject>>>>,
+    by_profile: RwLock<HashMap<String, BTreeMap<String, Arc<KeptSummary>>>>,
     /// The fleet handed to reconciles, rebuilt after a change that matters to it.
     fleet: RwLock<Option<Arc<[Cluster]>>>,
 }
 
 /// The four feeds, one per watch task.
 pub struct Feeds {
-    pub profiles: Feed,
-    pub summaries: Feed,
-    pub sveltos_clusters: Feed,
-    pub capi_clusters: Feed,
+    pub profiles: Feed<DynamicObject>,
+    pub summaries: Feed<KeptSummary>,
+    pub sveltos_clusters: Feed<KeptSveltosCluster>,
+    pub capi_clusters: Feed<KeptCapiCluster>,
 }
 
 impl Stores {
-    pub fn new(
-        profile: &ApiResource,
-        summary: &ApiResource,
-        sveltos_cluster: &ApiResource,
-        capi_cluster: &ApiResource,
-    ) -> (Arc<Stores>, Feeds) {
+    pub fn new(profile: &ApiResource) -> (Arc<Stores>, Feeds) {
         let listed = watch::Sender::new(HashSet::new());
         let feeds = Feeds {
-            profiles: Feed::new(Source::Profiles, profile, &listed),
-            summaries: Feed::new(Source::Summaries, summary, &listed),
-            sveltos_clusters: Feed::new(Source::SveltosClusters, sveltos_cluster, &listed),
-            capi_clusters: Feed::new(Source::CapiClusters, capi_cluster, &listed),
+            profiles: Feed::new(Source::Profiles, profile.clone(), &listed),
+            summaries: Feed::new(Source::Summaries, (), &listed),
+            sveltos_clusters: Feed::new(Source::SveltosClusters, (), &listed),
+            capi_clusters: Feed::new(Source::CapiClusters, (), &listed),
         };
         let stores = Stores {
             profiles: feeds.profiles.reader.clone(),
@@ -179,31 +189,37 @@ impl Stores {
     }
 
     /// A profile change: the promotion it belongs to (by its label).
-    pub fn profile_changed(change: &Change) -> Vec<String> {
+    pub fn profile_changed(change: &Change<DynamicObject>) -> Vec<String> {
         match change {
             Change::Applied { old, new } => {
                 let mut promotions: Vec<String> = old
                     .iter()
-                    .filter_map(|o| promotion_label(o))
-                    .chain(promotion_label(new))
+                    .filter_map(|o| label(o.meta(), PROMOTION_NAME_LABEL))
+                    .chain(label(new.meta(), PROMOTION_NAME_LABEL))
                     .map(str::to_string)
                     .collect();
                 promotions.dedup();
                 promotions
             }
-            Change::Deleted(o) => promotion_label(o).map(str::to_string).into_iter().collect(),
+            Change::Deleted(o) => label(o.meta(), PROMOTION_NAME_LABEL)
+                .map(str::to_string)
+                .into_iter()
+                .collect(),
             Change::Listed => Vec::new(),
         }
     }
 
     /// A summary change: index it, and say which profiles it concerns (the one it left too).
-    pub fn summary_changed(&self, change: &Change) -> Vec<String> {
+    pub fn summary_changed(&self, change: &Change<KeptSummary>) -> Vec<String> {
+        fn profile_of(s: &KeptSummary) -> Option<&str> {
+            label(s.meta(), CLUSTER_PROFILE_NAME_LABEL)
+        }
         let mut index = write(&self.by_profile);
         match change {
             Change::Applied { old, new } => {
-                let key = key_of(&new.metadata);
-                let before = old.as_deref().and_then(profile_label);
-                let after = profile_label(new);
+                let key = key_of(new.meta());
+                let before = old.as_deref().and_then(profile_of);
+                let after = profile_of(new);
                 if let Some(before) = before.filter(|b| Some(*b) != after) {
                     unindex(&mut index, before, &key);
                 }
@@ -219,9 +235,9 @@ impl Stores {
                     .map(str::to_string)
                     .collect()
             }
-            Change::Deleted(o) => match profile_label(o) {
+            Change::Deleted(o) => match profile_of(o) {
                 Some(profile) => {
-                    unindex(&mut index, profile, &key_of(&o.metadata));
+                    unindex(&mut index, profile, &key_of(o.meta()));
                     vec![profile.to_string()]
                 }
                 None => Vec::new(),
@@ -229,11 +245,11 @@ impl Stores {
             Change::Listed => {
                 index.clear();
                 for s in self.summaries.state() {
-                    if let Some(profile) = profile_label(&s) {
+                    if let Some(profile) = profile_of(&s) {
                         index
                             .entry(profile.to_string())
                             .or_default()
-                            .insert(key_of(&s.metadata), s.clone());
+                            .insert(key_of(s.meta()), s.clone());
                     }
                 }
                 Vec::new()
@@ -242,11 +258,12 @@ impl Stores {
     }
 
     /// A cluster change: whether the fleet as the decision reads it changed.
-    pub fn cluster_changed(&self, change: &Change) -> bool {
+    pub fn cluster_changed<const CAPI: bool>(
+        &self,
+        change: &Change<super::kept::KeptCluster<CAPI>>,
+    ) -> bool {
         let changed = match change {
-            Change::Applied { old, new } => {
-                old.as_deref().map(decode_cluster) != Some(decode_cluster(new))
-            }
+            Change::Applied { old, new } => old.as_ref().map(|o| &o.cluster) != Some(&new.cluster),
             Change::Deleted(_) | Change::Listed => true,
         };
         if changed {
@@ -259,7 +276,7 @@ impl Stores {
     pub fn promotion_of_profile(&self, profile: &str) -> Option<String> {
         self.profiles
             .get(&ObjectRef::new_with(profile, self.profile_resource.clone()))
-            .and_then(|p| promotion_label(&p).map(str::to_string))
+            .and_then(|p| label(p.meta(), PROMOTION_NAME_LABEL).map(str::to_string))
     }
 
     /// The UID of a cached profile (the precondition of its deletion).
@@ -272,23 +289,27 @@ impl Stores {
     /// The profiles labelled with `promotion`'s name.
     pub fn profiles_of(&self, promotion: &str) -> Vec<Value> {
         self.profiles
-            .state_filter(|p| promotion_label(p) == Some(promotion))
+            .state_filter(|p| label(p.meta(), PROMOTION_NAME_LABEL) == Some(promotion))
             .iter()
-            .map(|p| to_value(p))
+            .map(|p| {
+                // A DynamicObject is JSON it was decoded from: serializing it cannot fail.
+                serde_json::to_value(p.as_ref()).unwrap_or(Value::Null)
+            })
             .collect()
     }
 
-    /// The ClusterSummaries of each named profile.
+    /// The ClusterSummaries of each named profile, as the decision reads them.
     pub fn summaries_of(&self, profiles: &[String]) -> Vec<Value> {
         let index = read(&self.by_profile);
         profiles
             .iter()
             .filter_map(|p| index.get(p))
-            .flat_map(|rows| rows.values().map(|s| to_value(s)))
+            .flat_map(|rows| rows.values().map(|s| s.to_value()))
             .collect()
     }
 
-    /// The fleet: every SveltosCluster and CAPI Cluster seen, shared by all reconciles.
+    /// The fleet: every SveltosCluster and CAPI Cluster Sveltos matches, shared by all
+    /// reconciles.
     pub fn fleet(&self) -> Arc<[Cluster]> {
         if let Some(built) = read(&self.fleet).clone() {
             return built;
@@ -298,8 +319,13 @@ impl Stores {
             .sveltos_clusters
             .state()
             .iter()
-            .chain(self.capi_clusters.state().iter())
-            .filter_map(|c| decode_cluster(c))
+            .filter_map(|c| c.cluster.clone())
+            .chain(
+                self.capi_clusters
+                    .state()
+                    .iter()
+                    .filter_map(|c| c.cluster.clone()),
+            )
             .collect();
         clusters.sort_by(|a, b| {
             (a.cluster_type, &a.namespace, &a.name).cmp(&(b.cluster_type, &b.namespace, &b.name))
@@ -335,80 +361,8 @@ pub fn project_profile(profile: &mut DynamicObject) {
     }
 }
 
-/// The projection of a ClusterSummary: [`deployed::retained`], whose metadata is its name,
-/// namespace and profile label.
-pub fn project_summary(summary: &mut DynamicObject) {
-    let mut whole = std::mem::take(&mut summary.data);
-    whole["metadata"] = serde_json::json!({
-        "name": summary.metadata.name,
-        "namespace": summary.metadata.namespace,
-        "labels": summary.metadata.labels,
-    });
-    let mut kept = deployed::retained(&whole);
-    summary.metadata = ObjectMeta {
-        name: summary.metadata.name.take(),
-        namespace: summary.metadata.namespace.take(),
-        labels: profile_label(summary)
-            .map(|p| BTreeMap::from([(CLUSTER_PROFILE_NAME_LABEL.to_string(), p.to_string())])),
-        ..ObjectMeta::default()
-    };
-    if let Some(kept) = kept.as_object_mut() {
-        kept.remove("metadata");
-    }
-    summary.data = kept;
-    // The kind is the store's; no reader needs it on each object.
-    summary.types = None;
-}
-
-/// The projection of a SveltosCluster or CAPI Cluster (its `types` set): [`Cluster::to_object`]
-/// of what it decodes to; a cluster Sveltos does not match (being deleted) keeps only its name,
-/// namespace and deletion time.
-pub fn project_cluster(cluster: &mut DynamicObject) {
-    match decode_cluster(cluster) {
-        Some(decoded) => {
-            // Built from a Cluster: a well-formed object, which always decodes.
-            if let Ok(projected) = serde_json::from_value::<DynamicObject>(decoded.to_object()) {
-                *cluster = projected;
-            }
-        }
-        None => {
-            cluster.metadata = ObjectMeta {
-                name: cluster.metadata.name.take(),
-                namespace: cluster.metadata.namespace.take(),
-                deletion_timestamp: cluster.metadata.deletion_timestamp.take(),
-                ..ObjectMeta::default()
-            };
-            cluster.data = serde_json::json!({});
-        }
-    }
-}
-
-/// The cluster an object of the fleet is, if it is one Sveltos matches.
-fn decode_cluster(object: &DynamicObject) -> Option<Cluster> {
-    Cluster::decode(&to_value(object)).ok().flatten()
-}
-
-fn to_value(object: &DynamicObject) -> Value {
-    // A DynamicObject is JSON it was decoded from: serializing it back cannot fail.
-    serde_json::to_value(object).unwrap_or(Value::Null)
-}
-
-fn promotion_label(object: &DynamicObject) -> Option<&str> {
-    object
-        .metadata
-        .labels
-        .as_ref()?
-        .get(PROMOTION_NAME_LABEL)
-        .map(String::as_str)
-}
-
-fn profile_label(object: &DynamicObject) -> Option<&str> {
-    object
-        .metadata
-        .labels
-        .as_ref()?
-        .get(CLUSTER_PROFILE_NAME_LABEL)
-        .map(String::as_str)
+fn label<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {
+    meta.labels.as_ref()?.get(key).map(String::as_str)
 }
 
 /// `namespace/name` (or `name`).
@@ -421,7 +375,7 @@ fn key_of(meta: &ObjectMeta) -> String {
 }
 
 fn unindex(
-    index: &mut HashMap<String, BTreeMap<String, Arc<DynamicObject>>>,
+    index: &mut HashMap<String, BTreeMap<String, Arc<KeptSummary>>>,
     profile: &str,
     key: &str,
 ) {

@@ -8,22 +8,24 @@
 //! (`config.projectsveltos.io/promotionname`), so the controller keeps none of the cluster's
 //! other profiles.
 
+use std::fmt::Debug;
+use std::hash::Hash;
 use std::sync::Arc;
 
 use futures::channel::mpsc::UnboundedSender;
 use futures::StreamExt;
-use kube::api::{Api, ApiResource, DynamicObject, TypeMeta};
+use kube::api::{Api, DynamicObject};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
-use kube::Client;
+use kube::{Client, Resource};
+use serde::de::DeserializeOwned;
 use tracing::{info, warn};
 
+use super::kept::KeptCapiCluster;
 use super::reconciler::Context;
 use super::stores::{self, Change, Feed, Feeds, Source, Stores};
-use promotion_shared::api_resources::{
-    CAPI_CLUSTERS, CAPI_CLUSTER_V1BETA1, PROFILE, PROMOTION, SUMMARY, SVELTOS_CLUSTER,
-};
+use promotion_shared::api_resources::{CAPI_CLUSTERS, PROFILE, PROMOTION};
 use promotion_shared::model::PROMOTION_NAME_LABEL;
 
 /// Where watch changes go: one promotion, or all of them.
@@ -61,8 +63,8 @@ pub fn spawn_all(client: &Client, stores: Arc<Stores>, feeds: Feeds, triggers: T
     let generated = watcher::Config::default().labels(PROMOTION_NAME_LABEL);
     let t = triggers.clone();
     spawn(
-        client,
-        Watch::new(Source::Profiles, &PROFILE.api_resource(), generated),
+        Api::all_with(client.clone(), &PROFILE.api_resource()),
+        generated,
         profiles,
         stores::project_profile,
         move |change, ask| {
@@ -79,14 +81,10 @@ pub fn spawn_all(client: &Client, stores: Arc<Stores>, feeds: Feeds, triggers: T
     );
     let (t, s) = (triggers.clone(), stores.clone());
     spawn(
-        client,
-        Watch::new(
-            Source::Summaries,
-            &SUMMARY.api_resource(),
-            Default::default(),
-        ),
+        Api::all(client.clone()),
+        Default::default(),
         summaries,
-        stores::project_summary,
+        |_| {},
         move |change, ask| {
             let profiles = s.summary_changed(&change);
             if !ask {
@@ -104,14 +102,10 @@ pub fn spawn_all(client: &Client, stores: Arc<Stores>, feeds: Feeds, triggers: T
     );
     let (t, s) = (triggers.clone(), stores.clone());
     spawn(
-        client,
-        Watch::new(
-            Source::SveltosClusters,
-            &SVELTOS_CLUSTER.api_resource(),
-            Default::default(),
-        ),
+        Api::all(client.clone()),
+        Default::default(),
         sveltos_clusters,
-        stores::project_cluster,
+        |_| {},
         move |change, ask| {
             if s.cluster_changed(&change) && ask {
                 t.everything();
@@ -121,56 +115,31 @@ pub fn spawn_all(client: &Client, stores: Arc<Stores>, feeds: Feeds, triggers: T
     spawn_capi_when_installed(client.clone(), stores, capi_clusters, triggers);
 }
 
-/// One watch: what it lists, and whether its first list asks for every reconcile (a watch that
-/// starts after the reconciles did: CAPI's).
-struct Watch {
-    source: Source,
-    resource: ApiResource,
-    config: watcher::Config,
-    first_list_triggers: bool,
-}
-
-impl Watch {
-    fn new(source: Source, resource: &ApiResource, config: watcher::Config) -> Watch {
-        Watch {
-            source,
-            resource: resource.clone(),
-            config,
-            first_list_triggers: false,
-        }
-    }
-}
-
 /// Run a watch: each event projected, stored, then handed to `changed` with whether it asks for
-/// reconciles. The first list of a required watch asks for none: reconciles wait for it, then
-/// read everything.
-fn spawn(
-    client: &Client,
-    watch: Watch,
-    mut feed: Feed,
-    project: fn(&mut DynamicObject),
-    mut changed: impl FnMut(Change, bool) + Send + 'static,
-) {
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &watch.resource);
-    // Watch events of a dynamic type may lack apiVersion/kind; the projections read them.
-    let types = TypeMeta {
-        api_version: watch.resource.api_version.clone(),
-        kind: watch.resource.kind.clone(),
-    };
+/// reconciles. The first list of a required watch asks for none (reconciles wait for it, then
+/// read everything); CAPI's, which may come after the reconciles started, asks for all.
+fn spawn<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    mut feed: Feed<K>,
+    project: fn(&mut K),
+    mut changed: impl FnMut(Change<K>, bool) + Send + 'static,
+) where
+    K: Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+    K::DynamicType: Clone + Eq + Hash + Send + Sync,
+{
+    let first_list_asks = feed.source() == Source::CapiClusters;
     tokio::spawn(async move {
-        let mut stream = watcher::watcher(api, watch.config)
+        let mut stream = watcher::watcher(api, config)
             .default_backoff()
-            .modify(move |object: &mut DynamicObject| {
-                object.types = Some(types.clone());
-                project(object);
-            })
+            .modify(project)
             .boxed();
         let mut listed = false;
         while let Some(event) = stream.next().await {
-            let event: Event<DynamicObject> = match event {
+            let event: Event<K> = match event {
                 Ok(event) => event,
                 Err(e) => {
-                    warn!(watch = ?watch.source, error = %e, "watch failed; retrying");
+                    warn!(watch = ?feed.source(), error = %describe(&e), "watch failed; retrying");
                     continue;
                 }
             };
@@ -181,8 +150,8 @@ fn spawn(
             if let Change::Listed = change {
                 if !listed {
                     listed = true;
-                    info!(watch = ?watch.source, "listed");
-                    ask = watch.first_list_triggers;
+                    info!(watch = ?feed.source(), "listed");
+                    ask = first_list_asks;
                 }
             }
             changed(change, ask);
@@ -191,7 +160,12 @@ fn spawn(
 }
 
 /// Watch the CAPI Cluster CRD; start the Cluster watch once it is there.
-fn spawn_capi_when_installed(client: Client, stores: Arc<Stores>, feed: Feed, triggers: Triggers) {
+fn spawn_capi_when_installed(
+    client: Client,
+    stores: Arc<Stores>,
+    feed: Feed<KeptCapiCluster>,
+    triggers: Triggers,
+) {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     tokio::spawn(async move {
@@ -207,17 +181,11 @@ fn spawn_capi_when_installed(client: Client, stores: Arc<Stores>, feed: Feed, tr
                     let Some(feed) = feed.take() else { continue };
                     info!("CAPI Cluster CRD found: watching CAPI Clusters");
                     let (t, s) = (triggers.clone(), stores.clone());
-                    let mut watch = Watch::new(
-                        Source::CapiClusters,
-                        &CAPI_CLUSTER_V1BETA1.api_resource(),
-                        Default::default(),
-                    );
-                    watch.first_list_triggers = true;
                     spawn(
-                        &client,
-                        watch,
+                        Api::all(client.clone()),
+                        Default::default(),
                         feed,
-                        stores::project_cluster,
+                        |_| {},
                         move |change, ask| {
                             if s.cluster_changed(&change) && ask {
                                 t.everything();
@@ -226,10 +194,24 @@ fn spawn_capi_when_installed(client: Client, stores: Arc<Stores>, feed: Feed, tr
                     );
                 }
                 Ok(_) => {}
-                Err(e) => warn!(error = %e, "CRD watch failed; retrying"),
+                Err(e) => warn!(error = %describe(&e), "CRD watch failed; retrying"),
             }
         }
     });
+}
+
+/// A watch's failure in words: the API server's message and code, never a `Debug` dump.
+fn describe(e: &watcher::Error) -> String {
+    let api = match e {
+        watcher::Error::InitialListFailed(kube::Error::Api(s))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(s)) => Some(s),
+        watcher::Error::WatchError(s) => Some(s),
+        _ => None,
+    };
+    match api {
+        Some(s) => format!("{} ({})", s.message, s.code),
+        None => kube_connect::error_chain(e),
+    }
 }
 
 fn established(

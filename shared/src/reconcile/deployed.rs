@@ -9,6 +9,10 @@
 //! - D15: a profile name that cannot be a label value (ClusterSummaries are labelled with it)
 //!   never deploys, and says why, where upstream sees zero ClusterSummaries and passes.
 
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::fleet::Cluster;
@@ -50,67 +54,108 @@ pub fn summaries_of<'a>(profile_name: &str, summaries: &'a [Value]) -> Vec<&'a V
 }
 
 /// The parts of a ClusterSummary this check reads, and nothing else: what a controller's cache
-/// keeps. Each ClusterSummary carries a whole profile spec, Helm values included, which the check
-/// only compares with the profile's: those lists are kept as digests ([`list_digest`]).
-/// [`check`] gives the same answer on the result as on the whole object.
+/// keeps ([`Kept`], as JSON). Each ClusterSummary carries a whole profile spec, Helm values
+/// included, which the check only compares with the profile's: those lists are kept as digests
+/// ([`list_digest`]). [`check`] gives the same answer on the result as on the whole object.
 pub fn retained(summary: &Value) -> Value {
-    let mut out = serde_json::Map::new();
-    let mut meta = serde_json::Map::new();
-    for key in ["name", "namespace"] {
-        if let Some(v) = summary.pointer(&format!("/metadata/{key}")) {
-            meta.insert(key.into(), v.clone());
-        }
-    }
-    if let Some(profile) = summary
-        .pointer("/metadata/labels")
-        .and_then(|l| l.get(CLUSTER_PROFILE_NAME_LABEL))
-    {
-        meta.insert(
-            "labels".into(),
-            serde_json::json!({ CLUSTER_PROFILE_NAME_LABEL: profile }),
-        );
-    }
-    out.insert("metadata".into(), meta.into());
-    let mut spec = serde_json::Map::new();
-    for key in ["clusterNamespace", "clusterName", "clusterType"] {
-        if let Some(v) = summary.pointer(&format!("/spec/{key}")) {
-            spec.insert(key.into(), v.clone());
-        }
-    }
-    // The lists compared with the profile's, as digests: a ClusterSummary's copies of the Helm
-    // charts (values included), references and health checks are most of its size, and the check
-    // only asks whether they equal the profile's.
-    let digests: serde_json::Map<String, Value> = SYNCED_LISTS
-        .iter()
-        .map(|key| {
-            let list = summary.pointer(&format!("/spec/clusterProfileSpec/{key}"));
-            ((*key).into(), Value::String(list_digest(as_list(list))))
-        })
-        .collect();
-    spec.insert(SPEC_DIGESTS.into(), digests.into());
-    out.insert("spec".into(), spec.into());
-    if let Some(features) = summary
-        .pointer("/status/featureSummaries")
-        .and_then(Value::as_array)
-    {
-        let kept: Vec<Value> = features
+    // A struct of strings serializes.
+    serde_json::to_value(Kept::of(summary)).unwrap_or(Value::Null)
+}
+
+/// A ClusterSummary as a cache keeps it: typed, so that tens of thousands of them hold strings
+/// rather than JSON maps. Serialized, it is what [`check`] reads ([`retained`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Kept {
+    /// Name, namespace, the profile label, and the resourceVersion (a watch resumes from the
+    /// last one it saw, bookmarks included; the check reads none of it but the label).
+    pub metadata: ObjectMeta,
+    pub spec: KeptSpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<KeptStatus>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeptSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_namespace: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_name: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_type: Option<Value>,
+    /// [`list_digest`] of each of [`SYNCED_LISTS`], under [`SPEC_DIGESTS`].
+    #[serde(rename = "clusterProfileSpecDigests")]
+    pub digests: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeptStatus {
+    pub feature_summaries: Vec<KeptFeature>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct KeptFeature {
+    #[serde(rename = "featureID", default, skip_serializing_if = "Option::is_none")]
+    pub feature_id: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<Value>,
+}
+
+impl Kept {
+    /// What a cache keeps of `summary` (the whole object, as the API server sends it).
+    pub fn of(summary: &Value) -> Kept {
+        let text = |key: &str| {
+            summary
+                .pointer(&format!("/metadata/{key}"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let labels = summary
+            .pointer("/metadata/labels")
+            .and_then(|l| l.get(CLUSTER_PROFILE_NAME_LABEL))
+            .and_then(Value::as_str)
+            .map(|p| BTreeMap::from([(CLUSTER_PROFILE_NAME_LABEL.to_string(), p.to_string())]));
+        let spec_field = |key: &str| summary.pointer(&format!("/spec/{key}")).cloned();
+        // The lists compared with the profile's, as digests: a ClusterSummary's copies of the
+        // Helm charts (values included), references and health checks are most of its size, and
+        // the check only asks whether they equal the profile's.
+        let digests = SYNCED_LISTS
             .iter()
-            .map(|f| {
-                let mut k = serde_json::Map::new();
-                for key in ["featureID", "status"] {
-                    if let Some(v) = f.get(key) {
-                        k.insert(key.into(), v.clone());
-                    }
-                }
-                Value::Object(k)
+            .map(|key| {
+                let list = summary.pointer(&format!("/spec/clusterProfileSpec/{key}"));
+                ((*key).to_string(), list_digest(as_list(list)))
             })
             .collect();
-        out.insert(
-            "status".into(),
-            serde_json::json!({ "featureSummaries": kept }),
-        );
+        let status = summary
+            .pointer("/status/featureSummaries")
+            .and_then(Value::as_array)
+            .map(|features| KeptStatus {
+                feature_summaries: features
+                    .iter()
+                    .map(|f| KeptFeature {
+                        feature_id: f.get("featureID").cloned(),
+                        status: f.get("status").cloned(),
+                    })
+                    .collect(),
+            });
+        Kept {
+            metadata: ObjectMeta {
+                name: text("name"),
+                namespace: text("namespace"),
+                labels,
+                resource_version: text("resourceVersion"),
+                ..ObjectMeta::default()
+            },
+            spec: KeptSpec {
+                cluster_namespace: spec_field("clusterNamespace"),
+                cluster_name: spec_field("clusterName"),
+                cluster_type: spec_field("clusterType"),
+                digests,
+            },
+            status,
+        }
     }
-    Value::Object(out)
 }
 
 /// How the ClusterSummaries of a stage fail, if any does.
@@ -301,7 +346,7 @@ const SYNCED_LISTS: [&str; 4] = [
 ];
 
 /// Where [`retained`] keeps [`list_digest`] of each of [`SYNCED_LISTS`] instead of the list: a
-/// field Sveltos never writes.
+/// field Sveltos never writes (the name [`KeptSpec::digests`] serializes to).
 const SPEC_DIGESTS: &str = "clusterProfileSpecDigests";
 
 /// [`list_digest`] of the empty list: a retained ClusterSummary whose spec does not use a feature.
