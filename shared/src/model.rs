@@ -30,6 +30,10 @@ pub const PROMOTION_NAME_LABEL: &str = "config.projectsveltos.io/promotionname";
 pub const STAGE_NAME_ANNOTATION: &str = "config.projectsveltos.io/stagename";
 /// Label on the preverification ClusterProfile.
 pub const VERIFICATION_LABEL: &str = "config.projectsveltos.io/promotion-verification";
+/// On a stage profile of a promotion with `preserveClusterProfilesOnDelete`, instead of an owner
+/// reference (which would let the garbage collector delete it): the promotion's UID.
+pub const PRESERVED_FOR_ANNOTATION: &str =
+    "promotion-controller.kubectl-promotion.dev/preserved-for";
 /// Label Sveltos puts on ClusterSummaries naming their ClusterProfile.
 pub const CLUSTER_PROFILE_NAME_LABEL: &str = "projectsveltos.io/cluster-profile-name";
 
@@ -394,28 +398,40 @@ impl GeneratedProfile {
 }
 
 /// Whether a ClusterProfile belongs to `promotion`: Sveltos labels it with the promotion's name
-/// and makes the promotion its owner. A profile whose name merely looks generated
-/// (`web` + `eu-prod` and `web-eu` + `prod` both give `web-eu-prod`) is not this promotion's.
+/// and makes the promotion its owner (our controller names the promotion's UID in
+/// [`PRESERVED_FOR_ANNOTATION`] instead, while it preserves the profiles). A profile whose name
+/// merely looks generated (`web` + `eu-prod` and `web-eu` + `prod` both give `web-eu-prod`) is not
+/// this promotion's.
 pub fn profile_belongs_to(profile: &Value, promotion: &str, uid: Option<&str>) -> bool {
     let labelled = profile
         .pointer("/metadata/labels")
         .and_then(|l| l.get(PROMOTION_NAME_LABEL))
         .and_then(Value::as_str)
         == Some(promotion);
+    let same_uid = |other: Option<&str>| match (uid, other) {
+        (Some(a), Some(b)) => a == b,
+        _ => true,
+    };
     let owners = profile
         .pointer("/metadata/ownerReferences")
         .and_then(Value::as_array);
-    let owned = owners.is_none_or(|refs| {
-        refs.iter().any(|r| {
+    let owned = match owners {
+        Some(refs) => refs.iter().any(|r| {
             r.get("kind").and_then(Value::as_str) == Some(KIND)
                 && r.get("name").and_then(Value::as_str) == Some(promotion)
-                && match (uid, r.get("uid").and_then(Value::as_str)) {
-                    (Some(a), Some(b)) => a == b,
-                    _ => true,
-                }
-        })
-    });
+                && same_uid(r.get("uid").and_then(Value::as_str))
+        }),
+        None => same_uid(preserved_for(profile)),
+    };
     labelled && owned
+}
+
+/// The promotion UID a preserved profile names ([`PRESERVED_FOR_ANNOTATION`]).
+pub fn preserved_for(profile: &Value) -> Option<&str> {
+    profile
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(PRESERVED_FOR_ANNOTATION))
+        .and_then(Value::as_str)
 }
 
 /// Whether a manifest document is a ClusterPromotion (any version of the group).

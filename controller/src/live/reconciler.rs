@@ -187,24 +187,57 @@ async fn reconcile_one(
         }
         return Ok(Action::requeue(ctx.resync));
     }
-    let snapshot = snapshot(&ctx.stores, promotion, &name);
-    let now = Utc::now();
-    let decision = decide(&snapshot, now, &ctx.options);
-    debug!(explanation = %decision.explanation, "decided");
-    let result = carry_out(&ctx, &object, &snapshot.promotion, &decision).await;
-    match result {
-        Ok(()) => {
-            ctx.metrics.reconciled("ok");
-            record_phase(&ctx, &name, &decision);
-            observe(&ctx, &snapshot.promotion, &decision, now);
-            let wait = decision
-                .wake_at
-                .and_then(|t| (t - Utc::now()).to_std().ok())
-                .map(|d| d.min(ctx.resync))
-                .unwrap_or(ctx.resync);
-            Ok(Action::requeue(wait))
+    let mut promotion = promotion;
+    let mut attempt = 1;
+    loop {
+        let snapshot = snapshot(&ctx.stores, promotion, &name);
+        let now = Utc::now();
+        let decision = decide(&snapshot, now, &ctx.options);
+        debug!(explanation = %decision.explanation, "decided");
+        match carry_out(&ctx, &object, &snapshot.promotion, &decision).await {
+            Ok(()) => {
+                ctx.metrics.reconciled("ok");
+                record_phase(&ctx, &name, &decision);
+                observe(&ctx, &snapshot.promotion, &decision, now);
+                return Ok(Action::requeue(requeue_after(
+                    decision.wake_at,
+                    Utc::now(),
+                    ctx.resync,
+                )));
+            }
+            // Another writer got in first: decide again from what is stored now, read directly
+            // (the watch cache may not have the newer version yet, and deciding from it would
+            // only conflict again).
+            Err(e) if e.failure() == Some(Failure::Conflict) && attempt < CONFLICT_ATTEMPTS => {
+                ctx.metrics.error(e.reason());
+                debug!(error = %e, attempt, "conflict: reading the promotion and deciding again");
+                attempt += 1;
+                promotion = match ctx.writer.read(&name).await {
+                    Ok(Some(fresh)) => fresh,
+                    // Deleted meanwhile: nothing left to do.
+                    Ok(None) => return Ok(Action::await_change()),
+                    Err(e) => return Err(e.into()),
+                };
+            }
+            Err(e) => return Err(e.into()),
         }
-        Err(e) => Err(e.into()),
+    }
+}
+
+/// How many times one reconcile decides again after a conflict before it gives up and is
+/// retried later.
+const CONFLICT_ATTEMPTS: u32 = 3;
+
+/// When to look again: at the decision's deadline (a soak's end, a window's opening), at once
+/// if it passed while the reconcile ran, and never later than the resync period.
+fn requeue_after(
+    wake_at: Option<chrono::DateTime<Utc>>,
+    now: chrono::DateTime<Utc>,
+    resync: Duration,
+) -> Duration {
+    match wake_at {
+        Some(t) => (t - now).to_std().unwrap_or(Duration::ZERO).min(resync),
+        None => resync,
     }
 }
 
@@ -388,4 +421,29 @@ fn blocks(e: &WriteError) -> bool {
         e.failure(),
         None | Some(Failure::Conflict) | Some(Failure::NotFound)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deadline_that_passed_during_the_reconcile_is_looked_at_at_once() {
+        let now = Utc::now();
+        let resync = Duration::from_secs(600);
+        let second = chrono::Duration::seconds(1);
+        assert_eq!(
+            requeue_after(Some(now - second), now, resync),
+            Duration::ZERO
+        );
+        assert_eq!(
+            requeue_after(Some(now + second), now, resync),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            requeue_after(Some(now + chrono::Duration::hours(2)), now, resync),
+            resync
+        );
+        assert_eq!(requeue_after(None, now, resync), resync);
+    }
 }

@@ -106,6 +106,19 @@ fn built(what: &str, patch: Result<Value, PatchError>) -> Result<Value, WriteErr
 }
 
 impl Writer {
+    /// The promotion as stored now (`None`: it is gone), read directly rather than from a
+    /// cache, to decide again after a conflict.
+    pub async fn read(&self, name: &str) -> Result<Option<Value>, WriteError> {
+        match self.promotions.get(name).await {
+            Ok(object) => Ok(Some(to_value(&object))),
+            Err(kube::Error::Api(s)) if classify(&s) == Failure::NotFound => Ok(None),
+            Err(e) => Err(WriteError::of(
+                format!("reading clusterpromotion {name}"),
+                e,
+            )),
+        }
+    }
+
     /// Add our finalizer, if the promotion is still as read. Returns the stored object.
     pub async fn add_finalizer(&self, promotion: &Value) -> Result<Value, WriteError> {
         let what = "adding the finalizer";

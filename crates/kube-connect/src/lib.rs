@@ -132,6 +132,35 @@ pub fn from_kubeconfig(
     Ok(config)
 }
 
+/// An error's message followed by its causes, without repeats, in words (never a `Debug` dump):
+/// how the plugin and the controller say why a request got no answer.
+pub fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = vec![err.to_string()];
+    let mut source = err.source();
+    while let Some(s) = source {
+        let msg = s.to_string();
+        if !parts.iter().any(|p| p.contains(&msg)) {
+            parts.push(msg);
+        }
+        source = s.source();
+    }
+    // The innermost causes say what actually happened ("connection refused"); outer layers
+    // ("client error (Connect)") add little.
+    let useful: Vec<&String> = parts
+        .iter()
+        .filter(|p| !p.starts_with("client error") && !p.starts_with("error trying to connect"))
+        .collect();
+    if useful.is_empty() {
+        parts.join(": ")
+    } else {
+        useful
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join(": ")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,34 +233,5 @@ mod tests {
                 .starts_with("failed to load certificate authority"),
             "{err}"
         );
-    }
-}
-
-/// An error's message followed by its causes, without repeats, in words (never a `Debug` dump):
-/// how the plugin and the controller say why a request got no answer.
-pub fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts: Vec<String> = vec![err.to_string()];
-    let mut source = err.source();
-    while let Some(s) = source {
-        let msg = s.to_string();
-        if !parts.iter().any(|p| p.contains(&msg)) {
-            parts.push(msg);
-        }
-        source = s.source();
-    }
-    // The innermost causes say what actually happened ("connection refused"); outer layers
-    // ("client error (Connect)") add little.
-    let useful: Vec<&String> = parts
-        .iter()
-        .filter(|p| !p.starts_with("client error") && !p.starts_with("error trying to connect"))
-        .collect();
-    if useful.is_empty() {
-        parts.join(": ")
-    } else {
-        useful
-            .iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join(": ")
     }
 }

@@ -53,6 +53,29 @@ pub fn credited(record: &ApprovalRecord, generation: Option<i64>) -> bool {
     }
 }
 
+/// The rollout the approval now set on `stage` was recorded for, when that is not `current`: an
+/// approval that resets automatically belongs to the rollout it was given in, and a new rollout
+/// needs its own. Only a record that is the approval's own counts ([`credited`]: written by the
+/// very write that left `approved` as it is, not revoked); an approval with no such record — given
+/// while the webhook was not called, or on an install without it — is taken as given for the
+/// rollout in the spec, as `approval::same_rollout` takes it. The webhook removes such approvals when a
+/// new rollout starts; this is the reconciler's own check, for when the webhook was bypassed.
+///
+pub fn recorded_for_another_rollout(
+    promotion: &serde_json::Value,
+    stage: &str,
+    current: &crate::rollout::RolloutId,
+) -> Option<crate::rollout::RolloutId> {
+    let generation = promotion
+        .pointer("/metadata/generation")
+        .and_then(serde_json::Value::as_i64);
+    let record = approval_records(promotion).ok()?.remove(stage)?;
+    if record.revoked || !credited(&record, generation) {
+        return None;
+    }
+    record.rollout.filter(|r| r != current)
+}
+
 /// A stage's `automaticReset` went from `false` to `true` (or absent, which the CRD defaults to
 /// `true`): who wrote it, when, and the approval the same write removed. Sveltos' own merge patch
 /// of the whole `spec.stages` does this to every stage but the one it promotes from (upstream

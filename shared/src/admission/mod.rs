@@ -26,8 +26,9 @@ mod removed;
 mod test_support;
 
 pub use audit::{
-    approval_records, credited, reset_flip_records, spec_change_record, ApprovalRecord,
-    AuditParseError, ResetFlipRecord, SpecChangeRecord, StageRecords,
+    approval_records, credited, recorded_for_another_rollout, reset_flip_records,
+    spec_change_record, ApprovalRecord, AuditParseError, ResetFlipRecord, SpecChangeRecord,
+    StageRecords,
 };
 pub use gates::{is_deleting, newly_approved_stages};
 pub use governance::{

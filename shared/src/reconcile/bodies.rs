@@ -11,7 +11,8 @@ use serde_json::{json, Map, Value};
 
 use crate::model::{
     preverification_profile_name, stage_profile_name, ClusterPromotion, Stage, ValidateHealth,
-    API_VERSION, KIND, PROMOTION_NAME_LABEL, STAGE_NAME_ANNOTATION, VERIFICATION_LABEL,
+    API_VERSION, KIND, PRESERVED_FOR_ANNOTATION, PROMOTION_NAME_LABEL, STAGE_NAME_ANNOTATION,
+    VERIFICATION_LABEL,
 };
 use crate::rollout::{go_profile_spec, go_value, GoTypeName};
 use crate::tree::tree_of;
@@ -20,22 +21,36 @@ use crate::tree::tree_of;
 pub const PROFILE_API_VERSION: &str = crate::api_resources::PROFILE.api_version;
 pub const PROFILE_KIND: &str = crate::api_resources::PROFILE.kind;
 
+/// A stage profile is owned by the promotion (so the garbage collector deletes it with the
+/// promotion) unless `preserveClusterProfilesOnDelete` is set: then it carries no owner reference
+/// at all, only an annotation naming the promotion's UID, so that nothing — not our controller,
+/// not open-source addon-controller ≥ v1.14 removing the shared finalizer at once, not
+/// `--cascade=foreground`, not an uninstalled controller — can let the garbage collector take it.
+/// Pre-verification profiles are always owned: they verify a rollout that ends with the promotion.
 fn metadata(promotion: &ClusterPromotion, name: &str, stage: &str, verification: bool) -> Value {
     let mut labels = Map::new();
     labels.insert(PROMOTION_NAME_LABEL.into(), promotion.name().into());
     if verification {
         labels.insert(VERIFICATION_LABEL.into(), "true".into());
     }
-    let mut owner = json!({"apiVersion": API_VERSION, "kind": KIND, "name": promotion.name()});
-    if let Some(uid) = &promotion.metadata.uid {
-        owner["uid"] = uid.clone().into();
+    let mut annotations = Map::new();
+    annotations.insert(STAGE_NAME_ANNOTATION.into(), stage.into());
+    let preserved =
+        !verification && promotion.spec.preserve_cluster_profiles_on_delete == Some(true);
+    let mut metadata = json!({"name": name, "labels": labels});
+    if preserved {
+        if let Some(uid) = &promotion.metadata.uid {
+            annotations.insert(PRESERVED_FOR_ANNOTATION.into(), uid.clone().into());
+        }
+    } else {
+        let mut owner = json!({"apiVersion": API_VERSION, "kind": KIND, "name": promotion.name()});
+        if let Some(uid) = &promotion.metadata.uid {
+            owner["uid"] = uid.clone().into();
+        }
+        metadata["ownerReferences"] = json!([owner]);
     }
-    json!({
-        "name": name,
-        "labels": labels,
-        "annotations": {STAGE_NAME_ANNOTATION: stage},
-        "ownerReferences": [owner],
-    })
+    metadata["annotations"] = Value::Object(annotations);
+    metadata
 }
 
 fn selector(stage: &Stage) -> Value {

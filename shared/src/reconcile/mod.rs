@@ -40,8 +40,9 @@ use serde_json::Value;
 
 use crate::fleet::Cluster;
 use crate::model::{
-    preverification_profile_name, profile_belongs_to, stage_profile_name, ClusterPromotion, Stage,
-    ValidateHealth, FINALIZER, PROMOTION_NAME_LABEL,
+    preserved_for, preverification_profile_name, profile_belongs_to, stage_profile_name,
+    ClusterPromotion, Stage, ValidateHealth, FINALIZER, PRESERVED_FOR_ANNOTATION,
+    PROMOTION_NAME_LABEL, VERIFICATION_LABEL,
 };
 use crate::pipeline::Phase;
 use crate::rollout::{identity, RolloutId};
@@ -149,6 +150,9 @@ pub struct Decision {
     /// while it is being deleted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phase: Option<Phase>,
+    /// Why a gate waits, when its description does not say (folded into the explanation).
+    #[serde(skip)]
+    note: Option<String>,
 }
 
 impl Decision {
@@ -167,6 +171,7 @@ impl Decision {
             promoting: None,
             clear_promoting: None,
             phase: None,
+            note: None,
         }
     }
 
@@ -289,9 +294,8 @@ impl<'a> Reconcile<'a> {
                     .and_then(Value::as_str)
                     == Some(self.name())
                     && profile_belongs_to(p, self.name(), self.uid())
-                    && p.pointer("/metadata/ownerReferences")
-                        .and_then(Value::as_array)
-                        .is_some_and(|refs| !refs.is_empty())
+                    && (owner_referenced(p)
+                        || preserved_for(p).is_some_and(|u| Some(u) == self.uid()))
             })
             .collect()
     }
@@ -482,7 +486,10 @@ impl<'a> Reconcile<'a> {
                 });
                 status.describe(current, &description);
                 d.wake_at = wake;
-                d.explanation = format!("{current} waits: {description}; nothing else blocks");
+                d.explanation = match d.note.take() {
+                    Some(note) => format!("{current} waits: {description}: {note}"),
+                    None => format!("{current} waits: {description}; nothing else blocks"),
+                };
                 return false;
             }
             Gate::Error(why) => {
@@ -660,6 +667,26 @@ impl<'a> Reconcile<'a> {
                     wake: None,
                 };
             }
+            if manual.resets_automatically() {
+                let other = d.rollout.as_ref().and_then(|current| {
+                    crate::admission::recorded_for_another_rollout(
+                        &self.snapshot.promotion,
+                        &stage.name,
+                        current,
+                    )
+                });
+                if let Some(other) = other {
+                    d.note = Some(format!(
+                        "the approval of {} was recorded for another rollout (stagesHash {}, \
+                         profileSpecHash {}) and is not used for this one, which needs its own",
+                        stage.name, other.stages_hash, other.profile_spec_hash
+                    ));
+                    return Gate::Wait {
+                        description: descriptions::AWAITING_APPROVAL.to_string(),
+                        wake: None,
+                    };
+                }
+            }
             d.consume_approvals.push(stage.name.clone());
             if manual.resets_automatically() {
                 let stages = &self.promotion.spec.stages;
@@ -717,28 +744,40 @@ impl<'a> Reconcile<'a> {
         let owned = self.owned_profiles();
         let preserve = self.promotion.spec.preserve_cluster_profiles_on_delete == Some(true);
         if preserve {
-            // Drop our owner reference so that the garbage collector leaves them (D8).
+            // Stage profiles carry no owner reference while preserve is set (the garbage
+            // collector cannot take them, whoever removes the finalizer); one applied before the
+            // flag was set is released here (D8). Pre-verification profiles verify a rollout
+            // that ends with the promotion: they go.
+            let mut waiting = 0;
             for p in &owned {
-                let mut body = (*p).clone();
-                if let Some(meta) = body.get_mut("metadata").and_then(Value::as_object_mut) {
-                    meta.remove("ownerReferences");
+                let verification = p
+                    .pointer("/metadata/labels")
+                    .and_then(|l| l.get(VERIFICATION_LABEL))
+                    .is_some();
+                if verification {
+                    waiting += 1;
+                    if p.pointer("/metadata/deletionTimestamp").is_none() {
+                        d.delete_profile(named(p).to_string());
+                    }
+                } else if owner_referenced(p) {
+                    waiting += 1;
+                    d.apply.push(orphaned(p, self.uid()));
                 }
-                d.apply.push(orphaned(&body));
             }
-            if owned.is_empty() {
+            if waiting == 0 {
                 d.finalizer = Some(FinalizerChange::Remove);
-                d.explanation = "being deleted with preserveClusterProfilesOnDelete: its profiles \
-                                 no longer name it as owner, so the finalizer goes"
+                d.explanation = "being deleted with preserveClusterProfilesOnDelete: its stage \
+                                 profiles name it as owner no longer, so the finalizer goes"
                     .into();
             } else {
                 d.explanation = format!(
-                    "being deleted with preserveClusterProfilesOnDelete: {} profile(s) are released \
-                     from its ownership first",
-                    owned.len()
+                    "being deleted with preserveClusterProfilesOnDelete: {waiting} profile(s) are \
+                     released from its ownership (stage profiles) or deleted (pre-verification) first"
                 );
             }
             return;
         }
+        let owned: Vec<&Value> = owned.into_iter().filter(|p| owner_referenced(p)).collect();
         if owned.is_empty() {
             d.finalizer = Some(FinalizerChange::Remove);
             d.explanation =
@@ -757,9 +796,10 @@ impl<'a> Reconcile<'a> {
     }
 }
 
-/// The apply body that releases a profile: name and labels only, no owner references (applied
-/// with the same field manager, this removes the owner reference it set).
-fn orphaned(profile: &Value) -> Value {
+/// The apply body that releases a profile: name, labels and annotations (with the promotion's
+/// UID as [`PRESERVED_FOR_ANNOTATION`]), no owner references (applied with the same field manager,
+/// this removes the owner reference it set).
+fn orphaned(profile: &Value, uid: Option<&str>) -> Value {
     let mut meta = serde_json::Map::new();
     if let Some(m) = profile.get("metadata") {
         for key in ["name", "labels", "annotations"] {
@@ -768,12 +808,28 @@ fn orphaned(profile: &Value) -> Value {
             }
         }
     }
+    if let Some(uid) = uid {
+        let annotations = meta
+            .entry("annotations")
+            .or_insert_with(|| serde_json::json!({}));
+        if let Some(a) = annotations.as_object_mut() {
+            a.insert(PRESERVED_FOR_ANNOTATION.into(), uid.into());
+        }
+    }
     serde_json::json!({
         "apiVersion": PROFILE_API_VERSION,
         "kind": PROFILE_KIND,
         "metadata": meta,
         "spec": profile.get("spec").cloned().unwrap_or_else(|| serde_json::json!({})),
     })
+}
+
+/// Whether a profile has an owner reference (the garbage collector deletes it with its owner).
+fn owner_referenced(profile: &Value) -> bool {
+    profile
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|refs| !refs.is_empty())
 }
 
 fn named(body: &Value) -> &str {
@@ -827,7 +883,38 @@ fn same_profile(have: &Value, want: &Value) -> bool {
             w.iter()
                 .all(|(k, v)| have.pointer("/metadata/labels").and_then(|l| l.get(k)) == Some(v))
         });
-    labels_ok && spec_json(have) == spec_json(want)
+    // The owner reference and the annotations (stage, preserved-for) as the body writes them:
+    // turning preserveClusterProfilesOnDelete on or off changes the first.
+    let owners = |v: &Value| {
+        v.pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .map(|refs| {
+                refs.iter()
+                    .map(|r| {
+                        (
+                            r.get("kind").cloned(),
+                            r.get("name").cloned(),
+                            r.get("uid").cloned(),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+    };
+    let annotations_ok = want
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+        .is_none_or(|w| {
+            w.iter().all(|(k, v)| {
+                have.pointer("/metadata/annotations").and_then(|a| a.get(k)) == Some(v)
+            })
+        });
+    let preserved_ok = preserved_for(have) == preserved_for(want);
+    labels_ok
+        && annotations_ok
+        && preserved_ok
+        && owners(have) == owners(want)
+        && spec_json(have) == spec_json(want)
 }
 
 impl Status {

@@ -725,15 +725,56 @@ fn preserving_profiles_releases_them_before_the_finalizer_goes() {
     // D8: the garbage collector would delete profiles that still name the promotion as owner.
     let mut p = at_stage(stages(), &[("dev", None, "x")]);
     p["metadata"]["deletionTimestamp"] = json!(NOW);
+    // A profile applied before preserveClusterProfilesOnDelete was set names its owner.
+    let owned = profile(&p, 0, &[]);
+    assert!(owned["metadata"].get("ownerReferences").is_some());
     p["spec"]["preserveClusterProfilesOnDelete"] = json!(true);
-    let prof = profile(&p, 0, &[]);
-    let d = decide_now(p.clone(), vec![prof], vec![]);
+    let d = decide_now(p.clone(), vec![owned], vec![]);
     assert!(d.delete.is_empty());
     assert_eq!(applied_names(&d), ["p-dev"]);
     assert!(d.apply[0]["metadata"].get("ownerReferences").is_none());
+    assert_eq!(
+        d.apply[0]["metadata"]["annotations"][PRESERVED_FOR_ANNOTATION],
+        "u1"
+    );
     assert_eq!(d.finalizer, None);
-    let d = decide_now(p, vec![], vec![]);
+    // Released (or applied with the flag set): nothing holds the finalizer.
+    let released = d.apply[0].clone();
+    let d = decide_now(p.clone(), vec![released], vec![]);
     assert_eq!(d.finalizer, Some(FinalizerChange::Remove));
+    assert!(d.apply.is_empty() && d.delete.is_empty());
+    // A pre-verification profile verifies a rollout that ends with the promotion: deleted.
+    let typed = promotion_value(&p);
+    let mut stage = typed.spec.stages[0].clone();
+    stage.trigger = serde_json::from_value(
+        json!({"auto": {"preHealthCheckDeployment": [{"kind": "ConfigMap", "name": "c", "namespace": "n"}]}}),
+    )
+    .unwrap();
+    let pre = bodies::preverification_profile(&typed, &p, &stage).unwrap();
+    assert!(pre["metadata"].get("ownerReferences").is_some());
+    let d = decide_now(p, vec![pre], vec![]);
+    assert_eq!(deleted_names(&d), ["preverification-p-dev"]);
+    assert_eq!(d.finalizer, None);
+}
+
+/// While preserveClusterProfilesOnDelete is set, stage profiles carry no owner reference (the
+/// garbage collector cannot take them, whoever removes the finalizer, whatever the cascade), and
+/// setting or clearing the flag re-applies them.
+#[test]
+fn owner_references_follow_the_preserve_flag() {
+    let mut p = at_stage(stages(), &[("dev", None, "x")]);
+    let owned = profile(&p, 0, &["c1"]);
+    p["spec"]["preserveClusterProfilesOnDelete"] = json!(true);
+    let d = decide_now(p.clone(), vec![owned], vec![]);
+    assert_eq!(applied_names(&d), ["p-dev"]);
+    assert!(d.apply[0]["metadata"].get("ownerReferences").is_none());
+    let preserved = profile(&p, 0, &["c1"]);
+    let d = decide_now(p.clone(), vec![preserved.clone()], vec![]);
+    assert!(d.apply.is_empty(), "{:?}", applied_names(&d));
+    p["spec"]["preserveClusterProfilesOnDelete"] = json!(false);
+    let d = decide_now(p, vec![preserved], vec![]);
+    assert_eq!(applied_names(&d), ["p-dev"]);
+    assert!(d.apply[0]["metadata"].get("ownerReferences").is_some());
 }
 
 #[test]
@@ -904,4 +945,49 @@ fn the_approvals_to_clear_are_named_by_their_index() {
     let d = decision(kept);
     assert_eq!(d.consume_approvals, ["staging"]);
     assert!(d.clear_approvals.is_empty());
+}
+
+/// An approval that resets automatically belongs to the rollout it was recorded for: with the
+/// webhook bypassed, one left from an earlier rollout does not open this one's gate. Without a
+/// record it is used (installs without the webhook); `automaticReset: false` keeps it for later
+/// rollouts by design.
+#[test]
+fn an_approval_recorded_for_another_rollout_is_not_used() {
+    let with_record = |stages_v: Value, rollout: Value| {
+        let (mut p, profiles, summaries) = at_staging(Some(true), stages_v);
+        p["metadata"]["annotations"] = json!({
+            crate::admission::APPROVALS_ANNOTATION: json!({"staging": {
+                "user": "alice", "groups": [], "time": "2026-03-01T00:00:00Z",
+                "rollout": rollout}}).to_string()});
+        let d = decide_at(
+            &Snapshot {
+                promotion: p.clone(),
+                profiles,
+                summaries,
+                ..Snapshot::default()
+            },
+            NOW,
+        );
+        (d, identity_of(&p).unwrap().id)
+    };
+    let other = json!({"stagesHash": "old", "profileSpecHash": "old"});
+    let (d, _) = with_record(stages(), other.clone());
+    assert!(d.consume_approvals.is_empty(), "{d:?}");
+    assert_eq!(d.phase, Some(Phase::AwaitingApproval));
+    assert!(
+        d.explanation
+            .contains("the approval of staging was recorded for another rollout"),
+        "{}",
+        d.explanation
+    );
+    // Recorded for this rollout: used.
+    let (p, _, _) = at_staging(Some(true), stages());
+    let id = identity_of(&p).unwrap().id;
+    let (d, _) = with_record(stages(), serde_json::to_value(&id).unwrap());
+    assert_eq!(d.consume_approvals, ["staging"]);
+    // automaticReset: false keeps an approval across rollouts.
+    let mut kept = stages();
+    kept[1]["trigger"]["manual"]["automaticReset"] = json!(false);
+    let (d, _) = with_record(kept, other);
+    assert_eq!(d.consume_approvals, ["staging"]);
 }
