@@ -18,11 +18,13 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::{json, Value};
 
-use promotion_shared::model::{CLUSTER_PROFILE_NAME_LABEL, PROMOTION_NAME_LABEL};
+use promotion_shared::model::{CLUSTER_PROFILE_NAME_LABEL, FINALIZER, PROMOTION_NAME_LABEL};
 use promotion_shared::selector;
 
 use crate::backend::{BackendError, Cluster, SESSION_LABEL};
-use crate::envtest::objects::{CLUSTER_PROFILE, CLUSTER_SUMMARY, SVELTOS_CLUSTER};
+use crate::envtest::objects::{
+    CLUSTER_PROFILE, CLUSTER_PROMOTION, CLUSTER_SUMMARY, SVELTOS_CLUSTER,
+};
 
 const CONFIG_API_VERSION: &str = "config.projectsveltos.io/v1beta1";
 
@@ -80,6 +82,80 @@ impl<'a> AddonController<'a> {
                     .is_some_and(|n| n.ends_with(&format!("-{session}")))
             })
             .collect())
+    }
+
+    /// Open-source addon-controller ≥ v1.14 with this scenario's promotions that are being
+    /// deleted: it no longer reconciles ClusterPromotions, yet keeps their finalizer
+    /// `config.projectsveltos.io/clusterpromotion` and, in `reconcileDelete`, removes it at once
+    /// when `preserveClusterProfilesOnDelete` is set — racing whoever else holds it — and
+    /// otherwise deletes the promotion's ClusterProfiles first
+    /// (projectsveltos/addon-controller@v1.14.0:controllers/clusterpromotion_controller.go,
+    /// lines 145–170). Returns the promotions whose finalizer it removed.
+    pub fn release_deleted_promotions(&self) -> Result<Vec<String>, BackendError> {
+        let session = self.cluster.session();
+        let mut released = Vec::new();
+        for mut promotion in self.cluster.list(CLUSTER_PROMOTION, None)? {
+            let name = text(&promotion, "/metadata/name").to_string();
+            if !name.ends_with(&format!("-{session}"))
+                || promotion.pointer("/metadata/deletionTimestamp").is_none()
+            {
+                continue;
+            }
+            let preserve =
+                promotion.pointer("/spec/preserveClusterProfilesOnDelete") == Some(&json!(true));
+            if !preserve {
+                let theirs: Vec<Value> = self
+                    .profiles()?
+                    .into_iter()
+                    .filter(|p| labels_of(p).get(PROMOTION_NAME_LABEL) == Some(&name))
+                    .collect();
+                for p in &theirs {
+                    self.cluster
+                        .delete(CLUSTER_PROFILE, None, text(p, "/metadata/name"))?;
+                }
+                if !theirs.is_empty() {
+                    continue;
+                }
+            }
+            if let Some(finalizers) = promotion["metadata"]["finalizers"].as_array_mut() {
+                finalizers.retain(|f| f != FINALIZER);
+            }
+            self.cluster.put(&promotion)?;
+            released.push(name);
+        }
+        Ok(released)
+    }
+
+    /// The garbage collector, which envtest does not run: every ClusterProfile of this scenario
+    /// whose owner reference names a ClusterPromotion that no longer exists (by UID) is deleted
+    /// (kube-controller-manager's background propagation). Returns the profiles deleted.
+    pub fn collect_garbage(&self) -> Result<Vec<String>, BackendError> {
+        let live: Vec<String> = self
+            .cluster
+            .list(CLUSTER_PROMOTION, None)?
+            .iter()
+            .map(|p| text(p, "/metadata/uid").to_string())
+            .collect();
+        let mut deleted = Vec::new();
+        for profile in self.profiles()? {
+            let orphaned = profile
+                .pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .is_some_and(|refs| {
+                    refs.iter().any(|r| {
+                        r.get("kind").and_then(Value::as_str) == Some("ClusterPromotion")
+                            && !live
+                                .iter()
+                                .any(|u| Some(u.as_str()) == r.get("uid").and_then(Value::as_str))
+                    })
+                });
+            if orphaned {
+                let name = text(&profile, "/metadata/name").to_string();
+                self.cluster.delete(CLUSTER_PROFILE, None, &name)?;
+                deleted.push(name);
+            }
+        }
+        Ok(deleted)
     }
 
     /// One pass (see the module documentation). `provisioned`: whether the features are

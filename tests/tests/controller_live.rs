@@ -75,6 +75,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
         "sigterm_ends_the_process_while_the_api_server_does_not_answer",
         sigterm_while_hanging,
     ),
+    (
+        "preserve_survives_open_source_addon_controller_and_the_garbage_collector",
+        preserve_without_us,
+    ),
 ];
 
 fn main() {
@@ -827,6 +831,49 @@ fn repair(cluster: &Cluster) -> Result<(), String> {
             .flatten()
             .filter(|p| p["spec"] == original["spec"])
     })?;
+    Ok(())
+}
+
+/// `preserveClusterProfilesOnDelete` holds even when our controller is not there at the moment
+/// of deletion: open-source addon-controller ≥ v1.14 removes the shared finalizer at once, the
+/// promotion is gone, and the garbage collector runs — the stage profiles carry no owner
+/// reference while the flag is set, so they stay. Without the flag they go.
+fn preserve_without_us(cluster: &Cluster) -> Result<(), String> {
+    clusters(cluster)?;
+    let addon = AddonController::new(cluster);
+    let mut ctl = controller(cluster, &[])?;
+    let mut preserved = promotion(cluster, "keep");
+    preserved["spec"]["preserveClusterProfilesOnDelete"] = json!(true);
+    let keep = to_the_gate(cluster, &addon, &preserved)?;
+    let gone = to_the_gate(cluster, &addon, &promotion(cluster, "drop"))?;
+    // Our controller stopped at the moment of deletion (a crash, an uninstall).
+    ctl.kill();
+    for name in [&keep, &gone] {
+        kubectl_ok(
+            cluster,
+            User::Admin,
+            &["delete", "clusterpromotion", name, "--wait=false"],
+        )?;
+    }
+    // Open-source addon-controller releases what it holds; the garbage collector follows.
+    eventually("both promotions gone", WAIT, || {
+        addon.release_deleted_promotions().ok()?;
+        (matches!(cluster.promotion(&keep), Ok(None))
+            && matches!(cluster.promotion(&gone), Ok(None)))
+        .then_some(())
+    })?;
+    let collected = addon.collect_garbage().map_err(e("garbage collector"))?;
+    for stage in ["dev", "staging"] {
+        let name = format!("{keep}-{stage}");
+        if !profile_exists(cluster, &name) || collected.contains(&name) {
+            return Err(format!(
+                "{name} was not preserved (collected: {collected:?})"
+            ));
+        }
+        if profile_exists(cluster, &format!("{gone}-{stage}")) {
+            return Err(format!("{gone}-{stage} outlived its promotion"));
+        }
+    }
     Ok(())
 }
 
