@@ -1,17 +1,22 @@
 //! A test double of Sveltos' addon-controller, for the promotion-controller scenarios: what it
-//! does with a ClusterProfile, played one step at a time so a scenario decides when Sveltos acts.
+//! does with a ClusterProfile, played one step at a time so a scenario decides when Sveltos acts,
+//! in the order Sveltos acts.
 //!
-//! [`AddonController::sync`] is one pass, as addon-controller v1.13.0's ClusterProfile and
-//! ClusterSummary reconcilers would leave things:
+//! [`AddonController::update_specs`] is the ClusterProfile reconciler's part:
 //! - each ClusterProfile of the scenario gets `status.matchingClusters`: the scenario's
-//!   SveltosClusters its `clusterSelector` matches (`lib/clusterproxy` `GetMatchingClusters`);
+//!   SveltosClusters its `clusterSelector` matches and that are ready (libsveltos
+//!   `GetMatchingClusters` skips a SveltosCluster without `status.ready`);
 //! - each (profile, matching cluster) gets a ClusterSummary `<profile>-sveltos-<cluster>` in the
 //!   cluster's namespace, labelled `projectsveltos.io/cluster-profile-name`, owned by the
-//!   profile, whose `spec.clusterProfileSpec` is the profile's spec as it is now;
-//! - its `status.featureSummaries` says each feature the spec uses is `Provisioned` (or
-//!   `Provisioning`, with `provisioned: false`);
-//! - ClusterSummaries of profiles that are gone, or of clusters no longer matched, are deleted
-//!   (the garbage collector and the ClusterProfile reconciler do that in Sveltos).
+//!   profile, whose `spec.clusterProfileSpec` is the profile's spec as it is now — written alone,
+//!   its status left as it was (`updateClusterSummary`, a plain update);
+//! - ClusterSummaries of profiles that are gone, or of clusters no longer matched, are deleted.
+//!
+//! [`AddonController::report`] is the ClusterSummary reconciler's part: each feature the spec uses
+//! reports a state with the hash of the spec (`Provisioning` first, `Provisioned` with
+//! `lastAppliedTime` once deployed), through `/status`, skipped when that status is already there
+//! with that hash. [`AddonController::sync`] plays both, in that order. What it reported deployed
+//! is logged ([`AddonController::deployed`]).
 
 use std::collections::BTreeMap;
 
@@ -30,6 +35,20 @@ const CONFIG_API_VERSION: &str = "config.projectsveltos.io/v1beta1";
 
 pub struct AddonController<'a> {
     cluster: &'a Cluster,
+    /// Every `Provisioned` this double reported: the summary, the hash of the spec it deployed,
+    /// in order. Invariants are checked against it, not against the controller's own rule.
+    deployed: std::sync::Mutex<Vec<Deployed>>,
+}
+
+/// One deployment the double reported.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deployed {
+    /// `namespace/name` of the ClusterSummary.
+    pub summary: String,
+    /// The profile (stage) it belongs to.
+    pub profile: String,
+    /// The hash of the spec deployed (the double's own, from the summary's spec).
+    pub hash: String,
 }
 
 /// What one pass did.
@@ -61,7 +80,18 @@ fn text<'v>(object: &'v Value, pointer: &str) -> &'v str {
 
 impl<'a> AddonController<'a> {
     pub fn new(cluster: &'a Cluster) -> Self {
-        AddonController { cluster }
+        AddonController {
+            cluster,
+            deployed: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// What the double has reported deployed so far.
+    pub fn deployed(&self) -> Vec<Deployed> {
+        self.deployed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     fn ours(&self, object: &Value) -> bool {
@@ -158,15 +188,37 @@ impl<'a> AddonController<'a> {
         Ok(deleted)
     }
 
-    /// One pass (see the module documentation). `provisioned`: whether the features are
-    /// reported `Provisioned` (else `Provisioning`).
+    /// One pass (see the module documentation), in Sveltos' order: the specs first (as the
+    /// ClusterProfile reconciler's `updateClusterSummary`, a plain update that leaves `status`
+    /// alone), then the status — `Provisioning` with the new hash, and, when `provisioned`,
+    /// `Provisioned` — as the ClusterSummary reconciler writes it
+    /// (projectsveltos/addon-controller@v1.14.0:controllers/profile_utils.go
+    /// `updateClusterSummary`, controllers/clustersummary_deployer.go `proceedDeployingFeature`).
     pub fn sync(&self, provisioned: bool) -> Result<Pass, BackendError> {
+        let mut pass = self.update_specs()?;
+        let reported = self.report("Provisioning")?;
+        let reported = if provisioned {
+            self.report("Provisioned")?
+        } else {
+            reported
+        };
+        for key in reported {
+            if !pass.written.contains(&key) {
+                pass.written.push(key);
+            }
+        }
+        Ok(pass)
+    }
+
+    /// The ClusterProfile reconciler's part: matching clusters, ClusterSummaries created or their
+    /// spec updated (status untouched), stale ones deleted.
+    pub fn update_specs(&self) -> Result<Pass, BackendError> {
         let namespace = self.cluster.namespace();
         let clusters: Vec<Value> = self
             .cluster
             .list(SVELTOS_CLUSTER, Some(&namespace))?
             .into_iter()
-            .filter(|c| self.ours(c))
+            .filter(|c| self.ours(c) && c.pointer("/status/ready") == Some(&json!(true)))
             .collect();
         let profiles = self.profiles()?;
         let mut pass = Pass::default();
@@ -198,7 +250,7 @@ impl<'a> AddonController<'a> {
             self.cluster
                 .put_status(CLUSTER_PROFILE, None, &name, &status)?;
             for c in matching {
-                let summary = summary(profile, c, provisioned, self.cluster.session());
+                let mut summary = summary(profile, c, self.cluster.session());
                 let key = format!(
                     "{}/{}",
                     text(&summary, "/metadata/namespace"),
@@ -209,12 +261,19 @@ impl<'a> AddonController<'a> {
                     Some(text(&summary, "/metadata/namespace")),
                     text(&summary, "/metadata/name"),
                 )?;
-                let same = stored.as_ref().is_some_and(|s| {
-                    s.pointer("/spec") == summary.pointer("/spec")
-                        && s.pointer("/status/featureSummaries")
-                            == summary.pointer("/status/featureSummaries")
-                });
+                let same = stored
+                    .as_ref()
+                    .is_some_and(|s| s.pointer("/spec") == summary.pointer("/spec"));
                 if !same {
+                    // The spec only: a stored status stays as it was.
+                    match stored.as_ref().and_then(|s| s.get("status")) {
+                        Some(status) => summary["status"] = status.clone(),
+                        None => {
+                            if let Some(m) = summary.as_object_mut() {
+                                m.remove("status");
+                            }
+                        }
+                    }
                     self.cluster.put(&summary)?;
                     pass.written.push(key.clone());
                 }
@@ -240,29 +299,80 @@ impl<'a> AddonController<'a> {
     }
 }
 
-/// The ClusterSummary addon-controller keeps for `profile` on `cluster`.
-fn summary(profile: &Value, cluster: &Value, provisioned: bool, session: &str) -> Value {
+impl AddonController<'_> {
+    /// The ClusterSummary reconciler's part: each ClusterSummary of the scenario whose features
+    /// do not already report `state` with the hash of its current spec gets that status (one
+    /// write each, through `/status`); `Provisioned` carries `lastAppliedTime` and is logged
+    /// ([`AddonController::deployed`]). A status already at `state` with that hash is not
+    /// written again, as addon-controller skips it. Returns the summaries written.
+    pub fn report(&self, state: &str) -> Result<Vec<String>, BackendError> {
+        let namespace = self.cluster.namespace();
+        let mut written = Vec::new();
+        for s in self.cluster.list(CLUSTER_SUMMARY, Some(&namespace))? {
+            if !self.ours(&s) {
+                continue;
+            }
+            let features = features(&s);
+            let current = s
+                .pointer("/status/featureSummaries")
+                .cloned()
+                .unwrap_or_else(|| json!([]));
+            let unchanged = features.iter().all(|(id, hash)| {
+                current.as_array().is_some_and(|list| {
+                    list.iter().any(|f| {
+                        f["featureID"] == *id && f["hash"] == *hash && f["status"] == state
+                    })
+                })
+            });
+            if unchanged {
+                continue;
+            }
+            let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+            let list: Vec<Value> = features
+                .iter()
+                .map(|(id, hash)| {
+                    let mut f = json!({"featureID": id, "status": state, "hash": hash});
+                    if state == "Provisioned" {
+                        f["lastAppliedTime"] = json!(now);
+                    }
+                    f
+                })
+                .collect();
+            let name = text(&s, "/metadata/name").to_string();
+            self.cluster.put_status(
+                CLUSTER_SUMMARY,
+                Some(&namespace),
+                &name,
+                &json!({"featureSummaries": list}),
+            )?;
+            let key = format!("{namespace}/{name}");
+            if state == "Provisioned" {
+                let mut log = self
+                    .deployed
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                for (_, hash) in &features {
+                    log.push(Deployed {
+                        summary: key.clone(),
+                        profile: labels_of(&s)
+                            .get(CLUSTER_PROFILE_NAME_LABEL)
+                            .cloned()
+                            .unwrap_or_default(),
+                        hash: hash.clone(),
+                    });
+                }
+            }
+            written.push(key);
+        }
+        Ok(written)
+    }
+}
+
+/// The ClusterSummary addon-controller keeps for `profile` on `cluster` (no status yet).
+fn summary(profile: &Value, cluster: &Value, session: &str) -> Value {
     let profile_name = text(profile, "/metadata/name");
     let cluster_name = text(cluster, "/metadata/name");
     let spec = profile.get("spec").cloned().unwrap_or_else(|| json!({}));
-    let state = if provisioned {
-        "Provisioned"
-    } else {
-        "Provisioning"
-    };
-    let features: Vec<Value> = [
-        ("helmCharts", "Helm"),
-        ("policyRefs", "Resources"),
-        ("kustomizationRefs", "Kustomize"),
-    ]
-    .iter()
-    .filter(|(key, _)| {
-        spec.get(*key)
-            .and_then(Value::as_array)
-            .is_some_and(|l| !l.is_empty())
-    })
-    .map(|(_, feature)| json!({"featureID": feature, "status": state}))
-    .collect();
     json!({
         "apiVersion": CONFIG_API_VERSION,
         "kind": "ClusterSummary",
@@ -286,6 +396,39 @@ fn summary(profile: &Value, cluster: &Value, provisioned: bool, session: &str) -
             "clusterType": "Sveltos",
             "clusterProfileSpec": spec,
         },
-        "status": {"featureSummaries": features},
     })
+}
+
+/// The features a ClusterSummary's spec uses, each with the double's hash of its spec part (as
+/// addon-controller, which hashes the spec's shared members and the feature's list; the double's
+/// hash is its own, and changes exactly when those change).
+fn features(summary: &Value) -> Vec<(&'static str, String)> {
+    let spec = summary
+        .pointer("/spec/clusterProfileSpec")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    [
+        ("helmCharts", "Helm"),
+        ("policyRefs", "Resources"),
+        ("kustomizationRefs", "Kustomize"),
+    ]
+    .iter()
+    .filter(|(key, _)| {
+        spec.get(*key)
+            .and_then(Value::as_array)
+            .is_some_and(|l| !l.is_empty())
+    })
+    .map(|(key, feature)| {
+        use sha2::Digest;
+        let inputs = json!([
+            spec.get("syncMode"),
+            spec.get("tier"),
+            spec.get(*key),
+            spec.get("validateHealths")
+        ]);
+        let digest = sha2::Sha256::digest(inputs.to_string().as_bytes());
+        let hash = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, digest);
+        (*feature, hash)
+    })
+    .collect()
 }

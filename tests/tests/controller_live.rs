@@ -79,6 +79,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
         "preserve_survives_open_source_addon_controller_and_the_garbage_collector",
         preserve_without_us,
     ),
+    (
+        "after_a_chart_upgrade_no_stage_is_passed_before_sveltos_deployed_it",
+        upgrade_waits_for_the_deployment,
+    ),
 ];
 
 fn main() {
@@ -831,6 +835,107 @@ fn repair(cluster: &Cluster) -> Result<(), String> {
             .flatten()
             .filter(|p| p["spec"] == original["spec"])
     })?;
+    Ok(())
+}
+
+/// The chart version of a stored profile (empty when it is missing).
+fn chart_of(cluster: &Cluster, profile: &str) -> String {
+    cluster
+        .get(CLUSTER_PROFILE, None, profile)
+        .ok()
+        .flatten()
+        .and_then(|p| {
+            p.pointer("/spec/helmCharts/0/chartVersion")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .unwrap_or_default()
+}
+
+/// After a chart upgrade of a complete rollout, addon-controller updates dev's ClusterSummaries'
+/// spec first and their status later: in between they carry the new spec and the old
+/// `Provisioned`. The controller must not take that for dev deployed — staging receives the new
+/// chart only after the double reports it deployed on dev (its log is the oracle). (Our watch
+/// reacts within milliseconds, so it lands in that window almost every time: upstream polled
+/// every 2 minutes.)
+fn upgrade_waits_for_the_deployment(cluster: &Cluster) -> Result<(), String> {
+    clusters(cluster)?;
+    let addon = AddonController::new(cluster);
+    let mut ctl = controller(cluster, &[])?;
+    let original = promotion(cluster, "upgrade");
+    let name = to_the_gate(cluster, &addon, &original)?;
+    kubectl_ok(
+        cluster,
+        User::Admin,
+        &["promotion", "approve", &name, "--stage", "staging"],
+    )?;
+    until_profile(cluster, &format!("{name}-prod"), "prod's profile applied")?;
+    addon.sync(true).map_err(e("addon double"))?;
+    until(cluster, &name, "complete", |p| {
+        current_stage(p) == "prod" && description(p, "prod").starts_with("Successfully provisioned")
+    })?;
+    let mut upgraded = original.clone();
+    upgraded["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"] = json!("3.7.0");
+    let file = cluster
+        .write_manifest("upgrade.yaml", &upgraded)
+        .map_err(e("writing the manifest"))?;
+    kubectl_ok(
+        cluster,
+        User::Admin,
+        &["apply", "-f", &file.to_string_lossy()],
+    )?;
+    let dev = format!("{name}-dev");
+    eventually("dev's profile upgraded", WAIT, || {
+        (chart_of(cluster, &dev) == "3.7.0").then_some(())
+    })?;
+    // The first rollout's decisions (dev was done then) are read and set aside.
+    let _ = ctl.log();
+    // Sveltos' ClusterProfile reconciler: dev's summaries get the new spec, status untouched.
+    addon.update_specs().map_err(e("addon double"))?;
+    let decided = ctl
+        .wait_next_line("the decision on dev's updated summaries", WAIT, |l| {
+            // Either verdict on dev once its summaries carry the new spec: waiting for the new
+            // deployment, or (wrongly) done. Earlier "not in sync" decisions match neither.
+            l.get("explanation")
+                .and_then(Value::as_str)
+                .is_some_and(|x| {
+                    x.contains("provisioned for an earlier spec") || x.starts_with("dev is done")
+                })
+                && l.get("message").and_then(Value::as_str) == Some("decided")
+        })
+        .map_err(|e| e.to_string())?;
+    let explanation = decided["explanation"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    if !explanation.contains("provisioned for an earlier spec")
+        || chart_of(cluster, &format!("{name}-staging")) != "3.6.2"
+    {
+        let decisions: Vec<String> = ctl
+            .log()
+            .lines()
+            .filter(|l| l.contains("\"decided\""))
+            .map(str::to_string)
+            .collect();
+        return Err(format!(
+            "dev taken for deployed before Sveltos deployed the new chart: {explanation}\n{}",
+            decisions.join("\n")
+        ));
+    }
+    // The ClusterSummary reconciler: Provisioning with the new hash, then Provisioned.
+    addon.report("Provisioning").map_err(e("addon double"))?;
+    addon.report("Provisioned").map_err(e("addon double"))?;
+    eventually("staging upgraded once dev deployed it", WAIT, || {
+        (chart_of(cluster, &format!("{name}-staging")) == "3.7.0").then_some(())
+    })?;
+    // The oracle: dev's new deployment was reported before staging got the chart.
+    let dev_reports = addon.deployed().iter().filter(|d| d.profile == dev).count();
+    if dev_reports < 2 {
+        return Err(format!(
+            "the double reported dev deployed {dev_reports} time(s): {:?}",
+            addon.deployed()
+        ));
+    }
     Ok(())
 }
 

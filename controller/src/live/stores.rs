@@ -68,6 +68,9 @@ where
     writer: Writer<K>,
     reader: Store<K>,
     dyntype: K::DynamicType,
+    /// What a new version of an object learns from the one it replaces (a ClusterSummary: what
+    /// its feature statuses describe, `deployed::Kept::follow`).
+    follow: fn(&mut K, &K),
     /// Which watches have listed once. A `watch` channel rather than the store's own
     /// `wait_until_ready`, whose one-shot receiver wakes only the last of many waiters (every
     /// reconcile that starts before the lists are done waits here).
@@ -82,6 +85,7 @@ where
     fn new(
         source: Source,
         dyntype: K::DynamicType,
+        follow: fn(&mut K, &K),
         listed: &watch::Sender<HashSet<Source>>,
     ) -> Feed<K> {
         let writer = Writer::new(dyntype.clone());
@@ -91,6 +95,7 @@ where
             writer,
             reader,
             dyntype,
+            follow,
             listed: listed.clone(),
         }
     }
@@ -101,9 +106,15 @@ where
 
     /// Store an event and say what it changed; `None` while a relist is still being buffered
     /// (the store swaps its contents at once when the list is complete).
-    pub fn apply(&mut self, event: Event<K>) -> Option<Change<K>> {
-        let old = match &event {
-            Event::Apply(o) => self.reader.get(&self.key(o)),
+    pub fn apply(&mut self, mut event: Event<K>) -> Option<Change<K>> {
+        let old = match &mut event {
+            Event::Apply(o) | Event::InitApply(o) => {
+                let old = self.reader.get(&self.key(o));
+                if let Some(old) = &old {
+                    (self.follow)(o, old);
+                }
+                old
+            }
             _ => None,
         };
         self.writer.apply_watcher_event(&event);
@@ -155,10 +166,15 @@ impl Stores {
     pub fn new(profile: &ApiResource) -> (Arc<Stores>, Feeds) {
         let listed = watch::Sender::new(HashSet::new());
         let feeds = Feeds {
-            profiles: Feed::new(Source::Profiles, profile.clone(), &listed),
-            summaries: Feed::new(Source::Summaries, (), &listed),
-            sveltos_clusters: Feed::new(Source::SveltosClusters, (), &listed),
-            capi_clusters: Feed::new(Source::CapiClusters, (), &listed),
+            profiles: Feed::new(Source::Profiles, profile.clone(), |_, _| {}, &listed),
+            summaries: Feed::new(
+                Source::Summaries,
+                (),
+                |new, old| new.0.follow(&old.0),
+                &listed,
+            ),
+            sveltos_clusters: Feed::new(Source::SveltosClusters, (), |_, _| {}, &listed),
+            capi_clusters: Feed::new(Source::CapiClusters, (), |_, _| {}, &listed),
         };
         let stores = Stores {
             profiles: feeds.profiles.reader.clone(),

@@ -62,6 +62,15 @@ pub fn retained(summary: &Value) -> Value {
     serde_json::to_value(Kept::of(summary)).unwrap_or(Value::Null)
 }
 
+/// `summary` in the form [`check`] reads: as it is when a cache kept it, else [`retained`].
+pub fn retained_form(summary: &Value) -> Value {
+    if summary.pointer(&format!("/spec/{SPEC_DIGESTS}")).is_some() {
+        summary.clone()
+    } else {
+        retained(summary)
+    }
+}
+
 /// A ClusterSummary as a cache keeps it: typed, so that tens of thousands of them hold strings
 /// rather than JSON maps. Serialized, it is what [`check`] reads ([`retained`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -86,6 +95,10 @@ pub struct KeptSpec {
     /// [`list_digest`] of each of [`SYNCED_LISTS`], under [`SPEC_DIGESTS`].
     #[serde(rename = "clusterProfileSpecDigests")]
     pub digests: BTreeMap<String, String>,
+    /// Per feature (`Helm`, `Resources`, `Kustomize`), a digest of the spec's part of what
+    /// addon-controller hashes for it ([`feature_inputs`]).
+    #[serde(rename = "featureInputDigests", default)]
+    pub feature_inputs: BTreeMap<String, String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -100,6 +113,19 @@ pub struct KeptFeature {
     pub feature_id: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<Value>,
+    /// The hash addon-controller computed when it last wrote this feature's status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<Value>,
+    /// The feature inputs ([`KeptSpec::feature_inputs`]) this status was written for, when
+    /// known ([`Kept::follow`]); `None`: unknown (no history, and the object's managed fields
+    /// cannot order its status after its spec). A status without a hash is taken as written for
+    /// the spec the object has: there is nothing to follow.
+    #[serde(
+        rename = "describesInputs",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub describes: Option<String>,
 }
 
 impl Kept {
@@ -127,15 +153,35 @@ impl Kept {
                 ((*key).to_string(), list_digest(as_list(list)))
             })
             .collect();
+        let feature_inputs = feature_inputs(summary);
+        // Without history, only the API server's own clock can say the status was written after
+        // the spec: its managed fields' times (whole seconds; equal times cannot be ordered).
+        let after_spec = status_written_after_spec(summary);
         let status = summary
             .pointer("/status/featureSummaries")
             .and_then(Value::as_array)
             .map(|features| KeptStatus {
                 feature_summaries: features
                     .iter()
-                    .map(|f| KeptFeature {
-                        feature_id: f.get("featureID").cloned(),
-                        status: f.get("status").cloned(),
+                    .map(|f| {
+                        let feature_id = f.get("featureID").cloned();
+                        // A status without a hash (Sveltos builds before hashes, hand-made
+                        // objects) cannot be followed: it is taken as describing the spec.
+                        let hashless = f.get("hash").is_none_or(Value::is_null);
+                        let describes = (after_spec || hashless)
+                            .then(|| {
+                                feature_id
+                                    .as_ref()
+                                    .and_then(Value::as_str)
+                                    .and_then(|id| feature_inputs.get(id).cloned())
+                            })
+                            .flatten();
+                        KeptFeature {
+                            feature_id,
+                            status: f.get("status").cloned(),
+                            hash: f.get("hash").cloned(),
+                            describes,
+                        }
                     })
                     .collect(),
             });
@@ -152,9 +198,121 @@ impl Kept {
                 cluster_name: spec_field("clusterName"),
                 cluster_type: spec_field("clusterType"),
                 digests,
+                feature_inputs,
             },
             status,
         }
+    }
+
+    /// What this object's feature statuses describe, from the version it replaces (the watch's
+    /// history, in order): a status written with a new hash describes the spec the object has
+    /// now — addon-controller writes `Provisioning` with the hash of the spec it read before it
+    /// deploys, and skips the status write when the hash is unchanged
+    /// (projectsveltos/addon-controller@v1.14.0:controllers/clustersummary_deployer.go,
+    /// `proceedDeployingFeature`); a status whose hash did not change describes what it
+    /// described before. So after a spec update that changes a feature's inputs, the old
+    /// `Provisioned` no longer counts until a status of the new hash is written.
+    pub fn follow(&mut self, previous: &Kept) {
+        let Some(status) = self.status.as_mut() else {
+            return;
+        };
+        let before: Vec<&KeptFeature> = previous
+            .status
+            .iter()
+            .flat_map(|s| &s.feature_summaries)
+            .collect();
+        for feature in &mut status.feature_summaries {
+            let id = feature.feature_id.as_ref().and_then(Value::as_str);
+            let prev = before
+                .iter()
+                .find(|p| p.feature_id.as_ref().and_then(Value::as_str) == id);
+            let current = id.and_then(|id| self.spec.feature_inputs.get(id).cloned());
+            let before = id.and_then(|id| previous.spec.feature_inputs.get(id).cloned());
+            feature.describes = match prev {
+                _ if feature.hash.as_ref().is_none_or(Value::is_null) => current,
+                // No status write: it describes what it described. Unknown before, it is known
+                // now not to describe inputs that changed since.
+                Some(prev) if prev.hash == feature.hash => prev
+                    .describes
+                    .clone()
+                    .or_else(|| before.filter(|b| Some(b) != current.as_ref())),
+                _ => current,
+            };
+        }
+    }
+}
+
+/// Which spec lists feed which feature's hash, and the features' names.
+const FEATURES: [(&str, &str); 3] = [
+    ("Helm", "helmCharts"),
+    ("Resources", "policyRefs"),
+    ("Kustomize", "kustomizationRefs"),
+];
+
+/// The members of a ClusterSummary's `clusterProfileSpec` that addon-controller hashes for every
+/// feature (`getClusterProfileSpecHash`: syncMode, reloader, tier, continueOnConflict, the
+/// template resources, patches, drift exclusions).
+const SHARED_INPUTS: [&str; 7] = [
+    "syncMode",
+    "reloader",
+    "tier",
+    "continueOnConflict",
+    "templateResourceRefs",
+    "patches",
+    "driftExclusions",
+];
+
+/// Per feature, a digest of the spec's part of the feature's hash inputs: the shared members,
+/// the feature's own list, and the health checks of that feature
+/// (projectsveltos/addon-controller@v1.14.0:controllers/handlers_helm.go `helmHash`,
+/// handlers_utils.go `getClusterProfileSpecHash`). The hash also covers what the spec only
+/// references (the content of ConfigMaps, Secrets, templates): those changes are seen only
+/// through the hash itself.
+fn feature_inputs(summary: &Value) -> BTreeMap<String, String> {
+    let spec = summary.pointer("/spec/clusterProfileSpec");
+    let shared: Vec<Value> = SHARED_INPUTS
+        .iter()
+        .map(|k| spec.and_then(|s| s.get(*k)).cloned().unwrap_or(Value::Null))
+        .collect();
+    FEATURES
+        .iter()
+        .map(|(feature, list)| {
+            let checks: Vec<Value> = as_list(spec.and_then(|s| s.get("validateHealths")))
+                .iter()
+                .filter(|c| c.get("featureID").and_then(Value::as_str) == Some(*feature))
+                .cloned()
+                .collect();
+            let inputs = [
+                Value::Array(shared.clone()),
+                Value::Array(as_list(spec.and_then(|s| s.get(*list))).to_vec()),
+                Value::Array(checks),
+            ];
+            ((*feature).to_string(), list_digest(&inputs))
+        })
+        .collect()
+}
+
+/// Whether the object's managed fields show its status written after its spec: the latest time
+/// of an entry on the status subresource is later than that of every entry on the main resource
+/// (the API server's clock, whole seconds).
+fn status_written_after_spec(summary: &Value) -> bool {
+    let entries = summary
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array);
+    let latest = |on_status: bool| {
+        entries
+            .into_iter()
+            .flatten()
+            .filter(|e| {
+                (e.get("subresource").and_then(Value::as_str) == Some("status")) == on_status
+            })
+            .filter_map(|e| e.get("time").and_then(Value::as_str))
+            .filter_map(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .max()
+    };
+    match (latest(true), latest(false)) {
+        (Some(status), Some(main)) => status > main,
+        _ => false,
     }
 }
 
@@ -219,7 +377,11 @@ pub fn check(
             "ClusterProfile {profile_name} does not exist yet."
         ));
     };
-    let found = summaries_of(profile_name, summaries);
+    let found: Vec<Value> = summaries_of(profile_name, summaries)
+        .into_iter()
+        .map(retained_form)
+        .collect();
+    let found: Vec<&Value> = found.iter().collect();
     let wanted = Wanted::of(profile);
     for summary in &found {
         if let Some(reason) = out_of_sync(summary, &wanted, checks) {
@@ -228,6 +390,13 @@ pub fn check(
         if !provisioned(summary) {
             return Deployment::NotDeployed(format!(
                 "ClusterSummary {} is not yet provisioned.",
+                name_of(summary)
+            ));
+        }
+        if let Some(feature) = reports_an_earlier_spec(summary) {
+            return Deployment::NotDeployed(format!(
+                "ClusterSummary {} reports feature {feature} provisioned for an earlier spec: \
+                 Sveltos has not deployed the current one yet.",
                 name_of(summary)
             ));
         }
@@ -459,6 +628,49 @@ fn out_of_sync(summary: &Value, wanted: &Wanted<'_>, checks: bool) -> Option<Str
     None
 }
 
+/// The first feature the summary uses whose `Provisioned` status was written for other inputs
+/// than the spec's ([`Kept::follow`]): the deployment it reports is of an earlier spec.
+fn reports_an_earlier_spec(summary: &Value) -> Option<String> {
+    features_in_use(summary)
+        .into_iter()
+        .find(|(_, describes, inputs)| describes.is_some_and(|d| Some(d) != *inputs))
+        .map(|(id, _, _)| id.to_string())
+}
+
+/// The ClusterSummaries among `summaries` ([`retained`] ones) whose deployment of the current spec
+/// cannot be confirmed: a feature in use whose status has no known history (the controller
+/// started after it was written, and the managed fields cannot order it after the spec). The
+/// stage counts as deployed, as upstream counts it; the decision says it is unconfirmed.
+pub fn unconfirmed(summaries: &[&Value]) -> Vec<String> {
+    summaries
+        .iter()
+        .filter(|s| {
+            features_in_use(s)
+                .iter()
+                .any(|(_, describes, _)| describes.is_none())
+        })
+        .map(|s| name_of(s).to_string())
+        .collect()
+}
+
+/// The features a retained summary uses, with what each status describes and the current inputs.
+fn features_in_use(summary: &Value) -> Vec<(&str, Option<&str>, Option<&str>)> {
+    summary
+        .pointer("/status/featureSummaries")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|f| {
+            let id = f.get("featureID").and_then(Value::as_str)?;
+            let inputs = summary
+                .pointer(&format!("/spec/featureInputDigests/{id}"))
+                .and_then(Value::as_str);
+            let describes = f.get("describesInputs").and_then(Value::as_str);
+            Some((id, describes, inputs))
+        })
+        .collect()
+}
+
 /// Upstream `isCluterSummaryProvisioned` (§10.3): every feature summary is Provisioned, and each
 /// feature the spec uses has one.
 fn provisioned(summary: &Value) -> bool {
@@ -519,5 +731,122 @@ mod digest_tests {
             assert_eq!(list_digest(a) == list_digest(b), a == b, "{a:?} vs {b:?}");
         }
         assert_eq!(as_list(Some(&json!("not a list"))), as_list(None));
+    }
+}
+
+#[cfg(test)]
+mod follow_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn stage() -> Stage {
+        serde_json::from_value(json!({"name": "dev",
+            "clusterSelector": {"matchLabels": {"env": "dev"}}}))
+        .unwrap()
+    }
+
+    fn profile(version: &str) -> Value {
+        json!({"metadata": {"name": "p-dev"},
+               "spec": {"helmCharts": [{"chartName": "k/k", "chartVersion": version}],
+                        "validateHealths": [{"name": "r", "featureID": "Resources"}]},
+               "status": {"matchingClusters": [{"kind": "SveltosCluster",
+                                                "namespace": "fleet", "name": "c1"}]}})
+    }
+
+    /// A ClusterSummary of `profile`, its Helm feature in `status` with `hash`.
+    fn summary(profile: &Value, status: &str, hash: &str) -> Value {
+        json!({"metadata": {"name": "p-dev-sveltos-c1", "namespace": "fleet",
+                            "labels": {CLUSTER_PROFILE_NAME_LABEL: "p-dev"}},
+               "spec": {"clusterNamespace": "fleet", "clusterName": "c1", "clusterType": "Sveltos",
+                        "clusterProfileSpec": profile["spec"].clone()},
+               "status": {"featureSummaries": [{"featureID": "Helm", "status": status,
+                                                "hash": hash}]}})
+    }
+
+    /// The watch's history: each object kept, following the one before.
+    fn kept_in_order(objects: &[Value]) -> Value {
+        let mut previous: Option<Kept> = None;
+        for o in objects {
+            let mut kept = Kept::of(o);
+            if let Some(p) = &previous {
+                kept.follow(p);
+            }
+            previous = Some(kept);
+        }
+        serde_json::to_value(previous.unwrap()).unwrap()
+    }
+
+    fn judge(profile: &Value, kept: Value) -> Deployment {
+        check("p-dev", &stage(), Some(profile), &[kept], None, false)
+    }
+
+    /// addon-controller updates a ClusterSummary's spec first and its status later: in between,
+    /// the old `Provisioned` is no deployment of the new spec.
+    #[test]
+    fn a_status_written_before_the_spec_changed_is_not_a_deployment_of_it() {
+        let (old, new) = (profile("1.0"), profile("2.0"));
+        let deployed = summary(&old, "Provisioned", "h1");
+        let spec_updated = summary(&new, "Provisioned", "h1");
+        let provisioning = summary(&new, "Provisioning", "h2");
+        let provisioned = summary(&new, "Provisioned", "h2");
+        let window = kept_in_order(&[deployed.clone(), spec_updated.clone()]);
+        assert_eq!(
+            judge(&new, window),
+            Deployment::NotDeployed(
+                "ClusterSummary p-dev-sveltos-c1 reports feature Helm provisioned for an earlier \
+                 spec: Sveltos has not deployed the current one yet."
+                    .into()
+            )
+        );
+        let deploying =
+            kept_in_order(&[deployed.clone(), spec_updated.clone(), provisioning.clone()]);
+        assert!(matches!(judge(&new, deploying), Deployment::NotDeployed(_)));
+        let done = kept_in_order(&[deployed, spec_updated, provisioning, provisioned]);
+        assert!(matches!(judge(&new, done.clone()), Deployment::Deployed(_)));
+        assert!(unconfirmed(&[&done]).is_empty());
+    }
+
+    /// A spec change outside a feature's hash inputs writes no status for it (the hash did not
+    /// change): its `Provisioned` still describes the spec.
+    #[test]
+    fn a_change_outside_a_features_inputs_keeps_its_deployment() {
+        let old = profile("1.0");
+        let mut new = old.clone();
+        new["spec"]["validateHealths"][0]["name"] = json!("renamed");
+        let kept = kept_in_order(&[
+            summary(&old, "Provisioned", "h1"),
+            summary(&new, "Provisioned", "h1"),
+        ]);
+        assert!(matches!(judge(&new, kept), Deployment::Deployed(_)));
+    }
+
+    /// Without history (a controller that just started), a hashed status is confirmed only when
+    /// the API server's managed fields put it after the spec; otherwise it counts as deployed, as
+    /// upstream counts it, and is reported unconfirmed.
+    #[test]
+    fn without_history_the_managed_fields_decide_or_it_is_unconfirmed() {
+        let p = profile("1.0");
+        let mut s = summary(&p, "Provisioned", "h1");
+        let entry = |subresource: Option<&str>, time: &str| {
+            let mut e = json!({"manager": "addon-controller", "operation": "Update", "time": time});
+            if let Some(sub) = subresource {
+                e["subresource"] = json!(sub);
+            }
+            e
+        };
+        let kept = retained(&s);
+        assert!(matches!(judge(&p, kept.clone()), Deployment::Deployed(_)));
+        assert_eq!(unconfirmed(&[&kept]), ["p-dev-sveltos-c1"]);
+        s["metadata"]["managedFields"] = json!([
+            entry(None, "2026-03-01T10:00:00Z"),
+            entry(Some("status"), "2026-03-01T10:00:01Z")
+        ]);
+        assert!(unconfirmed(&[&retained(&s)]).is_empty());
+        // The same second cannot be ordered.
+        s["metadata"]["managedFields"] = json!([
+            entry(None, "2026-03-01T10:00:00Z"),
+            entry(Some("status"), "2026-03-01T10:00:00Z")
+        ]);
+        assert_eq!(unconfirmed(&[&retained(&s)]), ["p-dev-sveltos-c1"]);
     }
 }

@@ -150,6 +150,10 @@ pub struct Decision {
     /// while it is being deleted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phase: Option<Phase>,
+    /// ClusterSummaries a stage judged deployed counts on although their history is unknown
+    /// (`deployed::unconfirmed`): deployed as upstream judges it, unconfirmed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unconfirmed: Vec<String>,
     /// Why a gate waits, when its description does not say (folded into the explanation).
     #[serde(skip)]
     note: Option<String>,
@@ -171,6 +175,7 @@ impl Decision {
             promoting: None,
             clear_promoting: None,
             phase: None,
+            unconfirmed: Vec::new(),
             note: None,
         }
     }
@@ -365,6 +370,14 @@ impl<'a> Reconcile<'a> {
         let (committed, text) = promoting::recorded(&self.snapshot.promotion);
         let committed = committed.filter(|p| p.stage == current && p.rollout == id);
         let promoted = self.advance(d, &mut status, &current, committed.as_ref());
+        if !d.unconfirmed.is_empty() {
+            d.explanation.push_str(&format!(
+                " (deployed as Sveltos reports it, unconfirmed for ClusterSummary {}: their \
+                 status predates what this controller has seen of them, and their managed fields \
+                 cannot order it after their spec)",
+                d.unconfirmed.join(", ")
+            ));
+        }
         d.status = status.changed();
         // Kept only while its step is still to be done: it stands for an approval already used.
         if promoted || committed.is_none() {
@@ -456,7 +469,7 @@ impl<'a> Reconcile<'a> {
         let next = stages.get(index + 1);
         let profile_name = stage_profile_name(self.name(), current);
         if !status.provisioned(current) {
-            match self.deployment(stage, false) {
+            match self.deployment(d, stage, false) {
                 Deployment::NotDeployed(why) => {
                     status.check(current, false, Some(why.clone()));
                     d.explanation = format!("{current} is being deployed: {why}");
@@ -566,16 +579,31 @@ impl<'a> Reconcile<'a> {
         }
     }
 
-    fn deployment(&self, stage: &Stage, checks: bool) -> Deployment {
+    /// Whether the stage is deployed; when it is, and some of its ClusterSummaries report a
+    /// deployment whose history is unknown, the decision says so ([`Decision::unconfirmed`]).
+    fn deployment(&self, d: &mut Decision, stage: &Stage, checks: bool) -> Deployment {
         let name = stage_profile_name(self.name(), &stage.name);
-        deployed::check(
+        let deployment = deployed::check(
             &name,
             stage,
             self.profile(&name),
             &self.snapshot.summaries,
             self.snapshot.fleet.as_deref(),
             checks,
-        )
+        );
+        if let Deployment::Deployed(_) = &deployment {
+            let found: Vec<Value> = deployed::summaries_of(&name, &self.snapshot.summaries)
+                .into_iter()
+                .map(deployed::retained_form)
+                .collect();
+            let found: Vec<&Value> = found.iter().collect();
+            for summary in deployed::unconfirmed(&found) {
+                if !d.unconfirmed.contains(&summary) {
+                    d.unconfirmed.push(summary);
+                }
+            }
+        }
+        deployment
     }
 
     /// `canAutoAdvance` / `canManualAdvance` (§12.1, §12.6), D5 fixed.
@@ -649,7 +677,7 @@ impl<'a> Reconcile<'a> {
                 };
             }
         }
-        if let Deployment::NotDeployed(why) = self.deployment(stage, !post.is_empty()) {
+        if let Deployment::NotDeployed(why) = self.deployment(d, stage, !post.is_empty()) {
             status.check(&stage.name, false, Some(why));
             return Gate::Wait {
                 description: descriptions::AWAITING_CHECKS.to_string(),
