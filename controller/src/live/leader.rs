@@ -285,18 +285,9 @@ async fn try_acquire_or_renew(
                 },
                 spec: Some(mine.clone()),
             };
-            return match api.create(&pp, &lease).await {
-                Ok(_) => {
-                    *observed = Some(Observed {
-                        spec: Some(mine),
-                        at: Instant::now(),
-                    });
-                    Ok(true)
-                }
-                // Another replica created it first.
-                Err(kube::Error::Api(s)) if classify(&s) == Failure::AlreadyExists => Ok(false),
-                Err(e) => Err(failed(&e)),
-            };
+            // Lost when another replica created it first.
+            let created = api.create(&pp, &lease).await;
+            return written(created, mine, observed, Failure::AlreadyExists);
         }
         Err(e) => return Err(failed(&e)),
     };
@@ -330,7 +321,20 @@ async fn try_acquire_or_renew(
     }
     let mut next = current;
     next.spec = Some(spec.clone());
-    match api.replace(&election.lease_name, &pp, &next).await {
+    // Lost when another replica wrote it since it was read.
+    let replaced = api.replace(&election.lease_name, &pp, &next).await;
+    written(replaced, spec, observed, Failure::Conflict)
+}
+
+/// The outcome of writing `spec`: held (and observed now), lost to another replica (the write
+/// failed with `lost`), or failed.
+fn written<T>(
+    result: Result<T, kube::Error>,
+    spec: LeaseSpec,
+    observed: &mut Option<Observed>,
+    lost: Failure,
+) -> Result<bool, Failed> {
+    match result {
         Ok(_) => {
             *observed = Some(Observed {
                 spec: Some(spec),
@@ -338,7 +342,7 @@ async fn try_acquire_or_renew(
             });
             Ok(true)
         }
-        Err(kube::Error::Api(s)) if classify(&s) == Failure::Conflict => Ok(false),
+        Err(kube::Error::Api(s)) if classify(&s) == lost => Ok(false),
         Err(e) => Err(failed(&e)),
     }
 }

@@ -22,7 +22,7 @@ use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 use tracing::{info, warn};
 
-use super::kept::KeptCapiCluster;
+use super::kept::{KeptCapiCluster, KeptCluster};
 use super::reconciler::Context;
 use super::stores::{self, Change, Feed, Feeds, Source, Stores};
 use promotion_shared::api_resources::{CAPI_CLUSTERS, PROFILE, PROMOTION};
@@ -100,19 +100,28 @@ pub fn spawn_all(client: &Client, stores: Arc<Stores>, feeds: Feeds, triggers: T
             }
         },
     );
-    let (t, s) = (triggers.clone(), stores.clone());
+    spawn_clusters(client, sveltos_clusters, stores.clone(), triggers.clone());
+    spawn_capi_when_installed(client.clone(), stores, capi_clusters, triggers);
+}
+
+/// A cluster watch: a change of what a stage can match asks for every promotion's reconcile.
+fn spawn_clusters<const CAPI: bool>(
+    client: &Client,
+    feed: Feed<KeptCluster<CAPI>>,
+    stores: Arc<Stores>,
+    triggers: Triggers,
+) {
     spawn(
         Api::all(client.clone()),
         Default::default(),
-        sveltos_clusters,
+        feed,
         |_| {},
         move |change, ask| {
-            if s.cluster_changed(&change) && ask {
-                t.everything();
+            if stores.cluster_changed(&change) && ask {
+                triggers.everything();
             }
         },
     );
-    spawn_capi_when_installed(client.clone(), stores, capi_clusters, triggers);
 }
 
 /// Run a watch: each event projected, stored, then handed to `changed` with whether it asks for
@@ -180,18 +189,7 @@ fn spawn_capi_when_installed(
                 Ok(crd) if established(&crd) => {
                     let Some(feed) = feed.take() else { continue };
                     info!("CAPI Cluster CRD found: watching CAPI Clusters");
-                    let (t, s) = (triggers.clone(), stores.clone());
-                    spawn(
-                        Api::all(client.clone()),
-                        Default::default(),
-                        feed,
-                        |_| {},
-                        move |change, ask| {
-                            if s.cluster_changed(&change) && ask {
-                                t.everything();
-                            }
-                        },
-                    );
+                    spawn_clusters(&client, feed, stores.clone(), triggers.clone());
                 }
                 Ok(_) => {}
                 Err(e) => warn!(error = %describe(&e), "CRD watch failed; retrying"),

@@ -53,27 +53,29 @@ where
     }
 }
 
+/// A whole list, as a watch delivers it (`Init`, each object, `InitDone`).
+fn listed<K>(objects: Vec<K>) -> Vec<Event<K>> {
+    std::iter::once(Event::Init)
+        .chain(objects.into_iter().map(Event::InitApply))
+        .chain(std::iter::once(Event::InitDone))
+        .collect()
+}
+
 #[test]
 fn summaries_are_indexed_by_profile_and_a_relist_drops_what_is_gone() {
     let (stores, mut feeds) = stores();
     let mut affected = Vec::new();
     feed(
         &mut feeds.profiles,
-        vec![
-            Event::Init,
-            Event::InitApply(profile("p-dev", "p")),
-            Event::InitDone,
-        ],
+        listed(vec![profile("p-dev", "p")]),
         |_| {},
     );
     feed(
         &mut feeds.summaries,
-        vec![
-            Event::Init,
-            Event::InitApply(summary("a", "s1", "p-dev")),
-            Event::InitApply(summary("b", "s2", "p-dev")),
-            Event::InitDone,
-        ],
+        listed(vec![
+            summary("a", "s1", "p-dev"),
+            summary("b", "s2", "p-dev"),
+        ]),
         |c| affected.extend(stores.summary_changed(&c)),
     );
     assert_eq!(stores.summaries_of(&["p-dev".into()]).len(), 2);
@@ -81,11 +83,7 @@ fn summaries_are_indexed_by_profile_and_a_relist_drops_what_is_gone() {
     // A relist that no longer holds s2.
     feed(
         &mut feeds.summaries,
-        vec![
-            Event::Init,
-            Event::InitApply(summary("a", "s1", "p-dev")),
-            Event::InitDone,
-        ],
+        listed(vec![summary("a", "s1", "p-dev")]),
         |c| affected.extend(stores.summary_changed(&c)),
     );
     let left = stores.summaries_of(&["p-dev".into()]);
@@ -115,11 +113,7 @@ fn the_fleet_is_rebuilt_only_after_a_change_that_matters() {
     let mut changes = Vec::new();
     feed(
         &mut feeds.sveltos_clusters,
-        vec![
-            Event::Init,
-            Event::InitApply(cluster("c1", "dev", true)),
-            Event::InitDone,
-        ],
+        listed(vec![cluster("c1", "dev", true)]),
         |c| changes.push(stores.cluster_changed(&c)),
     );
     let first = stores.fleet();
@@ -181,28 +175,12 @@ async fn every_waiter_is_woken_once_the_required_watches_have_listed() {
         .collect();
     tokio::task::yield_now().await;
     assert!(!stores.is_ready());
-    feed(
-        &mut feeds.profiles,
-        vec![Event::Init, Event::InitDone],
-        |_| {},
-    );
-    feed(
-        &mut feeds.summaries,
-        vec![Event::Init, Event::InitDone],
-        |_| {},
-    );
+    feed(&mut feeds.profiles, listed(vec![]), |_| {});
+    feed(&mut feeds.summaries, listed(vec![]), |_| {});
     // CAPI is optional: its list does not stand in for a required one.
-    feed(
-        &mut feeds.capi_clusters,
-        vec![Event::Init, Event::InitDone],
-        |_| {},
-    );
+    feed(&mut feeds.capi_clusters, listed(vec![]), |_| {});
     assert!(!stores.is_ready());
-    feed(
-        &mut feeds.sveltos_clusters,
-        vec![Event::Init, Event::InitDone],
-        |_| {},
-    );
+    feed(&mut feeds.sveltos_clusters, listed(vec![]), |_| {});
     assert!(stores.is_ready());
     for w in waiters {
         tokio::time::timeout(std::time::Duration::from_secs(10), w)
