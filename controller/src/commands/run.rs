@@ -144,6 +144,7 @@ pub async fn run(args: &RunArgs) -> Result<()> {
         warned_foreign: Mutex::new(HashSet::new()),
         asked: Mutex::new(Default::default()),
         selected: reader.clone(),
+        failures: Mutex::new(Default::default()),
     });
 
     let (one_tx, one_rx) = futures::channel::mpsc::unbounded();

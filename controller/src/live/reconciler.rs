@@ -64,6 +64,9 @@ pub struct Context {
     /// them: only their reconciles are timed, since no other name is ever reconciled to take
     /// its entry out of `asked`.
     pub selected: Store<DynamicObject>,
+    /// Consecutive failed reconciles of each promotion, for the retry backoff (cleared by a
+    /// reconcile that succeeds).
+    pub failures: Mutex<HashMap<String, u32>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -196,6 +199,10 @@ async fn reconcile_one(
         debug!(explanation = %decision.explanation, "decided");
         match carry_out(&ctx, &object, &snapshot.promotion, &decision).await {
             Ok(()) => {
+                ctx.failures
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .remove(&name);
                 ctx.metrics.reconciled("ok");
                 record_phase(&ctx, &name, &decision);
                 observe(&ctx, &snapshot.promotion, &decision, now);
@@ -291,6 +298,17 @@ async fn carry_out(
         stored = Some(ctx.writer.status(latest, status).await?);
         debug!("status written");
     }
+    // The Events tell what the status now says: published once it is written, so a later write
+    // that fails does not lose them.
+    for event in &d.events {
+        let type_ = if event.event_type == "Warning" {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        };
+        ctx.publish(object, type_, event.reason, event.message.clone())
+            .await;
+    }
     // The committed step (written above, or found from an earlier reconcile) is done.
     if d.promoting.is_some() || d.clear_promoting.is_some() {
         let latest = stored.as_ref().unwrap_or(promotion);
@@ -308,15 +326,6 @@ async fn carry_out(
             .and_then(Value::as_str)
             .unwrap_or("");
         info!(profile = %profile, "ClusterProfile applied");
-    }
-    for event in &d.events {
-        let type_ = if event.event_type == "Warning" {
-            EventType::Warning
-        } else {
-            EventType::Normal
-        };
-        ctx.publish(object, type_, event.reason, event.message.clone())
-            .await;
     }
     if d.finalizer == Some(FinalizerChange::Remove) {
         let latest = stored.as_ref().unwrap_or(promotion);
@@ -388,10 +397,20 @@ pub fn error_policy(
     ctx.metrics.reconciled("error");
     ctx.metrics.error(e.reason());
     let name = object.metadata.name.clone().unwrap_or_default();
+    let failures = {
+        let mut all = ctx
+            .failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let n = all.entry(name.clone()).or_insert(0);
+        *n = n.saturating_add(1);
+        *n
+    };
+    let retry = retry_after(e.failure(), failures);
     match e.failure() {
         Some(Failure::Conflict) => {
-            debug!(promotion = %name, error = %e, "conflict: deciding again");
-            Action::requeue(Duration::from_millis(200))
+            debug!(promotion = %name, error = %e, retry = ?retry, "conflict: deciding again");
+            Action::requeue(retry)
         }
         Some(Failure::NotFound) => {
             debug!(promotion = %name, error = %e, "gone meanwhile");
@@ -405,13 +424,25 @@ pub fn error_policy(
                 ctx2.publish(&object, EventType::Warning, "WriteBlocked", note)
                     .await;
             });
-            Action::requeue(Duration::from_secs(10))
+            Action::requeue(retry)
         }
         _ => {
-            warn!(promotion = %name, error = %e, "reconcile failed");
-            Action::requeue(Duration::from_secs(10))
+            warn!(promotion = %name, error = %e, retry = ?retry, "reconcile failed");
+            Action::requeue(retry)
         }
     }
+}
+
+/// When to retry after the `failures`-th failure in a row: doubling from 200 ms for a conflict
+/// (another writer; the next try reads afresh) and from 2 s for anything else, up to 10 s and
+/// 5 minutes — a webhook or API server outage is not hammered, and a short one is soon over.
+fn retry_after(failure: Option<Failure>, failures: u32) -> Duration {
+    let (first, cap) = match failure {
+        Some(Failure::Conflict) => (Duration::from_millis(200), Duration::from_secs(10)),
+        _ => (Duration::from_secs(2), Duration::from_secs(300)),
+    };
+    let doubled = first.saturating_mul(1u32 << failures.saturating_sub(1).min(16));
+    doubled.min(cap)
 }
 
 /// A failure that stops the rollout until someone acts or the server recovers: anything the
@@ -426,6 +457,21 @@ fn blocks(e: &WriteError) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failed_reconciles_back_off_and_conflicts_retry_sooner() {
+        let other = Some(Failure::Unavailable);
+        let secs = |f, n| retry_after(f, n).as_millis();
+        assert_eq!(
+            [1, 2, 3, 4].map(|n| secs(other, n)),
+            [2000, 4000, 8000, 16000]
+        );
+        assert_eq!(secs(other, 40), 300_000);
+        assert_eq!(secs(None, 1), 2000);
+        let conflict = Some(Failure::Conflict);
+        assert_eq!([1, 2].map(|n| secs(conflict, n)), [200, 400]);
+        assert_eq!(secs(conflict, 40), 10_000);
+    }
 
     #[test]
     fn a_deadline_that_passed_during_the_reconcile_is_looked_at_at_once() {
