@@ -83,6 +83,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
         "after_a_chart_upgrade_no_stage_is_passed_before_sveltos_deployed_it",
         upgrade_waits_for_the_deployment,
     ),
+    (
+        "no_stage_is_judged_before_the_capi_clusters_are_listed",
+        capi_not_listed,
+    ),
 ];
 
 fn main() {
@@ -754,35 +758,13 @@ fn spec_change(cluster: &Cluster) -> Result<(), String> {
 /// ClusterSummary (which the addon double, knowing only SveltosClusters, never writes).
 fn capi_installed_later(cluster: &Cluster) -> Result<(), String> {
     let (addon, mut ctl, name) = gated(cluster, "capi")?;
-    cluster
-        .put(&json!({
-            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": "clusters.cluster.x-k8s.io"},
-            "spec": {
-                "group": "cluster.x-k8s.io", "scope": "Namespaced",
-                "names": {"kind": "Cluster", "listKind": "ClusterList",
-                          "plural": "clusters", "singular": "cluster"},
-                "versions": [{"name": "v1beta1", "served": true, "storage": true,
-                              "subresources": {"status": {}},
-                              "schema": {"openAPIV3Schema": {"type": "object",
-                                  "x-kubernetes-preserve-unknown-fields": true}}}],
-            },
-        }))
-        .map_err(e("installing the CAPI Cluster CRD"))?;
+    install_capi_crd(cluster)?;
     ctl.wait_line("the CAPI watch started", WAIT, |l| {
         l.get("message").and_then(Value::as_str)
             == Some("CAPI Cluster CRD found: watching CAPI Clusters")
     })
     .map_err(|e| e.to_string())?;
-    cluster
-        .put(&json!({
-            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
-            "metadata": {"name": "capi-1", "namespace": cluster.namespace(),
-                         "labels": {"env": "prod", SESSION_LABEL: cluster.session()}},
-            "spec": {},
-            "status": {"conditions": [{"type": "ControlPlaneInitialized", "status": "True"}]},
-        }))
-        .map_err(e("creating a CAPI Cluster"))?;
+    capi_cluster(cluster, "capi-1", "prod")?;
     kubectl_ok(
         cluster,
         User::Admin,
@@ -799,6 +781,155 @@ fn capi_installed_later(cluster: &Cluster) -> Result<(), String> {
             .and_then(Value::as_array)
             .and_then(|l| l.iter().find(|s| s["name"] == "prod"))
             .and_then(|s| s.get("failureMessage"))
+            .and_then(Value::as_str)
+            == Some(waiting.as_str())
+    })?;
+    Ok(())
+}
+
+/// The CAPI Cluster CRD (the shared server keeps it once a scenario installed it).
+fn install_capi_crd(cluster: &Cluster) -> Result<(), String> {
+    cluster
+        .put(&json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "clusters.cluster.x-k8s.io"},
+            "spec": {
+                "group": "cluster.x-k8s.io", "scope": "Namespaced",
+                "names": {"kind": "Cluster", "listKind": "ClusterList",
+                          "plural": "clusters", "singular": "cluster"},
+                "versions": [{"name": "v1beta1", "served": true, "storage": true,
+                              "subresources": {"status": {}},
+                              "schema": {"openAPIV3Schema": {"type": "object",
+                                  "x-kubernetes-preserve-unknown-fields": true}}}],
+            },
+        }))
+        .map_err(e("installing the CAPI Cluster CRD"))?;
+    Ok(())
+}
+
+/// A ready CAPI Cluster of this session labelled `env`.
+fn capi_cluster(cluster: &Cluster, name: &str, env: &str) -> Result<(), String> {
+    cluster
+        .put(&json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
+            "metadata": {"name": name, "namespace": cluster.namespace(),
+                         "labels": {"env": env, SESSION_LABEL: cluster.session()}},
+            "spec": {},
+            "status": {"conditions": [{"type": "ControlPlaneInitialized", "status": "True"}]},
+        }))
+        .map_err(e("creating a CAPI Cluster"))?;
+    Ok(())
+}
+
+/// A fleet read without its CAPI Clusters would let dev pass with its SveltosCluster alone (or
+/// as "no matching clusters"): while the controller may not list CAPI Clusters, no reconcile
+/// decides anything and `/readyz` names the watch; once it may, dev waits for its CAPI
+/// cluster's ClusterSummary.
+fn capi_not_listed(cluster: &Cluster) -> Result<(), String> {
+    clusters(cluster)?;
+    install_capi_crd(cluster)?;
+    capi_cluster(cluster, "capi-dev", "dev")?;
+    // The install's ClusterRole without the CAPI rule, for a user of this scenario alone (the
+    // install's own role is shared by the other scenarios).
+    let user = format!("capi-blind-{}", cluster.session());
+    let role_name = format!("promotion-e2e:{user}");
+    let mut role = Value::Null;
+    let manifest = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests/controller/rbac.yaml"),
+    )
+    .map_err(e("reading the RBAC manifest"))?;
+    let objects: Vec<Value> =
+        serde_saphyr::from_multiple(&manifest).map_err(e("parsing the RBAC manifest"))?;
+    for o in objects {
+        if o["kind"] == "ClusterRole" {
+            role = o;
+        }
+    }
+    role["metadata"] = json!({"name": role_name});
+    let all_rules = role["rules"].clone();
+    let capi_rule = |r: &Value| r["apiGroups"][0] == "cluster.x-k8s.io";
+    role["rules"] = json!(all_rules
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| !capi_rule(r))
+        .collect::<Vec<_>>());
+    cluster.put(&role).map_err(e("creating the role"))?;
+    cluster
+        .put(&json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": role_name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": role_name},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+        }))
+        .map_err(e("binding the role"))?;
+    let text = std::fs::read_to_string(cluster.kubeconfig(User::Admin)).map_err(e("reading"))?;
+    let mut config: Value = serde_saphyr::from_str(&text).map_err(e("parsing the kubeconfig"))?;
+    for u in config["users"].as_array_mut().into_iter().flatten() {
+        u["user"]["as"] = json!(user);
+    }
+    let kubeconfig = cluster.dir().join("kubeconfig-capi-blind");
+    std::fs::write(&kubeconfig, config.to_string()).map_err(e("writing the kubeconfig"))?;
+
+    let selector = format!("{SESSION_LABEL}={}", cluster.session());
+    let mut ctl = ControllerProcess::start(
+        &kubeconfig,
+        &["--selector", &selector, "--resync-period", "1h"],
+    )
+    .map_err(e("controller"))?;
+    let addon = AddonController::new(cluster);
+    let promotion = promotion(cluster, "blind");
+    let name = promotion["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let file = cluster
+        .write_manifest("promotion.yaml", &promotion)
+        .map_err(e("writing the manifest"))?;
+    kubectl_ok(
+        cluster,
+        User::Admin,
+        &["apply", "-f", &file.to_string_lossy()],
+    )?;
+    // Two failed lists of CAPI Clusters after the promotion was stored: a reconcile that did
+    // not wait for them would have added the finalizer and applied dev's profile by now.
+    for _ in 0..2 {
+        ctl.wait_next_line("the CAPI watch refused", WAIT, |l| {
+            l.get("watch").and_then(Value::as_str) == Some("CapiClusters")
+                && l.get("message").and_then(Value::as_str) == Some("watch failed; retrying")
+        })
+        .map_err(|e| e.to_string())?;
+    }
+    let stored = stored(cluster, &name)?;
+    if stored.pointer("/metadata/finalizers").is_some()
+        || profile_exists(cluster, &format!("{name}-dev"))
+    {
+        return Err(format!(
+            "the controller decided before the CAPI Clusters were listed: {stored}"
+        ));
+    }
+    let ready = promotion_e2e::envtest::http::get(
+        ctl.health.parse().map_err(e("health address"))?,
+        "/readyz",
+    )
+    .map_err(e("GET /readyz"))?;
+    if ready.0 != 503 || !ready.1.contains("CapiClusters") {
+        return Err(format!(
+            "/readyz while CAPI Clusters are not listed: {ready:?}"
+        ));
+    }
+    // Allowed to list them: the watch's retry lists them, and dev waits for its CAPI cluster.
+    role["rules"] = all_rules;
+    cluster.put(&role).map_err(e("granting the CAPI rule"))?;
+    until_profile(cluster, &format!("{name}-dev"), "the dev profile applied")?;
+    addon.sync(true).map_err(e("addon double"))?;
+    let waiting = format!(
+        "ClusterSummary for Cluster {}/capi-dev is not created yet.",
+        cluster.namespace()
+    );
+    until(cluster, &name, "dev waiting for its CAPI cluster", |p| {
+        p.pointer("/status/stages/0/failureMessage")
             .and_then(Value::as_str)
             == Some(waiting.as_str())
     })?;

@@ -62,14 +62,19 @@ pub fn serve_health(
 async fn ready(
     State((stores, leadership)): State<(Arc<Stores>, watch::Receiver<Leadership>)>,
 ) -> impl IntoResponse {
-    if !stores.is_ready() {
-        return (StatusCode::SERVICE_UNAVAILABLE, "caches not listed yet");
+    let unlisted = stores.unlisted();
+    if !unlisted.is_empty() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("caches not listed yet: {unlisted:?}"),
+        );
     }
     if !leadership.borrow().reachable {
         return (
             StatusCode::SERVICE_UNAVAILABLE,
-            "cannot make progress: the API server does not answer this replica's leader election",
+            "cannot make progress: the API server does not answer this replica's leader election"
+                .to_string(),
         );
     }
-    (StatusCode::OK, "ok")
+    (StatusCode::OK, "ok".to_string())
 }

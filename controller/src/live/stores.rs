@@ -55,9 +55,16 @@ pub enum Change<K> {
     Listed,
 }
 
-/// The watches a reconcile needs to have listed once (CAPI Clusters are optional: Sveltos runs
-/// without Cluster API).
-const REQUIRED: [Source; 3] = [Source::Profiles, Source::Summaries, Source::SveltosClusters];
+/// The watches a reconcile needs to have listed once. CAPI Clusters count as listed when their
+/// CRD is known to be absent (Sveltos runs without Cluster API): a stage is never judged on a
+/// fleet whose CAPI part has not been read, where "no matching clusters" and "every matching
+/// cluster deployed" would both be guesses.
+const REQUIRED: [Source; 4] = [
+    Source::Profiles,
+    Source::Summaries,
+    Source::SveltosClusters,
+    Source::CapiClusters,
+];
 
 /// One reflector store and its writer, fed by one watch task.
 pub struct Feed<K: Resource + Clone + 'static>
@@ -191,8 +198,30 @@ impl Stores {
 
     /// Whether every watch a reconcile needs has listed once.
     pub fn is_ready(&self) -> bool {
+        self.unlisted().is_empty()
+    }
+
+    /// The watches a reconcile still waits for.
+    pub fn unlisted(&self) -> Vec<Source> {
         let listed = self.listed.borrow();
-        REQUIRED.iter().all(|s| listed.contains(s))
+        REQUIRED
+            .iter()
+            .filter(|s| !listed.contains(s))
+            .copied()
+            .collect()
+    }
+
+    /// The CAPI Cluster CRD's first list found no established CRD: there are no CAPI Clusters
+    /// to wait for.
+    pub fn capi_absent(&self) {
+        self.listed
+            .send_if_modified(|s| s.insert(Source::CapiClusters));
+    }
+
+    /// The CAPI Cluster CRD is (now) established: reconciles wait until its Clusters are listed.
+    pub fn capi_installed(&self) {
+        self.listed
+            .send_if_modified(|s| s.remove(&Source::CapiClusters));
     }
 
     /// Wait until every watch a reconcile needs has listed once.

@@ -168,7 +168,9 @@ fn spawn<K>(
     });
 }
 
-/// Watch the CAPI Cluster CRD; start the Cluster watch once it is there.
+/// Watch the CAPI Cluster CRD; start the Cluster watch once it is there. Its first list
+/// says whether reconciles wait for CAPI Clusters: not when the CRD is absent; when it is
+/// there (or is installed later), until the Clusters are listed.
 fn spawn_capi_when_installed(
     client: Client,
     stores: Arc<Stores>,
@@ -179,17 +181,19 @@ fn spawn_capi_when_installed(
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     tokio::spawn(async move {
         let config = watcher::Config::default().fields(&format!("metadata.name={}", CAPI_CLUSTERS));
-        let mut stream = watcher::watcher(crds, config)
-            .default_backoff()
-            .applied_objects()
-            .boxed();
+        let mut stream = watcher::watcher(crds, config).default_backoff().boxed();
         let mut feed = Some(feed);
         while let Some(event) = stream.next().await {
             match event {
-                Ok(crd) if established(&crd) => {
+                Ok(Event::Apply(crd) | Event::InitApply(crd)) if established(&crd) => {
                     let Some(feed) = feed.take() else { continue };
                     info!("CAPI Cluster CRD found: watching CAPI Clusters");
+                    stores.capi_installed();
                     spawn_clusters(&client, feed, stores.clone(), triggers.clone());
+                }
+                Ok(Event::InitDone) if feed.is_some() => {
+                    info!("no CAPI Cluster CRD: the fleet is the SveltosClusters");
+                    stores.capi_absent();
                 }
                 Ok(_) => {}
                 Err(e) => warn!(error = %describe(&e), "CRD watch failed; retrying"),

@@ -128,7 +128,13 @@ impl StandIn {
     /// Start a server on 127.0.0.1 (random port) on a dedicated thread and tokio runtime.
     pub fn start(options: StandInOptions) -> Result<StandInHandle, StandInError> {
         let registry = resources::registry(options.install_promotion_crd);
+        let crds = resources::installed_crds(&registry);
         let store = Store::new(registry, options.history_limit.max(1));
+        for crd in crds {
+            store
+                .put(crd)
+                .map_err(|error| StandInError::Seed { index: 0, error })?;
+        }
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             store
                 .put(json!({

@@ -166,6 +166,29 @@ pub fn crd_for(plural: &str) -> Option<&'static Value> {
         .find(|crd| crd.pointer("/spec/names/plural").and_then(Value::as_str) == Some(plural))
 }
 
+/// The CustomResourceDefinition objects of the custom resources `registry` serves, as the
+/// real server stores them once installed: the vendored CRD with an `Established` condition.
+pub fn installed_crds(registry: &[Arc<ResourceDef>]) -> Vec<Value> {
+    registry
+        .iter()
+        .filter(|d| d.is_crd)
+        .filter_map(|d| crd_for(d.plural))
+        .map(|crd| {
+            let mut crd = crd.clone();
+            crd["status"] = serde_json::json!({
+                "conditions": [
+                    {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts"},
+                    {"type": "Established", "status": "True", "reason": "InitialNamesAccepted"},
+                ],
+                "acceptedNames": crd["spec"]["names"].clone(),
+                "storedVersions": [crd.pointer("/spec/versions/0/name").cloned()
+                    .unwrap_or(Value::Null)],
+            });
+            crd
+        })
+        .collect()
+}
+
 fn crd_resource(
     plural: &'static str,
     singular: &'static str,
@@ -352,6 +375,25 @@ pub fn registry(with_promotion_crd: bool) -> Vec<Arc<ResourceDef>> {
             schema: None,
             is_crd: false,
             review: true,
+        },
+        // The CRDs the stand-in serves are stored as objects too, Established (see
+        // `installed_crds`): a client that waits for a CRD (the controller, for CAPI's Cluster)
+        // reads what the real server would say.
+        ResourceDef {
+            group: "apiextensions.k8s.io",
+            version: "v1",
+            plural: "customresourcedefinitions",
+            singular: "customresourcedefinition",
+            kind: "CustomResourceDefinition",
+            namespaced: false,
+            short_names: &["crd", "crds"],
+            verbs: BUILTIN_VERBS,
+            status_subresource: true,
+            storage: "customresourcedefinitions",
+            printer: Printer::Crd(Vec::new()),
+            schema: None,
+            is_crd: false,
+            review: false,
         },
         admission_configuration(
             "mutatingwebhookconfigurations",

@@ -177,10 +177,11 @@ async fn every_waiter_is_woken_once_the_required_watches_have_listed() {
     assert!(!stores.is_ready());
     feed(&mut feeds.profiles, listed(vec![]), |_| {});
     feed(&mut feeds.summaries, listed(vec![]), |_| {});
-    // CAPI is optional: its list does not stand in for a required one.
-    feed(&mut feeds.capi_clusters, listed(vec![]), |_| {});
-    assert!(!stores.is_ready());
     feed(&mut feeds.sveltos_clusters, listed(vec![]), |_| {});
+    // Until the CAPI CRD is known to be absent, or its Clusters are listed, the fleet may be
+    // missing clusters.
+    assert_eq!(stores.unlisted(), [Source::CapiClusters]);
+    stores.capi_absent();
     assert!(stores.is_ready());
     for w in waiters {
         tokio::time::timeout(std::time::Duration::from_secs(10), w)
@@ -188,4 +189,20 @@ async fn every_waiter_is_woken_once_the_required_watches_have_listed() {
             .expect("every waiter wakes")
             .expect("no panic");
     }
+}
+
+/// A CAPI Cluster CRD installed later makes reconciles wait again until its Clusters are
+/// listed; one there from the start, until its first list.
+#[test]
+fn a_fleet_with_capi_clusters_not_yet_listed_is_not_ready() {
+    let (stores, mut feeds) = stores();
+    feed(&mut feeds.profiles, listed(vec![]), |_| {});
+    feed(&mut feeds.summaries, listed(vec![]), |_| {});
+    feed(&mut feeds.sveltos_clusters, listed(vec![]), |_| {});
+    stores.capi_absent();
+    assert!(stores.is_ready());
+    stores.capi_installed();
+    assert_eq!(stores.unlisted(), [Source::CapiClusters]);
+    feed(&mut feeds.capi_clusters, listed(vec![]), |_| {});
+    assert!(stores.is_ready());
 }
