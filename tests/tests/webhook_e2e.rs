@@ -604,7 +604,8 @@ fn approver_rules_that_do_not_parse_stop_the_start_with_the_reason() {
                 "/nonexistent/k",
             ])
             .arg("--governance-dir")
-            .arg(rules.path()),
+            .arg(rules.path())
+            .env("POD_NAMESPACE", testing::NAMESPACE),
     )
     .unwrap_or_else(|e| panic!("{e}"));
     assert_ne!(out.code, 0, "{out}");

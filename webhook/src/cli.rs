@@ -22,10 +22,15 @@ pub struct Cli {
 pub enum Command {
     /// Serve POST /validate and POST /mutate over HTTPS, and /metrics, /healthz, /readyz over
     /// plain HTTP.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Write a development CA (ca.crt, ca.key) and a serving certificate (tls.crt, tls.key).
     Certs(CertsArgs),
 }
+
+/// Where Kubernetes mounts the namespace of a pod's service account (when it mounts the
+/// account's token).
+pub const SERVICE_ACCOUNT_NAMESPACE_FILE: &str =
+    "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -74,15 +79,27 @@ pub struct ServeArgs {
 
     /// The user promotion-controller runs as (repeatable): only it may write the annotation
     /// promotion-controller.kubectl-promotion.dev/promoting, which records an approval the
-    /// controller has used.
+    /// controller has used. Default: system:serviceaccount:<namespace>:promotion-controller in
+    /// the namespace the webhook runs in, read from the environment variable POD_NAMESPACE (the
+    /// manifests set it from the pod's metadata.namespace), else from the pod's service-account
+    /// namespace file; with neither, the server does not start.
     #[arg(
         long = "controller-user",
         env = "PROMOTION_WEBHOOK_CONTROLLER_USER",
         value_name = "USER",
-        value_delimiter = ',',
-        default_value = "system:serviceaccount:kubectl-promotion-system:promotion-controller"
+        value_delimiter = ','
     )]
     pub controller_users: Vec<String>,
+
+    /// Where the namespace of the pod's service account is read when POD_NAMESPACE is not set.
+    /// Hidden: tests point it elsewhere, a pod never needs to.
+    #[arg(
+        long,
+        hide = true,
+        value_name = "FILE",
+        default_value = SERVICE_ACCOUNT_NAMESPACE_FILE
+    )]
+    pub service_account_namespace_file: PathBuf,
 
     /// The user who last changed spec.profileSpec may not approve that rollout (four eyes).
     #[arg(long, env = "PROMOTION_WEBHOOK_FORBID_SELF_APPROVAL")]

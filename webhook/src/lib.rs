@@ -4,7 +4,8 @@
 //! tests, the fuzz target and the benchmark drive the same code. The modules, and who uses them
 //! (no two depend on each other, directly or through others: `tests/module_cycles.rs`):
 //!
-//! - [`cli`]: the command line; [`config`] turns `serve`'s flags into one checked `ServeConfig`.
+//! - [`cli`]: the command line; [`config`] turns `serve`'s flags, and the namespace the process
+//!   runs in, into one checked `ServeConfig`.
 //! - [`server`]: `serve` — runtime, both listeners, certificate reload, the shutdown sequence.
 //!   Builds the routers of [`api`] around an [`evaluation::Evaluator`].
 //! - [`api`]: HTTP only — routes, body limit, the errors that are not admission answers, probes.
@@ -63,7 +64,8 @@ pub fn run(cli: Cli) -> ExitCode {
             Err(e) => fail(&e),
         },
         Command::Serve(args) => {
-            let config = match config::ServeConfig::try_from(args) {
+            let namespace = config::NamespaceSources::read(&args.service_account_namespace_file);
+            let config = match config::ServeConfig::new(*args, &namespace) {
                 Ok(config) => config,
                 Err(e) => return fail(&e),
             };

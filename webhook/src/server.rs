@@ -137,6 +137,8 @@ async fn run(config: ServeConfig) -> Result<(), ServeError> {
         metrics = %probes_addr,
         approver_groups = ?policy.approver_groups,
         forbid_self_approval = policy.forbid_self_approval,
+        controller_users = ?policy.controller_users,
+        controller_users_from = %config.controller_users_from,
         governance_dir = ?config.governance_dir,
         max_concurrent_evaluations = config.limits.max_concurrent_evaluations.get(),
         "listening"

@@ -337,6 +337,8 @@ async fn bad_configuration_fails_fast_with_a_reason() {
         .arg(dir.path().join("missing.crt"))
         .arg("--tls-key-file")
         .arg(dir.path().join("missing.key"))
+        // The namespace, as the manifests give it, so that the certificate is what is missing.
+        .env("POD_NAMESPACE", promotion_webhook::testing::NAMESPACE)
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));

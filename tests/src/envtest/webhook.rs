@@ -80,6 +80,9 @@ impl WebhookServer {
             .arg("--tls-key-file")
             .arg(certs.path().join("tls.key"))
             .args(extra)
+            // As the manifests set it: promotion-controller is then
+            // system:serviceaccount:kubectl-promotion-system:promotion-controller (User::Controller).
+            .env("POD_NAMESPACE", "kubectl-promotion-system")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());

@@ -20,7 +20,7 @@ mod log;
 mod process;
 
 pub use certs::{generate_certs, CertFiles};
-pub use process::{Launch, Webhook};
+pub use process::{Launch, Webhook, NAMESPACE};
 
 use std::path::PathBuf;
 use std::time::Duration;

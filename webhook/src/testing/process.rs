@@ -17,8 +17,15 @@ use super::TestingError;
 /// Generous: a debug build started while other tests compile can take seconds.
 const STARTUP: Duration = Duration::from_secs(60);
 
+/// The namespace a started webhook is told it runs in (`POD_NAMESPACE`), as the default install
+/// tells it: promotion-controller there is
+/// `system:serviceaccount:kubectl-promotion-system:promotion-controller`. [`Launch::env`] with
+/// `POD_NAMESPACE` replaces it.
+pub const NAMESPACE: &str = "kubectl-promotion-system";
+
 /// How to start one webhook. Without [`Launch::tls`], a fresh pair from [`generate_certs`] is
-/// served from a temporary directory that lives as long as the [`Webhook`].
+/// served from a temporary directory that lives as long as the [`Webhook`]. The process runs
+/// with `POD_NAMESPACE` [`NAMESPACE`] unless [`Launch::env`] says otherwise.
 pub struct Launch {
     bin: PathBuf,
     args: Vec<OsString>,
@@ -93,6 +100,7 @@ impl Launch {
             .arg("--tls-key-file")
             .arg(&key)
             .args(&self.args)
+            .env(crate::config::POD_NAMESPACE_ENV, NAMESPACE)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
