@@ -303,7 +303,49 @@ fn check_install(install: &Install, extra_kinds: &[&str]) -> Facts {
     let (webhook, controller) = install.split();
     let facts = check_webhook(&webhook, extra_kinds);
     check_controller(&controller, &facts.namespace);
+    check_controller_user(install);
     facts
+}
+
+/// The user the webhook lets write promotion-controller's committed-step annotation is the one
+/// the controller runs as: no `--controller-user` (nor its environment variable), but
+/// `POD_NAMESPACE` from the downward API, from which the server derives
+/// `system:serviceaccount:<its namespace>:promotion-controller`. Returns that user.
+fn check_controller_user(install: &Install) -> String {
+    use promotion_webhook::config::{CONTROLLER_SERVICE_ACCOUNT, POD_NAMESPACE_ENV};
+    let webhook = install.named("Deployment", "promotion-webhook");
+    let container = &webhook["spec"]["template"]["spec"]["containers"][0];
+    let args = strings(&container["args"]);
+    assert_eq!(flag(&args, "--controller-user"), None, "{args:?}");
+    let env = container["env"].as_array().expect("the webhook's env");
+    assert!(
+        env.iter()
+            .all(|e| e["name"] != "PROMOTION_WEBHOOK_CONTROLLER_USER"),
+        "{env:?}"
+    );
+    let pod_namespace = env
+        .iter()
+        .find(|e| e["name"] == POD_NAMESPACE_ENV)
+        .unwrap_or_else(|| panic!("the webhook has no {POD_NAMESPACE_ENV}: {env:?}"));
+    assert_eq!(
+        pod_namespace["valueFrom"]["fieldRef"]["fieldPath"], "metadata.namespace",
+        "{pod_namespace}"
+    );
+    assert!(pod_namespace.get("value").is_none(), "{pod_namespace}");
+    let derived = format!(
+        "system:serviceaccount:{}:{CONTROLLER_SERVICE_ACCOUNT}",
+        s(webhook, "/metadata/namespace")
+    );
+
+    let controller = install.named("Deployment", CONTROLLER);
+    let account = s(controller, "/spec/template/spec/serviceAccountName");
+    install.named("ServiceAccount", account);
+    let runs_as = format!(
+        "system:serviceaccount:{}:{account}",
+        s(controller, "/metadata/namespace")
+    );
+    assert_eq!(derived, runs_as, "the controller user the webhook derives");
+    derived
 }
 
 /// promotion-controller's objects: exactly `CONTROLLER_OBJECTS`, in the webhook's namespace,
@@ -1016,6 +1058,40 @@ fn default_kustomization_is_the_cert_manager_overlay() {
         "`kubectl apply -k manifests` is the cert-manager overlay"
     );
     check_install(&install, &["Issuer", "Certificate"]);
+}
+
+/// An install moved with kustomize's `namespace:` keeps the controller's committed step working:
+/// the webhook learns its namespace from the downward API, so the user it lets write the
+/// annotation is promotion-controller's in that namespace, and nothing still names
+/// `kubectl-promotion-system` as the controller's.
+#[test]
+fn an_install_under_another_namespace_lets_its_own_controller_commit() {
+    let tree = manifests_copy();
+    let overlay = tree.path().join("other-ns");
+    fs::create_dir_all(&overlay).expect("create the overlay");
+    fs::write(
+        overlay.join("kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\n\
+         kind: Kustomization\n\
+         namespace: other-ns\n\
+         resources:\n  - ../overlays/cert-manager\n",
+    )
+    .expect("write the overlay");
+    let install = render(&overlay);
+    assert_eq!(
+        check_controller_user(&install),
+        "system:serviceaccount:other-ns:promotion-controller"
+    );
+    let webhook = install.named("Deployment", "promotion-webhook");
+    assert_eq!(s(webhook, "/metadata/namespace"), "other-ns");
+    let container = &webhook["spec"]["template"]["spec"]["containers"][0];
+    for text in [&container["args"], &container["env"]] {
+        let text = text.to_string();
+        assert!(!text.contains("kubectl-promotion-system"), "{text}");
+    }
+    // The controller's bindings follow it, so the derived user is the one RBAC lets reconcile.
+    let binding = install.named("ClusterRoleBinding", CONTROLLER);
+    assert_eq!(s(binding, "/subjects/0/namespace"), "other-ns");
 }
 
 #[test]
