@@ -5,7 +5,8 @@
 //! Proves: every example gets its VERDICTS.md verdict at `kubectl apply`; an approval through
 //! the plugin is recorded (who, groups, reason) and shown by `describe`; a new rollout resets a
 //! pending approval, as `diff` predicts; clients cannot write audit records; approver groups
-//! decide who may approve.
+//! decide who may approve; only promotion-controller in the namespace the webhook runs in may
+//! write its committed-step annotation, and without a namespace the webhook does not start.
 
 mod plugin_common;
 
@@ -20,6 +21,7 @@ use promotion_e2e::fixtures::{self, World};
 use promotion_shared::admission::{
     APPROVALS_ANNOTATION, APPROVAL_REASON_ANNOTATION, SPEC_CHANGE_ANNOTATION,
 };
+use promotion_shared::promoting::PROMOTING_ANNOTATION;
 use promotion_webhook::testing;
 use serde_json::{json, Value};
 
@@ -35,13 +37,20 @@ struct Webhook(testing::Webhook);
 
 impl Webhook {
     /// Certificates from `promotion-webhook certs`, then `serve` with `extra` flags; returns once
-    /// /readyz answers 200.
+    /// /readyz answers 200. It runs in the namespace of the default install
+    /// (`POD_NAMESPACE` [`testing::NAMESPACE`]), as [`testing::Launch`] starts it.
     fn start(extra: &[&str]) -> Webhook {
+        Webhook::start_with(extra, &[])
+    }
+
+    /// [`Webhook::start`] with `env` set for the process (replacing `POD_NAMESPACE`, say).
+    fn start_with(extra: &[&str], env: &[(&str, &str)]) -> Webhook {
         let bin = bins::binary("promotion-webhook").unwrap_or_else(|e| panic!("{e}"));
-        let webhook = testing::Launch::new(bin)
-            .args(extra)
-            .start()
-            .unwrap_or_else(|e| panic!("{e}"));
+        let mut launch = testing::Launch::new(bin).args(extra);
+        for (key, value) in env {
+            launch = launch.env(key, value);
+        }
+        let webhook = launch.start().unwrap_or_else(|e| panic!("{e}"));
         webhook
             .wait_ready(Duration::from_secs(30))
             .unwrap_or_else(|e| panic!("{e}"));
@@ -702,4 +711,126 @@ fn approver_groups_decide_who_may_approve() {
         "{record}"
     );
     assert_eq!(record["reason"], "looks fine", "{record}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// promotion-controller's committed-step annotation
+
+/// promotion-controller's service account in `namespace`.
+fn controller_in(namespace: &str) -> String {
+    format!("system:serviceaccount:{namespace}:promotion-controller")
+}
+
+#[test]
+fn the_controller_user_is_promotion_controller_in_the_namespace_the_webhook_runs_in() {
+    // An install under another namespace: the manifests give the pod POD_NAMESPACE, and no
+    // --controller-user.
+    let webhook = Webhook::start_with(&[], &[("POD_NAMESPACE", "other-ns")]);
+    let controller = controller_in("other-ns");
+    let listening = webhook
+        .0
+        .wait_for_log("the `listening` line", Duration::from_secs(30), |l| {
+            l["message"] == "listening"
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        listening["controller_users"],
+        format!("[{controller:?}]"),
+        "{listening}"
+    );
+    assert_eq!(listening["controller_users_from"], "POD_NAMESPACE");
+
+    let env = cluster(gate_world().objects, &webhook, &[]);
+    let committed = json!({"stage": "staging", "stagesHash": "s", "profileSpecHash": "p"});
+    let annotate = |user: &str| {
+        env.kubectl(&[
+            "annotate",
+            "clusterpromotion",
+            GATE,
+            &format!("{PROMOTING_ANNOTATION}={committed}"),
+            "--as",
+            user,
+        ])
+    };
+
+    // The default install's controller user is nobody special here.
+    let elsewhere = controller_in("kubectl-promotion-system");
+    let refused = annotate(&elsewhere);
+    assert_eq!(refused.code, 1, "{refused}");
+    assert_contains(
+        &refused.stderr,
+        &[
+            "Error from server (Forbidden)",
+            &format!("metadata.annotations[{PROMOTING_ANNOTATION}]"),
+            &format!("user {elsewhere:?} may not change this annotation"),
+            &format!("only the controller may write it ({controller:?})"),
+        ],
+    );
+    assert_eq!(annotation(&env.promotion(GATE), PROMOTING_ANNOTATION), None);
+
+    let admitted = annotate(&controller);
+    assert_eq!(admitted.code, 0, "{admitted}");
+    assert_eq!(
+        annotation(&env.promotion(GATE), PROMOTING_ANNOTATION),
+        Some(committed.to_string())
+    );
+}
+
+#[test]
+fn without_pod_namespace_the_service_account_namespace_file_names_the_controller() {
+    // A blank POD_NAMESPACE names no namespace: the file does.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("namespace");
+    std::fs::write(&file, "file-ns\n").expect("write the namespace file");
+    let file = file.to_str().expect("UTF-8 path");
+    let webhook = Webhook::start_with(
+        &["--service-account-namespace-file", file],
+        &[("POD_NAMESPACE", " ")],
+    );
+    let listening = webhook
+        .0
+        .wait_for_log("the `listening` line", Duration::from_secs(30), |l| {
+            l["message"] == "listening"
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        listening["controller_users"],
+        format!("[{:?}]", controller_in("file-ns")),
+        "{listening}"
+    );
+    assert_eq!(listening["controller_users_from"], file, "{listening}");
+}
+
+#[test]
+fn without_a_namespace_or_a_controller_user_the_start_fails_with_the_fix() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let missing = dir.path().join("namespace");
+    let bin = bins::binary("promotion-webhook").unwrap_or_else(|e| panic!("{e}"));
+    let out = bins::run(
+        std::process::Command::new(bin)
+            .args([
+                "serve",
+                "--tls-cert-file",
+                "/nonexistent/c",
+                "--tls-key-file",
+                "/nonexistent/k",
+            ])
+            .arg("--service-account-namespace-file")
+            .arg(&missing)
+            .env_remove("POD_NAMESPACE")
+            .env_remove("PROMOTION_WEBHOOK_CONTROLLER_USER"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(out.stderr.lines().count(), 1, "one line: {out}");
+    assert_contains(
+        &out.stderr,
+        &[
+            "promotion-webhook: invalid configuration: cannot tell which user \
+             promotion-controller runs as: --controller-user is not given, POD_NAMESPACE is not set",
+            &format!("{} cannot be read", missing.display()),
+            "; pass --controller-user system:serviceaccount:<namespace>:promotion-controller with \
+             the namespace promotion-controller runs in, or set POD_NAMESPACE to it",
+        ],
+    );
 }
