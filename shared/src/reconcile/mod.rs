@@ -367,6 +367,15 @@ impl<'a> Reconcile<'a> {
             return;
         };
         self.repair(d, &status, &current);
+        // A pre-verification profile verifies the current stage's rollout alone. Another
+        // stage's is a leftover of a crash between a status write and the deletion that follows
+        // it (a restart's, D7; a promotion's): deleted, as no later pass would otherwise.
+        for stage in stages.iter().filter(|s| s.name != current) {
+            let pre = preverification_profile_name(self.name(), &stage.name);
+            if self.profile(&pre).is_some() {
+                d.delete_profile(pre);
+            }
+        }
         let (committed, text) = promoting::recorded(&self.snapshot.promotion);
         let committed = committed.filter(|p| p.stage == current && p.rollout == id);
         let promoted = self.advance(d, &mut status, &current, committed.as_ref());

@@ -258,6 +258,28 @@ fn a_new_rollout_restarts_and_removes_every_pre_verification_profile() {
 }
 
 #[test]
+fn a_pre_verification_profile_left_by_a_crash_after_a_status_write_is_deleted() {
+    // The restart's status was written (dev is current, the rollout's hashes stored), then the
+    // process stopped before it deleted staging's and prod's pre-verification profiles: no later
+    // reconcile restarts, so the repair deletes them.
+    let p = provisioning_dev();
+    let mut pres = Vec::new();
+    for (i, stage) in ["staging", "prod"].iter().enumerate() {
+        let mut pre = profile(&p, i + 1, &[]);
+        pre["metadata"]["name"] = json!(format!("preverification-p-{stage}"));
+        pres.push(pre);
+    }
+    let mut own = profile(&p, 0, &[]);
+    own["metadata"]["name"] = json!("preverification-p-dev");
+    pres.push(own);
+    let d = decide_now(p, pres, vec![]);
+    assert_eq!(
+        deleted_names(&d),
+        ["preverification-p-staging", "preverification-p-prod"]
+    );
+}
+
+#[test]
 fn a_status_without_current_stage_restarts() {
     // D1: upstream stores the hashes before the restart, so a failed first apply leaves a status
     // with equal hashes and no current stage, and the promotion never moves again.
