@@ -531,12 +531,19 @@ fn foreign_writer(cluster: &Cluster) -> Result<(), String> {
         ],
         "describe of a foreign promotion",
     )?;
-    // An approval now is not acted on while the other writer owns the status.
+    // An approval now is not acted on while the other writer owns the status: the reconcile
+    // its watch event asks for is skipped (the controller's own evidence: its counter of
+    // skipped reconciles of a foreign promotion goes up), and the stage has not moved.
+    let foreign = "promotion_controller_foreign_status_writer_total{manager=\"addon-controller\"}";
+    let before = metric(&ctl, foreign)?;
     kubectl_ok(
         cluster,
         User::Admin,
         &["promotion", "approve", &name, "--stage", "staging"],
     )?;
+    eventually("the approval's reconcile skipped", WAIT, || {
+        metric(&ctl, foreign).ok().filter(|n| *n > before)
+    })?;
     let left = stored(cluster, &name)?;
     if current_stage(&left) != "staging" {
         return Err(format!("a foreign promotion was advanced: {left}"));
@@ -785,6 +792,17 @@ fn capi_installed_later(cluster: &Cluster) -> Result<(), String> {
             == Some(waiting.as_str())
     })?;
     Ok(())
+}
+
+/// The value of one series of the controller's `/metrics` (0 while it has none).
+fn metric(ctl: &ControllerProcess, series: &str) -> Result<f64, String> {
+    let addr = ctl.metrics.parse().map_err(e("metrics address"))?;
+    let (_, text) =
+        promotion_e2e::envtest::http::get(addr, "/metrics").map_err(e("GET /metrics"))?;
+    Ok(text
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+        .unwrap_or(0.0))
 }
 
 /// The CAPI Cluster CRD (the shared server keeps it once a scenario installed it).
