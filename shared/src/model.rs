@@ -403,11 +403,7 @@ impl GeneratedProfile {
 /// merely looks generated (`web` + `eu-prod` and `web-eu` + `prod` both give `web-eu-prod`) is not
 /// this promotion's.
 pub fn profile_belongs_to(profile: &Value, promotion: &str, uid: Option<&str>) -> bool {
-    let labelled = profile
-        .pointer("/metadata/labels")
-        .and_then(|l| l.get(PROMOTION_NAME_LABEL))
-        .and_then(Value::as_str)
-        == Some(promotion);
+    let labelled = generated_for(profile, promotion);
     let same_uid = |other: Option<&str>| match (uid, other) {
         (Some(a), Some(b)) => a == b,
         _ => true,
@@ -424,6 +420,19 @@ pub fn profile_belongs_to(profile: &Value, promotion: &str, uid: Option<&str>) -
         None => same_uid(preserved_for(profile)),
     };
     labelled && owned
+}
+
+/// Whether a ClusterProfile was generated for a promotion named `promotion` (this one, or an
+/// earlier one of that name whose profiles were preserved): it carries the promotion-name label
+/// Sveltos and our controller put on every generated profile. Such a profile is taken over by a
+/// forced apply, as upstream does; any other of the same name (made by hand, or by another
+/// tool) is not.
+pub fn generated_for(profile: &Value, promotion: &str) -> bool {
+    profile
+        .pointer("/metadata/labels")
+        .and_then(|l| l.get(PROMOTION_NAME_LABEL))
+        .and_then(Value::as_str)
+        == Some(promotion)
 }
 
 /// The promotion UID a preserved profile names ([`PRESERVED_FOR_ANNOTATION`]).

@@ -87,6 +87,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
         "no_stage_is_judged_before_the_capi_clusters_are_listed",
         capi_not_listed,
     ),
+    (
+        "a_hand_made_profile_with_a_stage_profiles_name_is_never_taken_over",
+        hand_made_profile,
+    ),
 ];
 
 fn main() {
@@ -790,6 +794,78 @@ fn capi_installed_later(cluster: &Cluster) -> Result<(), String> {
             .and_then(|s| s.get("failureMessage"))
             .and_then(Value::as_str)
             == Some(waiting.as_str())
+    })?;
+    Ok(())
+}
+
+/// The controller's profile watch sees only profiles labelled as a promotion's: a hand-made
+/// ClusterProfile named `<promotion>-dev` is not in its cache, and a forced apply would take it
+/// over (its spec replaced, the promotion made its owner, deleted with it). The apply is fenced:
+/// the profile is read first, left as it is, and the block reported; once it is gone, dev's
+/// profile is applied.
+fn hand_made_profile(cluster: &Cluster) -> Result<(), String> {
+    clusters(cluster)?;
+    let _ctl = controller(cluster, &[])?;
+    let promotion = promotion(cluster, "handmade");
+    let name = promotion["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let profile = format!("{name}-dev");
+    let theirs = json!({"matchLabels": {"team": "someone-else"}});
+    cluster
+        .put(&json!({
+            "apiVersion": "config.projectsveltos.io/v1beta1", "kind": "ClusterProfile",
+            "metadata": {"name": profile},
+            "spec": {"clusterSelector": theirs},
+        }))
+        .map_err(e("creating the hand-made profile"))?;
+    let file = cluster
+        .write_manifest("promotion.yaml", &promotion)
+        .map_err(e("writing the manifest"))?;
+    kubectl_ok(
+        cluster,
+        User::Admin,
+        &["apply", "-f", &file.to_string_lossy()],
+    )?;
+    eventually("the fenced apply reported", WAIT, || {
+        kubectl_ok(
+            cluster,
+            User::Admin,
+            &[
+                "get",
+                "events",
+                "-A",
+                "--field-selector",
+                &format!("involvedObject.name={name},reason=WriteBlocked"),
+                "-o",
+                "json",
+            ],
+        )
+        .ok()
+        .filter(|events| events.contains("was not generated for promotion"))
+    })?;
+    let kept = cluster
+        .get(CLUSTER_PROFILE, None, &profile)
+        .map_err(e("reading the hand-made profile"))?
+        .ok_or("the hand-made profile is gone")?;
+    if kept.pointer("/spec/clusterSelector") != Some(&theirs)
+        || kept.pointer("/metadata/ownerReferences").is_some()
+        || kept.pointer("/metadata/labels").is_some()
+    {
+        return Err(format!("the hand-made profile was taken over: {kept}"));
+    }
+    kubectl_ok(
+        cluster,
+        User::Admin,
+        &["delete", "clusterprofile", &profile],
+    )?;
+    eventually("dev's own profile applied", WAIT, || {
+        cluster
+            .get(CLUSTER_PROFILE, None, &profile)
+            .ok()
+            .flatten()
+            .filter(|p| p.pointer("/metadata/ownerReferences/0/name") == Some(&json!(name)))
     })?;
     Ok(())
 }

@@ -36,7 +36,7 @@ use promotion_shared::status_writer::{status_writer, take_over_requested, Status
 use super::leader::Leadership;
 use super::metrics::Metrics;
 use super::stores::Stores;
-use super::writes::{WriteError, Writer};
+use super::writes::{ProfileFence, WriteError, Writer};
 use promotion_shared::api_resources::PROMOTION;
 
 pub struct Context {
@@ -315,16 +315,26 @@ async fn carry_out(
         stored = Some(ctx.writer.clear_promoting(latest).await?);
     }
     for key in &d.delete {
-        let uid = ctx.stores.profile_uid(&key.name);
-        ctx.writer.delete_profile(&key.name, uid.as_deref()).await?;
+        // The decision deletes only profiles it read; one the cache no longer holds is gone
+        // (its watch event asks for the next reconcile).
+        let Some((uid, version)) = ctx.stores.profile_version(&key.name) else {
+            continue;
+        };
+        ctx.writer.delete_profile(&key.name, &uid, &version).await?;
         info!(profile = %key.name, "ClusterProfile deleted");
     }
     for body in &d.apply {
-        ctx.writer.apply_profile(body).await?;
         let profile = body
             .pointer("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or("");
+        let fence = match ctx.stores.profile_version(profile) {
+            Some((_, resource_version)) => ProfileFence::Read { resource_version },
+            None => ProfileFence::Unseen {
+                promotion: object.metadata.name.clone().unwrap_or_default(),
+            },
+        };
+        ctx.writer.apply_profile(body, &fence).await?;
         info!(profile = %profile, "ClusterProfile applied");
     }
     if d.finalizer == Some(FinalizerChange::Remove) {
@@ -446,12 +456,16 @@ fn retry_after(failure: Option<Failure>, failures: u32) -> Duration {
 }
 
 /// A failure that stops the rollout until someone acts or the server recovers: anything the
-/// server answered but a conflict or a missing object.
+/// server answered but a conflict or a missing object, and a write fenced off (a profile that is
+/// not ours).
 fn blocks(e: &WriteError) -> bool {
-    !matches!(
-        e.failure(),
-        None | Some(Failure::Conflict) | Some(Failure::NotFound)
-    )
+    match e {
+        WriteError::Fenced { .. } => true,
+        _ => !matches!(
+            e.failure(),
+            None | Some(Failure::Conflict) | Some(Failure::NotFound)
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -324,11 +324,16 @@ impl Stores {
             .and_then(|p| label(p.meta(), PROMOTION_NAME_LABEL).map(str::to_string))
     }
 
-    /// The UID of a cached profile (the precondition of its deletion).
-    pub fn profile_uid(&self, name: &str) -> Option<String> {
+    /// The UID and resourceVersion of a cached profile (the preconditions of its writes).
+    pub fn profile_version(&self, name: &str) -> Option<(String, String)> {
         self.profiles
             .get(&ObjectRef::new_with(name, self.profile_resource.clone()))
-            .and_then(|p| p.metadata.uid.clone())
+            .and_then(|p| {
+                Some((
+                    p.metadata.uid.clone()?,
+                    p.metadata.resource_version.clone()?,
+                ))
+            })
     }
 
     /// The profiles labelled with `promotion`'s name.

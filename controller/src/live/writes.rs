@@ -44,6 +44,10 @@ pub enum WriteError {
         #[source]
         source: PatchError,
     },
+    /// The object to write is not the controller's to write (a hand-made ClusterProfile with a
+    /// generated profile's name): nothing was sent.
+    #[error("{what}: {why}")]
+    Fenced { what: String, why: String },
 }
 
 impl WriteError {
@@ -54,6 +58,7 @@ impl WriteError {
             WriteError::Refused { failure, .. } => failure.label(),
             WriteError::Unanswered { .. } => "unanswered",
             WriteError::Unbuildable { .. } => "unbuildable",
+            WriteError::Fenced { .. } => "fenced",
         }
     }
 
@@ -90,6 +95,14 @@ fn params() -> PatchParams {
         field_manager: Some(CONTROLLER_FIELD_MANAGER.into()),
         ..PatchParams::default()
     }
+}
+
+/// What a profile write is guarded by.
+pub enum ProfileFence {
+    /// The profile as the cache holds it: the version the decision read.
+    Read { resource_version: String },
+    /// Not in the cache (the promotion's profile watch has not seen one of that name).
+    Unseen { promotion: String },
 }
 
 pub struct Writer {
@@ -173,22 +186,68 @@ impl Writer {
         self.patch(promotion, &body, what).await
     }
 
-    pub async fn apply_profile(&self, body: &Value) -> Result<(), WriteError> {
+    pub async fn apply_profile(
+        &self,
+        body: &Value,
+        fence: &ProfileFence,
+    ) -> Result<(), WriteError> {
         let name = name_of(body);
+        let what = format!("applying ClusterProfile {name}");
+        let mut body = body.clone();
+        match fence {
+            // Applied only over the version the decision read: a profile changed since is
+            // decided again, not overwritten.
+            ProfileFence::Read { resource_version } => {
+                body["metadata"]["resourceVersion"] = Value::from(resource_version.as_str());
+            }
+            // Not in the cache, whose watch sees only profiles labelled as a promotion's: a
+            // profile of that name may still exist, made by hand or by another tool. Read it;
+            // a forced apply would take it over.
+            ProfileFence::Unseen { promotion } => {
+                if let Some(existing) = self.read_profile(name).await? {
+                    if !promotion_shared::model::generated_for(&existing, promotion) {
+                        return Err(WriteError::Fenced {
+                            what,
+                            why: format!(
+                                "a ClusterProfile of that name exists and was not generated for \
+                                 promotion {promotion} (no label {}={promotion}): it is not taken \
+                                 over; rename or delete it",
+                                promotion_shared::model::PROMOTION_NAME_LABEL
+                            ),
+                        });
+                    }
+                }
+            }
+        }
         let pp = PatchParams::apply(PROFILE_FIELD_MANAGER).force();
         self.profiles
-            .patch(name, &pp, &Patch::Apply(body))
+            .patch(name, &pp, &Patch::Apply(&body))
             .await
             .map(|_| ())
-            .map_err(|e| WriteError::of(format!("applying ClusterProfile {name}"), e))
+            .map_err(|e| WriteError::of(what, e))
     }
 
-    /// Delete a profile, only the one that was read (its UID).
-    pub async fn delete_profile(&self, name: &str, uid: Option<&str>) -> Result<(), WriteError> {
+    /// A profile as stored now, read directly (`None`: there is none).
+    async fn read_profile(&self, name: &str) -> Result<Option<Value>, WriteError> {
+        match self.profiles.get(name).await {
+            Ok(object) => Ok(Some(to_value(&object))),
+            Err(kube::Error::Api(s)) if classify(&s) == Failure::NotFound => Ok(None),
+            Err(e) => Err(WriteError::of(format!("reading ClusterProfile {name}"), e)),
+        }
+    }
+
+    /// Delete a profile, only the one that was read, as it was read (its UID and
+    /// resourceVersion): one changed since is decided again.
+    pub async fn delete_profile(
+        &self,
+        name: &str,
+        uid: &str,
+        resource_version: &str,
+    ) -> Result<(), WriteError> {
         let dp = DeleteParams {
-            preconditions: uid.map(|u| Preconditions {
-                uid: Some(u.to_string()),
-                resource_version: None,
+            preconditions: Some(Preconditions {
+                uid: Some(uid.to_string()),
+                resource_version: Some(resource_version.to_string()),
             }),
             ..DeleteParams::default()
         };

@@ -21,7 +21,7 @@ fn summary(ns: &str, name: &str, profile: &str) -> KeptSummary {
 fn profile(name: &str, promotion: &str) -> DynamicObject {
     let mut o: DynamicObject = serde_json::from_value(
         json!({"apiVersion": "config.projectsveltos.io/v1beta1", "kind": "ClusterProfile",
-               "metadata": {"name": name, "uid": format!("uid-{name}"),
+               "metadata": {"name": name, "uid": format!("uid-{name}"), "resourceVersion": "3",
                             "labels": {PROMOTION_NAME_LABEL: promotion}},
                "spec": {}}),
     )
@@ -157,7 +157,10 @@ fn profiles_name_their_promotion_and_keep_their_uid() {
         |c| promotions.extend(Stores::profile_changed(&c)),
     );
     assert_eq!(promotions, ["x"]);
-    assert_eq!(stores.profile_uid("x-dev").as_deref(), Some("uid-x-dev"));
+    assert_eq!(
+        stores.profile_version("x-dev"),
+        Some(("uid-x-dev".to_string(), "3".to_string()))
+    );
     assert_eq!(stores.profiles_of("x").len(), 1);
     assert!(stores.profiles_of("y").is_empty());
 }
