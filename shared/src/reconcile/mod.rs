@@ -745,6 +745,15 @@ impl<'a> Reconcile<'a> {
             match window::state(&window.from, &window.to, &now) {
                 Err(e) => return Gate::Error(e),
                 Ok(WindowState::Open { .. }) => {}
+                // Upstream waits for "0001-01-01T00:00:00Z" for ever; a window that never
+                // opens is said to be one, like one that never closes (D12).
+                Ok(WindowState::Closed { opens: None }) => {
+                    return Gate::Error(format!(
+                        "the window's from schedule {:?} never fires within five years: the \
+                         stage is never promoted",
+                        window.from
+                    ));
+                }
                 Ok(WindowState::Closed { opens }) => {
                     let opens = opens.map(|t| t.with_timezone(&Utc));
                     // The window reads open from the second after its opening (upstream:

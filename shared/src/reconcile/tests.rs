@@ -280,6 +280,14 @@ fn a_pre_verification_profile_left_by_a_crash_after_a_status_write_is_deleted() 
 }
 
 #[test]
+fn a_stage_whose_profile_is_missing_is_not_deployed_and_says_so() {
+    // D4's first case: upstream's check fails to fetch the profile and writes nothing.
+    let d = decide_now(provisioning_dev(), vec![], vec![]);
+    assert_eq!(dev_failure(&d), "ClusterProfile p-dev does not exist yet.");
+    assert_eq!(applied_names(&d), ["p-dev"]);
+}
+
+#[test]
 fn a_status_without_current_stage_restarts() {
     // D1: upstream stores the hashes before the restart, so a failed first apply leaves a status
     // with equal hashes and no current stage, and the promotion never moves again.
@@ -625,6 +633,23 @@ fn a_window_that_never_opens_is_reported_not_waited_on() {
     assert_eq!(d.events[0].event_type, "Warning");
     assert!(
         d.events[0].message.contains("never fires"),
+        "{:?}",
+        d.events
+    );
+    assert_eq!(d.wake_at, None);
+    assert!(d.apply.is_empty());
+}
+
+#[test]
+fn a_window_that_never_opens_is_reported_too() {
+    // 30 February: the window never opens; upstream waits for year 1.
+    let d = decide_in_dev_window("0 0 30 2 *", "0 8 * * *");
+    assert_eq!(d.events[0].event_type, "Warning");
+    assert_eq!(d.events[0].reason, "TriggerError");
+    assert!(
+        d.events[0]
+            .message
+            .contains("from schedule \"0 0 30 2 *\" never fires"),
         "{:?}",
         d.events
     );
