@@ -79,11 +79,17 @@ pub fn binary(name: &str) -> Result<PathBuf, BinError> {
     if !built.iter().any(|b| b == name) {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
         let mut cmd = Command::new(&cargo);
-        cmd.args(["build", "--quiet", "-p", package, "--bin", name]);
-        if dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
+        let mut args = vec!["build", "--quiet", "-p", package, "--bin", name];
+        // The controller's crash injection (inert unless a test names a point): the tests'
+        // build has it, release and container builds never do.
+        if package == "promotion-controller" {
+            args.extend(["--features", "fault-injection"]);
         }
-        let command = format!("cargo build -p {package} --bin {name}");
+        if dir.file_name().is_some_and(|n| n == "release") {
+            args.push("--release");
+        }
+        cmd.args(&args);
+        let command = format!("cargo {}", args.join(" "));
         let out = cmd
             .stdin(Stdio::null())
             .output()

@@ -33,6 +33,16 @@ impl ControllerProcess {
     /// `promotion-controller run --kubeconfig KUBECONFIG` with listeners on free loopback ports
     /// and `extra` flags; returns once it has logged where it listens.
     pub fn start(kubeconfig: &Path, extra: &[&str]) -> Result<ControllerProcess, ControllerError> {
+        Self::start_with_env(kubeconfig, extra, &[])
+    }
+
+    /// [`Self::start`] with environment variables set for the process (the crash injection's
+    /// `PROMOTION_CONTROLLER_FAULT`, say).
+    pub fn start_with_env(
+        kubeconfig: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<ControllerProcess, ControllerError> {
         let binary = bins::binary("promotion-controller")?;
         // Debug lines (each decision's explanation) unless the caller chose a level.
         let level: &[&str] = if extra.contains(&"--log-level") {
@@ -52,6 +62,7 @@ impl ControllerProcess {
             ])
             .args(level)
             .args(extra)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -139,6 +150,11 @@ impl ControllerProcess {
             .map(|v| v.to_string())
             .collect::<Vec<_>>()
             .join("\n")
+    }
+
+    /// The exit status, once the process has ended on its own.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
     }
 
     pub fn pid(&self) -> u32 {

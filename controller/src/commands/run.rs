@@ -18,13 +18,13 @@ use promotion_shared::reconcile::Options;
 
 use crate::cli::{LogFormat, RunArgs};
 use crate::error::{Error, Result};
-use crate::live::http;
 use crate::live::leader::{self, Election, Leadership};
 use crate::live::metrics::Metrics;
 use crate::live::reconciler::{self, Context};
 use crate::live::stores::Stores;
 use crate::live::watches::{self, Triggers};
 use crate::live::writes::Writer;
+use crate::live::{fault, http};
 use crate::snapshot;
 
 fn init_logging(args: &RunArgs) -> Result<()> {
@@ -59,6 +59,14 @@ pub async fn run(args: &RunArgs) -> Result<()> {
     let health_listener = http::bind(&args.health_listen, "health")
         .await
         .map_err(Error::Cluster)?;
+    if let Ok(asked) = std::env::var(fault::FAULT_ENV) {
+        match fault::armed() {
+            Some(point) => warn!(point = %point, "fault injection armed: the process stops there"),
+            None => {
+                warn!(asked = %asked, "{} is set, but this build has no fault injection: ignored", fault::FAULT_ENV)
+            }
+        }
+    }
     info!(
         metrics = %metrics_listener.local_addr().map(|a| a.to_string()).unwrap_or_default(),
         health = %health_listener.local_addr().map(|a| a.to_string()).unwrap_or_default(),

@@ -7,10 +7,12 @@
 //!   reconcile asks through;
 //! - [`watches`]: profiles, summaries and clusters, each change mapped to its promotion;
 //! - [`reconciler`]: one reconcile — snapshot, decision, ordered writes;
-//! - [`writes`]: the guarded writes;
+//! - [`writes`]: the guarded writes; [`fault`]: the crash injection the crash-safety tests use
+//!   (a cargo feature, off in every release build);
 //! - [`leader`]: leader election on a Lease;
 //! - [`metrics`], [`http`]: Prometheus metrics, `/healthz` and `/readyz`.
 
+pub mod fault;
 pub mod http;
 pub mod kept;
 pub mod leader;

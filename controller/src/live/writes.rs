@@ -16,6 +16,7 @@
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
 use serde_json::Value;
 
+use super::fault;
 use promotion_shared::api_error::{classify, Failure};
 use promotion_shared::patch::{self, PatchError};
 use promotion_shared::promoting::{Promoting, PROMOTING_ANNOTATION};
@@ -168,11 +169,13 @@ impl Writer {
     pub async fn status(&self, promotion: &Value, status: &Value) -> Result<Value, WriteError> {
         let what = "writing the status";
         let body = built(what, patch::status(promotion, status))?;
-        let stored = self
-            .promotions
-            .patch_status(name_of(promotion), &params(), &Patch::Merge(&body))
-            .await
-            .map_err(|e| WriteError::of(what, e))?;
+        let stored = fault::guarded(
+            what,
+            self.promotions
+                .patch_status(name_of(promotion), &params(), &Patch::Merge(&body)),
+        )
+        .await
+        .map_err(|e| WriteError::of(what, e))?;
         Ok(to_value(&stored))
     }
 
@@ -220,8 +223,7 @@ impl Writer {
             }
         }
         let pp = PatchParams::apply(PROFILE_FIELD_MANAGER).force();
-        self.profiles
-            .patch(name, &pp, &Patch::Apply(&body))
+        fault::guarded(&what, self.profiles.patch(name, &pp, &Patch::Apply(&body)))
             .await
             .map(|_| ())
             .map_err(|e| WriteError::of(what, e))
@@ -251,7 +253,7 @@ impl Writer {
             }),
             ..DeleteParams::default()
         };
-        match self.profiles.delete(name, &dp).await {
+        match fault::guarded("deleting a ClusterProfile", self.profiles.delete(name, &dp)).await {
             Ok(_) => Ok(()),
             Err(kube::Error::Api(s)) if classify(&s) == Failure::NotFound => Ok(()),
             Err(e) => Err(WriteError::of(format!("deleting ClusterProfile {name}"), e)),
@@ -264,11 +266,13 @@ impl Writer {
         body: &Value,
         what: &str,
     ) -> Result<Value, WriteError> {
-        let stored = self
-            .promotions
-            .patch(name_of(promotion), &params(), &Patch::Merge(body))
-            .await
-            .map_err(|e| WriteError::of(what, e))?;
+        let stored = fault::guarded(
+            what,
+            self.promotions
+                .patch(name_of(promotion), &params(), &Patch::Merge(body)),
+        )
+        .await
+        .map_err(|e| WriteError::of(what, e))?;
         Ok(to_value(&stored))
     }
 }

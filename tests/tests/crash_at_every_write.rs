@@ -1,0 +1,461 @@
+//! Crash safety, proven rather than asserted: one rollout — dev (auto), staging (manual), prod
+//! (manual, its gate a sign-off), then deletion — run on a real kube-apiserver once without a
+//! fault, then again with promotion-controller stopped at each of its writes in turn (the crash
+//! injection of `controller/src/live/fault.rs`: `before:N`, the N-th write never sent, or
+//! `after:N`, the N-th write applied by the API server and its answer never read). After each
+//! stop a new controller takes over, as a restarted Pod would.
+//!
+//! Every run must end as the fault-free one does (the same status, profiles, annotations and
+//! approvals, names aside) and hold, at every poll:
+//! - no stage recorded deployed before the addon-controller double's log says it deployed that
+//!   stage's profile (the double's log, not the controller's own rule);
+//! - no gate passed without its own approval: prod is never reached before staging's approval
+//!   was given, and the rollout never completes before prod's was — one approval opens one gate,
+//!   once;
+//! - no approval lost: each is given once, and the rollout still completes (a lost one would
+//!   wait for ever, past the deadline).
+//!
+//! And every kind of write must have been a stop point at least once: the finalizer added and
+//! removed, the approval's commit, the status, the committed step cleared, a profile applied and
+//! deleted.
+//!
+//! Needs `KUBEBUILDER_ASSETS` (see `scenarios.rs`); without it (and without `CI=true`) the runs
+//! are reported as ignored.
+
+use std::time::{Duration, Instant};
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use serde_json::{json, Value};
+
+use promotion_e2e::addon_double::AddonController;
+use promotion_e2e::backend::{BackendKind, Cluster, SESSION_LABEL};
+use promotion_e2e::controller_process::ControllerProcess;
+use promotion_e2e::envtest::objects::CLUSTER_PROFILE;
+use promotion_e2e::envtest::{self, Gate, User};
+use promotion_shared::model::PROMOTION_NAME_LABEL;
+use promotion_shared::promoting::PROMOTING_ANNOTATION;
+use promotion_shared::status::{descriptions, strip_timestamp};
+
+/// How long one run may take, faults and restart included (a liveness bound, generous).
+const DEADLINE: Duration = Duration::from_secs(120);
+
+/// `controller/src/live/fault.rs`: the variable, and the exit status of a stop.
+const FAULT_ENV: &str = "PROMOTION_CONTROLLER_FAULT";
+const FAULT_EXIT: i32 = 86;
+
+/// The writes every sweep must have stopped at (the `what` of the controller's writes).
+const KINDS: [&str; 7] = [
+    "adding the finalizer",
+    "using the approval",
+    "writing the status",
+    "clearing the committed step",
+    "applying ClusterProfile",
+    "deleting a ClusterProfile",
+    "removing the finalizer",
+];
+
+fn main() {
+    let args = Arguments::from_args();
+    let gate = envtest::gate();
+    if let Gate::Skip(reason) = &gate {
+        eprintln!("crash-at-every-write runs ignored: {reason}");
+    }
+    let skip = matches!(gate, Gate::Skip(_));
+    let trials = [
+        (
+            "a_crash_before_any_write_leaves_a_rollout_the_next_controller_completes_alike",
+            "before",
+        ),
+        (
+            "a_crash_after_any_write_applied_leaves_a_rollout_the_next_controller_completes_alike",
+            "after",
+        ),
+    ]
+    .into_iter()
+    .map(|(name, when)| {
+        Trial::test(format!("envtest::{name}"), move || {
+            let cluster =
+                Cluster::new(BackendKind::Envtest).map_err(|e| Failed::from(e.to_string()))?;
+            sweep(&cluster, when).map_err(Failed::from)
+        })
+        .with_ignored_flag(skip)
+    })
+    .collect();
+    libtest_mimic::run(&args, trials).exit();
+}
+
+fn e<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> String + '_ {
+    move |err| format!("{what}: {err}")
+}
+
+/// The fault-free run, then one run per write position until a run ends before its controller
+/// reached the position (the positions are exhausted).
+fn sweep(cluster: &Cluster, when: &str) -> Result<(), String> {
+    clusters(cluster)?;
+    cluster
+        .install_plugin()
+        .map_err(e("installing the plugin"))?;
+    let baseline = run(cluster, &format!("{when}-base"), None)?;
+    if baseline.stopped.is_some() {
+        return Err("the fault-free run stopped".into());
+    }
+    let mut stops = Vec::new();
+    for n in 1..=80 {
+        let fault = format!("{when}:{n}");
+        let outcome = run(cluster, &format!("{when}{n}"), Some(&fault))?;
+        let Some(at) = outcome.stopped else {
+            // Fewer than n writes: every position was a stop point.
+            let missing: Vec<&str> = KINDS
+                .iter()
+                .copied()
+                .filter(|k| !stops.iter().any(|s: &String| s.contains(k)))
+                .collect();
+            if !missing.is_empty() {
+                return Err(format!(
+                    "no stop at a write of these kinds: {missing:?}; stops: {stops:#?}"
+                ));
+            }
+            eprintln!("{when}: {} stop points, each completed alike", stops.len());
+            return Ok(());
+        };
+        if outcome.settled != baseline.settled {
+            return Err(format!(
+                "stopped {at}: the rollout ended otherwise than without a crash\n\
+                 without: {}\nwith:    {}",
+                baseline.settled, outcome.settled
+            ));
+        }
+        stops.push(at);
+    }
+    Err(format!("more than 80 writes in one rollout: {stops:#?}"))
+}
+
+/// One SveltosCluster per stage, of this session.
+fn clusters(cluster: &Cluster) -> Result<(), String> {
+    for env in ["dev", "staging", "prod"] {
+        cluster
+            .put(&json!({
+                "apiVersion": "lib.projectsveltos.io/v1beta1", "kind": "SveltosCluster",
+                "metadata": {"name": format!("{env}-1"), "namespace": cluster.namespace(),
+                             "labels": {"env": env, SESSION_LABEL: cluster.session()}},
+                "spec": {},
+                "status": {"ready": true},
+            }))
+            .map_err(e("creating a SveltosCluster"))?;
+    }
+    Ok(())
+}
+
+fn promotion(cluster: &Cluster, base: &str) -> Value {
+    let session = cluster.session();
+    let selector = |env: &str| json!({"matchLabels": {"env": env, SESSION_LABEL: session}});
+    cluster.adopt(json!({
+        "apiVersion": "config.projectsveltos.io/v1beta1",
+        "kind": "ClusterPromotion",
+        "metadata": {"name": format!("crash-{base}")},
+        "spec": {
+            "profileSpec": {
+                "syncMode": "Continuous",
+                "helmCharts": [{
+                    "repositoryURL": "https://kyverno.github.io/kyverno/",
+                    "repositoryName": "kyverno", "chartName": "kyverno/kyverno",
+                    "chartVersion": "3.6.2", "releaseName": "kyverno-latest",
+                    "releaseNamespace": "kyverno", "helmChartAction": "Install"}],
+            },
+            "stages": [
+                {"name": "dev", "clusterSelector": selector("dev"), "trigger": {"auto": {}}},
+                {"name": "staging", "clusterSelector": selector("staging"),
+                 "trigger": {"manual": {}}},
+                {"name": "prod", "clusterSelector": selector("prod"),
+                 "trigger": {"manual": {}}},
+            ],
+        },
+    }))
+}
+
+struct Outcome {
+    /// Where the injected fault stopped the controller (its log's words), if it did.
+    stopped: Option<String>,
+    /// The state once complete and settled, the promotion's name replaced by `P`.
+    settled: String,
+}
+
+/// Where a run is.
+#[derive(PartialEq)]
+enum Phase {
+    RollingOut,
+    Deleting,
+}
+
+fn run(cluster: &Cluster, base: &str, fault: Option<&str>) -> Result<Outcome, String> {
+    let selector = format!("{SESSION_LABEL}={}", cluster.session());
+    let kubeconfig = cluster.kubeconfig(User::Admin);
+    let args = ["--selector", selector.as_str(), "--resync-period", "1h"];
+    let env: Vec<(&str, &str)> = fault.map(|f| (FAULT_ENV, f)).into_iter().collect();
+    let mut ctl =
+        ControllerProcess::start_with_env(&kubeconfig, &args, &env).map_err(e("controller"))?;
+    if let Some(f) = fault {
+        ctl.wait_line("the fault armed", DEADLINE, |l| {
+            l.get("point").and_then(Value::as_str) == Some(f)
+        })
+        .map_err(|e| e.to_string())?;
+    }
+    let addon = AddonController::new(cluster);
+    let manifest = promotion(cluster, base);
+    let name = manifest["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let file = cluster
+        .write_manifest(&format!("{base}.yaml"), &manifest)
+        .map_err(e("writing the manifest"))?;
+    kubectl(cluster, &["apply", "-f", &file.to_string_lossy()])?;
+
+    let mut stopped = None;
+    let mut approved = [false; 2];
+    let mut phase = Phase::RollingOut;
+    let mut settled = String::new();
+    let started = Instant::now();
+    loop {
+        if started.elapsed() > DEADLINE {
+            let p = cluster.promotion(&name).ok().flatten();
+            return Err(format!(
+                "run {base} ({fault:?}, stopped {stopped:?}): not done within {DEADLINE:?}; \
+                 promotion: {}\ncontroller log:\n{}",
+                p.map(|p| p.to_string()).unwrap_or_default(),
+                ctl.log()
+            ));
+        }
+        if let Some(status) = ctl.exited() {
+            if stopped.is_some() || fault.is_none() {
+                return Err(format!(
+                    "run {base}: the controller ended ({status}) without a fault to stop at; \
+                     its log:\n{}",
+                    ctl.log()
+                ));
+            }
+            let line = ctl
+                .wait_line("the fault's line", Duration::from_secs(5), |l| {
+                    l.get("message").and_then(Value::as_str)
+                        == Some("fault injected: the process stops")
+                })
+                .map_err(|e| e.to_string())?;
+            if status.code() != Some(FAULT_EXIT) {
+                return Err(format!("run {base}: exit {status} after the fault"));
+            }
+            stopped = Some(line["at"].as_str().unwrap_or_default().to_string());
+            ctl = ControllerProcess::start(&kubeconfig, &args).map_err(e("controller"))?;
+        }
+        match phase {
+            Phase::RollingOut => {
+                let p = cluster
+                    .promotion(&name)
+                    .map_err(e("reading the promotion"))?
+                    .ok_or_else(|| format!("run {base}: the promotion is gone"))?;
+                addon.sync(true).map_err(e("addon double"))?;
+                deployed_only_after_the_double(&addon, &name, &p)?;
+                let current = current_stage(&p);
+                let awaiting =
+                    description(&p, current).starts_with(descriptions::AWAITING_APPROVAL);
+                if current == "prod" && !approved[0] {
+                    return Err(format!(
+                        "run {base}: prod reached without staging's approval"
+                    ));
+                }
+                let gate = match current {
+                    "staging" => Some(0),
+                    "prod" => Some(1),
+                    _ => None,
+                };
+                if let Some(i) = gate.filter(|&i| awaiting && !approved[i]) {
+                    kubectl(
+                        cluster,
+                        &["promotion", "approve", &name, "--stage", current],
+                    )?;
+                    approved[i] = true;
+                }
+                if complete(&p) {
+                    if !approved[1] {
+                        return Err(format!("run {base}: completed without prod's approval"));
+                    }
+                    if settled_now(&p) {
+                        settled = state(cluster, &name, &p)?;
+                        kubectl(
+                            cluster,
+                            &["delete", "clusterpromotion", &name, "--wait=false"],
+                        )?;
+                        phase = Phase::Deleting;
+                    }
+                }
+            }
+            Phase::Deleting => {
+                let gone = cluster
+                    .promotion(&name)
+                    .map_err(e("reading the promotion"))?
+                    .is_none();
+                if gone && profiles(cluster, &name)?.is_empty() {
+                    return Ok(Outcome { stopped, settled });
+                }
+            }
+        }
+        // The next look at the cluster: the driver reacts to what it reads, as Sveltos and
+        // a release manager would.
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn kubectl(cluster: &Cluster, args: &[&str]) -> Result<String, String> {
+    let out = cluster
+        .kubectl(User::Admin, args)
+        .map_err(e("running kubectl"))?;
+    if out.code != 0 {
+        return Err(format!(
+            "kubectl {}: exit {}\n{}{}",
+            args.join(" "),
+            out.code,
+            out.stdout,
+            out.stderr
+        ));
+    }
+    Ok(out.stdout)
+}
+
+fn current_stage(promotion: &Value) -> &str {
+    promotion
+        .pointer("/status/currentStageName")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+fn stage<'p>(promotion: &'p Value, name: &str) -> Option<&'p Value> {
+    promotion
+        .pointer("/status/stages")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|s| s.get("name").and_then(Value::as_str) == Some(name))
+}
+
+fn description<'p>(promotion: &'p Value, name: &str) -> &'p str {
+    stage(promotion, name)
+        .and_then(|s| s.get("currentStatusDescription"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+fn complete(promotion: &Value) -> bool {
+    current_stage(promotion) == "prod"
+        && description(promotion, "prod").starts_with(descriptions::PROMOTED)
+}
+
+/// Complete, and nothing of the last step left to do: the committed step cleared and both
+/// approvals used.
+fn settled_now(promotion: &Value) -> bool {
+    let annotated = promotion
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(PROMOTING_ANNOTATION))
+        .is_some();
+    let approvals_left = promotion
+        .pointer("/spec/stages")
+        .and_then(Value::as_array)
+        .is_some_and(|l| {
+            l.iter()
+                .any(|s| s.pointer("/trigger/manual/approved").is_some())
+        });
+    !annotated && !approvals_left
+}
+
+/// A stage the status records deployed (`lastSuccessfulAppliedTime`) must be one the double
+/// reported it deployed.
+fn deployed_only_after_the_double(
+    addon: &AddonController,
+    name: &str,
+    promotion: &Value,
+) -> Result<(), String> {
+    let log = addon.deployed();
+    for s in promotion
+        .pointer("/status/stages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if s.get("lastSuccessfulAppliedTime").is_none() {
+            continue;
+        }
+        let stage = s["name"].as_str().unwrap_or_default();
+        let profile = format!("{name}-{stage}");
+        if !log.iter().any(|d| d.profile == profile) {
+            return Err(format!(
+                "stage {stage} recorded deployed before the addon-controller double deployed \
+                 {profile}: {s}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn profiles(cluster: &Cluster, name: &str) -> Result<Vec<Value>, String> {
+    Ok(cluster
+        .list(CLUSTER_PROFILE, None)
+        .map_err(e("listing ClusterProfiles"))?
+        .into_iter()
+        .filter(|p| {
+            p.pointer("/metadata/labels")
+                .and_then(|l| l.get(PROMOTION_NAME_LABEL))
+                .and_then(Value::as_str)
+                == Some(name)
+        })
+        .collect())
+}
+
+/// What a settled rollout left, without times, versions and UIDs, the promotion's name as `P`:
+/// the status' stages and their words, the promotion's annotations and finalizers, its stages'
+/// triggers, and its profiles' names, labels, annotations, owners and specs.
+fn state(cluster: &Cluster, name: &str, promotion: &Value) -> Result<String, String> {
+    let stages: Vec<Value> = promotion
+        .pointer("/status/stages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|s| {
+            json!({
+                "name": s["name"],
+                "description": strip_timestamp(s["currentStatusDescription"].as_str().unwrap_or("")),
+                "failureMessage": s.get("failureMessage"),
+                "deployed": s.get("lastSuccessfulAppliedTime").is_some(),
+            })
+        })
+        .collect();
+    let keys = |v: Option<&Value>| -> Vec<String> {
+        let mut k: Vec<String> = v
+            .and_then(Value::as_object)
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default();
+        k.retain(|k| k != "kubectl.kubernetes.io/last-applied-configuration");
+        k.sort();
+        k
+    };
+    let mut profiles: Vec<Value> = profiles(cluster, name)?
+        .into_iter()
+        .map(|p| {
+            json!({
+                "name": p["metadata"]["name"],
+                "labels": p["metadata"]["labels"],
+                "annotations": keys(p.pointer("/metadata/annotations")),
+                "owners": p.pointer("/metadata/ownerReferences").and_then(Value::as_array)
+                    .map(|o| o.iter().map(|r| json!([r["kind"], r["name"]])).collect::<Vec<_>>()),
+                "spec": p["spec"],
+            })
+        })
+        .collect();
+    profiles.sort_by_key(|p| p["name"].to_string());
+    let state = json!({
+        "currentStageName": promotion.pointer("/status/currentStageName"),
+        "stages": stages,
+        "annotations": keys(promotion.pointer("/metadata/annotations")),
+        "finalizers": promotion.pointer("/metadata/finalizers"),
+        "triggers": promotion.pointer("/spec/stages").and_then(Value::as_array)
+            .map(|l| l.iter().map(|s| s["trigger"].clone()).collect::<Vec<_>>()),
+        "profiles": profiles,
+    });
+    Ok(state.to_string().replace(name, "P"))
+}
