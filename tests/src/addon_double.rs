@@ -15,8 +15,12 @@
 //! [`AddonController::report`] is the ClusterSummary reconciler's part: each feature the spec uses
 //! reports a state with the hash of the spec (`Provisioning` first, `Provisioned` with
 //! `lastAppliedTime` once deployed), through `/status`, skipped when that status is already there
-//! with that hash. [`AddonController::sync`] plays both, in that order. What it reported deployed
-//! is logged ([`AddonController::deployed`]).
+//! with that hash. [`AddonController::sync`] plays both, in that order, with the scenario's lag
+//! ([`Cluster::addon_lag`]) between the spec update and `Provisioning` and between `Provisioning`
+//! and `Provisioned`: in Sveltos these are separate reconciles of separate controllers, and a
+//! deployment takes time, so a reconciler that reads in between must see the intermediate
+//! states (the spec new, the status old; `Provisioning`). What it reported deployed is logged
+//! ([`AddonController::deployed`]).
 
 use std::collections::BTreeMap;
 
@@ -83,6 +87,15 @@ impl<'a> AddonController<'a> {
         AddonController {
             cluster,
             deployed: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Sveltos' time between two steps of a deployment: the scenario's lag, spent (a simulated
+    /// duration, not a wait for a condition).
+    fn lag(&self) {
+        let lag = self.cluster.addon_lag();
+        if !lag.is_zero() {
+            std::thread::sleep(lag);
         }
     }
 
@@ -196,8 +209,10 @@ impl<'a> AddonController<'a> {
     /// `updateClusterSummary`, controllers/clustersummary_deployer.go `proceedDeployingFeature`).
     pub fn sync(&self, provisioned: bool) -> Result<Pass, BackendError> {
         let mut pass = self.update_specs()?;
+        self.lag();
         let reported = self.report("Provisioning")?;
         let reported = if provisioned {
+            self.lag();
             self.report("Provisioned")?
         } else {
             reported

@@ -452,6 +452,9 @@ pub struct Cluster {
     dir: tempfile::TempDir,
     plugin_dir: PathBuf,
     webhooks: Mutex<Option<WebhookConfigurations>>,
+    /// How long Sveltos takes between the steps of a deployment in this scenario (the
+    /// addon-controller double's lag, [`crate::addon_double`]).
+    addon_lag: std::time::Duration,
 }
 
 impl Cluster {
@@ -491,6 +494,7 @@ impl Cluster {
             dir,
             plugin_dir,
             webhooks: Mutex::new(None),
+            addon_lag: std::time::Duration::ZERO,
         };
         cluster.put(&json!({
             "apiVersion": "v1", "kind": "Namespace",
@@ -501,6 +505,18 @@ impl Cluster {
 
     pub fn kind(&self) -> BackendKind {
         self.backend.kind()
+    }
+
+    /// This scenario with Sveltos taking `lag` between the steps of each deployment (see
+    /// [`crate::addon_double`]).
+    pub fn with_addon_lag(mut self, lag: std::time::Duration) -> Cluster {
+        self.addon_lag = lag;
+        self
+    }
+
+    /// How long the addon-controller double waits between the steps of a deployment.
+    pub fn addon_lag(&self) -> std::time::Duration {
+        self.addon_lag
     }
 
     pub fn backend(&self) -> &dyn Backend {
