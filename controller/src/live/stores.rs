@@ -396,7 +396,7 @@ impl Stores {
 }
 
 /// The projection of a ClusterProfile: what the decision reads (no managed fields, no
-/// last-applied copy, of the status only `matchingClusters`).
+/// last-applied copy, of the status only `matchingClusters` and `failedClusters`).
 pub fn project_profile(profile: &mut DynamicObject) {
     profile.metadata.managed_fields = None;
     if let Some(a) = profile.metadata.annotations.as_mut() {
@@ -407,7 +407,7 @@ pub fn project_profile(profile: &mut DynamicObject) {
         .get_mut("status")
         .and_then(Value::as_object_mut)
     {
-        status.retain(|k, _| k == "matchingClusters");
+        status.retain(|k, _| k == "matchingClusters" || k == "failedClusters");
     }
 }
 

@@ -414,9 +414,12 @@ pub fn check(
                 && cluster_type_kind(s) == Some(*kind)
         });
         if !has {
-            return Deployment::NotDeployed(format!(
-                "ClusterSummary for {kind} {namespace}/{name} is not created yet."
-            ));
+            let mut why =
+                format!("ClusterSummary for {kind} {namespace}/{name} is not created yet.");
+            if let Some(failure) = failed_cluster(profile, kind, namespace, name) {
+                why.push_str(&format!(" Sveltos could not create it: {failure}"));
+            }
+            return Deployment::NotDeployed(why);
         }
     }
     if found.is_empty() {
@@ -503,6 +506,28 @@ fn expected_clusters(
         }
     }
     Some(out)
+}
+
+/// The ClusterProfile's `status.failedClusters` entry for a cluster — Sveltos could not create
+/// or update its ClusterSummary (docs/reference/sveltos-clusterpromotion.md §4) — as its
+/// `failureMessage`.
+fn failed_cluster(profile: &Value, kind: &str, namespace: &str, name: &str) -> Option<String> {
+    profile
+        .pointer("/status/failedClusters")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|f| {
+            let r = &f["clusterRef"];
+            r.get("kind").and_then(Value::as_str) == Some(kind)
+                && r.get("namespace").and_then(Value::as_str).unwrap_or("") == namespace
+                && r.get("name").and_then(Value::as_str) == Some(name)
+        })
+        .map(|f| {
+            f.get("failureMessage")
+                .and_then(Value::as_str)
+                .unwrap_or("no message")
+                .to_string()
+        })
 }
 
 /// The profile-spec lists a ClusterSummary must carry as the profile has them (upstream §10.2),

@@ -352,6 +352,25 @@ fn no_clusters_is_believed_only_when_something_says_so() {
 }
 
 #[test]
+fn a_cluster_sveltos_failed_to_create_a_summary_for_says_why() {
+    // The ClusterProfile's status.failedClusters names the cluster whose ClusterSummary Sveltos
+    // could not create: the stage waits, and says why.
+    let p = provisioning_dev();
+    let mut prof = profile(&p, 0, &["c1"]);
+    prof["status"]["failedClusters"] = json!([{
+        "clusterRef": {"apiVersion": "lib.projectsveltos.io/v1beta1", "kind": "SveltosCluster",
+                       "namespace": "fleet", "name": "c1"},
+        "failureMessage": "admission webhook denied the request",
+        "lastFailureTime": "2026-03-02T09:59:00Z"}]);
+    let d = decide_now(p, vec![prof], vec![]);
+    assert_eq!(
+        dev_failure(&d),
+        "ClusterSummary for SveltosCluster fleet/c1 is not created yet. Sveltos could not \
+         create it: admission webhook denied the request"
+    );
+}
+
+#[test]
 fn out_of_sync_and_unprovisioned_summaries_say_so_in_upstream_words() {
     let p = provisioning_dev();
     let prof = profile(&p, 0, &["c1"]);

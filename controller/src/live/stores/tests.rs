@@ -209,3 +209,29 @@ fn a_fleet_with_capi_clusters_not_yet_listed_is_not_ready() {
     feed(&mut feeds.capi_clusters, listed(vec![]), |_| {});
     assert!(stores.is_ready());
 }
+
+/// The decision reads a profile's matched clusters and the clusters Sveltos failed to create a
+/// ClusterSummary for; nothing else of its status is kept.
+#[test]
+fn a_profile_keeps_its_matched_and_failed_clusters() {
+    let mut o: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "config.projectsveltos.io/v1beta1", "kind": "ClusterProfile",
+        "metadata": {"name": "p-dev", "managedFields": [{"manager": "m"}],
+                     "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}",
+                                     "keep": "me"}},
+        "spec": {},
+        "status": {"matchingClusters": [{"name": "c1"}], "failedClusters": [{"failureMessage": "x"}],
+                   "updatingClusters": {"hash": "h"}},
+    }))
+    .unwrap();
+    project_profile(&mut o);
+    assert_eq!(
+        o.data["status"],
+        json!({"matchingClusters": [{"name": "c1"}], "failedClusters": [{"failureMessage": "x"}]})
+    );
+    assert!(o.metadata.managed_fields.is_none());
+    assert_eq!(
+        o.metadata.annotations.unwrap().keys().collect::<Vec<_>>(),
+        ["keep"]
+    );
+}
