@@ -21,6 +21,7 @@ use serde_json::{json, Map, Value};
 use crate::gate::Gate;
 use crate::model::FINALIZER;
 use crate::promoting::{Promoting, PROMOTING_ANNOTATION};
+use crate::used_approvals::{self, USED_APPROVALS_ANNOTATION};
 
 /// Field manager the plugin sends with its writes.
 pub const FIELD_MANAGER: &str = "kubectl-promotion";
@@ -183,13 +184,25 @@ fn stages_of(object: &Value) -> Result<&Vec<Value>, PatchError> {
 }
 
 /// The controller's commit point: the approvals it uses removed (stage indices, each checked to
-/// hold an approval) and the step recorded ([`crate::promoting`]), in one write.
+/// hold an approval), the step recorded ([`crate::promoting`]) and, for each stage used, the
+/// webhook's record of the approval used ([`crate::used_approvals`], from `object`), in one
+/// write.
 pub fn commit(
     object: &Value,
     used: &[usize],
     promoting: Option<&Promoting>,
 ) -> Result<Value, PatchError> {
     let mut changes = json!({});
+    let mut annotations = Map::new();
+    if let Some(p) = promoting {
+        annotations.insert(PROMOTING_ANNOTATION.into(), json!(p.to_annotation()));
+    }
+    if let Some(text) = used_approvals::after_commit(object, used, promoting.map(|p| &p.rollout)) {
+        annotations.insert(USED_APPROVALS_ANNOTATION.into(), json!(text));
+    }
+    if !annotations.is_empty() {
+        changes["metadata"] = json!({ "annotations": annotations });
+    }
     if !used.is_empty() {
         let mut stages = stages_of(object)?.clone();
         for &index in used {
@@ -202,9 +215,6 @@ pub fn commit(
             }
         }
         changes["spec"] = json!({ "stages": stages });
-    }
-    if let Some(p) = promoting {
-        changes["metadata"] = json!({"annotations": {PROMOTING_ANNOTATION: p.to_annotation()}});
     }
     guarded(object, changes)
 }

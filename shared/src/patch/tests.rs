@@ -247,6 +247,51 @@ fn the_commit_removes_exactly_the_approvals_used_and_records_the_step() {
 }
 
 #[test]
+fn the_commit_records_whose_approval_it_used_in_the_same_write() {
+    use crate::admission::APPROVALS_ANNOTATION;
+    use crate::used_approvals::{self, USED_APPROVALS_ANNOTATION};
+    let mut read = promotion();
+    read["metadata"]["generation"] = json!(4);
+    read["spec"]["stages"][1]["trigger"]["manual"] = json!({"approved": true});
+    let alice = json!({"user": "alice", "groups": ["release-managers"],
+                       "time": "2026-02-16T07:40:00Z", "reason": "dev soaked", "generation": 4});
+    let dev = json!({"approval": null, "generation": 1});
+    read["metadata"]["annotations"] = json!({
+        APPROVALS_ANNOTATION: json!({"staging": alice}).to_string(),
+        USED_APPROVALS_ANNOTATION: json!({"dev": dev}).to_string(),
+    });
+    let step = Promoting {
+        stage: "staging".into(),
+        rollout: crate::rollout::RolloutId {
+            stages_hash: "s".into(),
+            profile_spec_hash: "p".into(),
+        },
+    };
+    let patch = commit(&read, &[1], Some(&step)).unwrap();
+    assert_eq!(patch["metadata"]["resourceVersion"], "42");
+    let after = apply(&read, &patch).unwrap();
+    let used = used_approvals::recorded(&after).unwrap();
+    assert_eq!(
+        serde_json::to_value(&used).unwrap(),
+        json!({
+            "dev": dev,
+            "staging": {"approval": alice, "rollout": {"stagesHash": "s", "profileSpecHash": "p"},
+                        "generation": 4}
+        })
+    );
+    assert_eq!(crate::promoting::recorded(&after).0.as_ref(), Some(&step));
+    assert_eq!(after["spec"]["stages"][1]["trigger"]["manual"], json!({}));
+    // The webhook's records are left as they are.
+    assert_eq!(
+        after["metadata"]["annotations"][APPROVALS_ANNOTATION],
+        read["metadata"]["annotations"][APPROVALS_ANNOTATION]
+    );
+    // A commit that uses no approval records none.
+    let none = commit(&read, &[], None).unwrap();
+    assert_eq!(none, json!({"metadata": {"resourceVersion": "42"}}));
+}
+
+#[test]
 fn finalizers_are_added_at_the_end_and_removed_in_place() {
     let mut read = promotion();
     read["metadata"]["finalizers"] = json!(["a", "b"]);
