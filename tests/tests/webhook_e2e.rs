@@ -6,7 +6,8 @@
 //! the plugin is recorded (who, groups, reason) and shown by `describe`; a new rollout resets a
 //! pending approval, as `diff` predicts; clients cannot write audit records; approver groups
 //! decide who may approve; only promotion-controller in the namespace the webhook runs in may
-//! write its committed-step annotation, and without a namespace the webhook does not start.
+//! write its committed-step and used-approvals annotations, and without a namespace the webhook
+//! does not start.
 
 mod plugin_common;
 
@@ -21,7 +22,8 @@ use promotion_e2e::fixtures::{self, World};
 use promotion_shared::admission::{
     APPROVALS_ANNOTATION, APPROVAL_REASON_ANNOTATION, SPEC_CHANGE_ANNOTATION,
 };
-use promotion_shared::promoting::PROMOTING_ANNOTATION;
+use promotion_shared::promoting::{Promoting, PROMOTING_ANNOTATION};
+use promotion_shared::used_approvals::{self, USED_APPROVALS_ANNOTATION};
 use promotion_webhook::testing;
 use serde_json::{json, Value};
 
@@ -774,6 +776,108 @@ fn the_controller_user_is_promotion_controller_in_the_namespace_the_webhook_runs
         annotation(&env.promotion(GATE), PROMOTING_ANNOTATION),
         Some(committed.to_string())
     );
+}
+
+/// The controller's commit of an approval it uses writes whose approval it was
+/// (`used-approvals`) in the same patch as the committed step: admitted from the controller, and
+/// that annotation refused to anyone else, whether written, edited or removed.
+#[test]
+fn only_the_controller_records_whose_approval_it_used() {
+    let webhook = Webhook::start(&[]);
+    let env = cluster(gate_world().objects, &webhook, &[]);
+    let controller = controller_in(testing::NAMESPACE);
+    let approved = env.kubectl(&[
+        "promotion",
+        "approve",
+        GATE,
+        "--stage",
+        "staging",
+        "--reason",
+        "dev soaked",
+    ]);
+    assert_eq!(approved.code, 0, "{approved}");
+
+    // The controller's own write, as `promotion-controller run` builds it.
+    let stored = env.promotion(GATE);
+    let rollout = promotion_shared::rollout::identity_of(&stored)
+        .expect("the spec hashes")
+        .id;
+    let step = Promoting {
+        stage: "staging".into(),
+        rollout,
+    };
+    let commit = promotion_shared::patch::commit(&stored, &[1], Some(&step))
+        .expect("the commit patch")
+        .to_string();
+    let patch = |user: &str, body: &str| {
+        env.kubectl(&[
+            "patch",
+            "clusterpromotion",
+            GATE,
+            "--type",
+            "merge",
+            "-p",
+            body,
+            "--as",
+            user,
+        ])
+    };
+    let forged = patch("release-manager", &commit);
+    assert_eq!(forged.code, 1, "{forged}");
+    assert_contains(
+        &forged.stderr,
+        &[
+            "Error from server (Forbidden)",
+            &format!("metadata.annotations[{USED_APPROVALS_ANNOTATION}]"),
+            "user \"release-manager\" may not change this annotation: it records whose approval \
+             promotion-controller used to pass each gate",
+            &format!("only the controller may write it ({controller:?})"),
+        ],
+    );
+    assert_eq!(
+        annotation(&env.promotion(GATE), USED_APPROVALS_ANNOTATION),
+        None
+    );
+
+    let admitted = patch(&controller, &commit);
+    assert_eq!(admitted.code, 0, "{admitted}");
+    let committed = env.promotion(GATE);
+    let used = used_approvals::recorded(&committed).expect("the used approvals");
+    let record = used["staging"].approval.as_ref().expect("the record used");
+    assert_eq!(
+        (record.user.as_str(), record.reason.as_deref()),
+        ("admin", Some("dev soaked"))
+    );
+    assert_eq!(staging_trigger(&committed).get("approved"), None);
+
+    // Anyone else's edit or removal of it is refused; the record stays as the controller wrote
+    // it.
+    let text = annotation(&committed, USED_APPROVALS_ANNOTATION).expect("the annotation");
+    let someone =
+        json!({"staging": {"approval": {"user": "mallory", "time": "2026-03-01T12:00:00Z"}}});
+    for change in [
+        format!("{USED_APPROVALS_ANNOTATION}={someone}"),
+        format!("{USED_APPROVALS_ANNOTATION}-"),
+    ] {
+        let out = env.kubectl(&[
+            "annotate",
+            "--overwrite",
+            "clusterpromotion",
+            GATE,
+            &change,
+            "--as",
+            "release-manager",
+        ]);
+        assert_eq!(out.code, 1, "{change}: {out}");
+        assert_contains(
+            &out.stderr,
+            &["Error from server (Forbidden)", "used-approvals"],
+        );
+        assert_eq!(
+            annotation(&env.promotion(GATE), USED_APPROVALS_ANNOTATION).as_deref(),
+            Some(text.as_str())
+        );
+    }
 }
 
 #[test]

@@ -77,9 +77,9 @@ pub struct ServeArgs {
     )]
     pub approver_groups: Vec<String>,
 
-    /// The user promotion-controller runs as (repeatable): only it may write the annotation
-    /// promotion-controller.kubectl-promotion.dev/promoting, which records an approval the
-    /// controller has used. Default: system:serviceaccount:<namespace>:promotion-controller in
+    /// The user promotion-controller runs as (repeatable): only it may write the annotations
+    /// promotion-controller.kubectl-promotion.dev/promoting and …/used-approvals, which record an
+    /// approval the controller has used and whose it was. Default: system:serviceaccount:<namespace>:promotion-controller in
     /// the namespace the webhook runs in, read from the environment variable POD_NAMESPACE (the
     /// manifests set it from the pod's metadata.namespace), else from the pod's service-account
     /// namespace file; with neither, the server does not start.

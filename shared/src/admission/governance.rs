@@ -1,8 +1,10 @@
 //! Who may approve. Both rules are off unless configured.
 //!
 //! - the committed-step annotation of promotion-controller
-//!   ([`crate::promoting::PROMOTING_ANNOTATION`]) opens a gate without an approval:
-//!   only the controller's users may write, change or remove it (always on);
+//!   ([`crate::promoting::PROMOTING_ANNOTATION`]) opens a gate without an approval, and its
+//!   used-approvals annotation ([`crate::used_approvals::USED_APPROVALS_ANNOTATION`]) says whose
+//!   approval passed each gate: only the controller's users may write, change or remove them
+//!   (always on);
 //! - approver groups: only members of one of these groups may turn a stage's `approved` on;
 //! - four eyes (`forbid_self_approval`): the user who started the current rollout (last changed
 //!   `spec.profileSpec`, or stage names, order or selectors) may not approve it. The changer is
@@ -20,8 +22,8 @@ pub struct GovernancePolicy {
     /// Empty: anyone allowed to update the object may approve.
     pub approver_groups: Vec<String>,
     pub forbid_self_approval: bool,
-    /// The users promotion-controller runs as: only they may change its committed-step
-    /// annotation.
+    /// The users promotion-controller runs as: only they may change its committed-step and
+    /// used-approvals annotations.
     pub controller_users: Vec<String>,
 }
 
@@ -143,8 +145,25 @@ pub fn approver_refusals(
     refusals
 }
 
-/// Only the controller may change its committed-step annotation: it passes a manual gate
-/// without `approved`, so anyone else writing it would approve without being an approver.
+/// promotion-controller's annotations that stand for approvals it used, each with the code of
+/// its violation and what it records: only the controller may change them.
+const CONTROLLER_ANNOTATIONS: [(&str, &str, &str); 2] = [
+    (
+        crate::promoting::PROMOTING_ANNOTATION,
+        "committed-step-forged",
+        "it records a promotion step promotion-controller committed (an approval already used)",
+    ),
+    (
+        crate::used_approvals::USED_APPROVALS_ANNOTATION,
+        "used-approvals-forged",
+        "it records whose approval promotion-controller used to pass each gate",
+    ),
+];
+
+/// Only the controller may change its committed-step and used-approvals annotations: the first
+/// passes a manual gate without `approved`, so anyone else writing it would approve without
+/// being an approver; the second says whose approval passed a gate, so anyone else writing it
+/// would rewrite who approved.
 fn committed_step(
     old: Option<&Tree>,
     new: &Tree,
@@ -152,36 +171,36 @@ fn committed_step(
     policy: &GovernancePolicy,
     outcome: &mut GovernanceOutcome,
 ) {
-    use crate::promoting::PROMOTING_ANNOTATION;
-    let value = |t: &Tree| {
-        super::audit::annotation(t, PROMOTING_ANNOTATION)
-            .and_then(|v| v.as_str())
-            .map(str::to_string)
-    };
-    if old.and_then(value) == value(new) {
-        return;
-    }
     let requester = username(user);
     if policy.controller_users.iter().any(|u| u == requester) {
         return;
     }
-    let allowed = match policy.controller_users.as_slice() {
-        [] => "no user (the webhook runs without --controller-user)".to_string(),
-        users => users
-            .iter()
-            .map(|u| format!("{u:?}"))
-            .collect::<Vec<_>>()
-            .join(", "),
-    };
-    outcome.violations.push(Violation::new(
-        "committed-step-forged",
-        super::annotation_path(PROMOTING_ANNOTATION),
-        format!(
-            "user {requester:?} may not change this annotation: it records a promotion step \
-             promotion-controller committed (an approval already used), and only the \
-             controller may write it ({allowed})"
-        ),
-    ));
+    for (key, code, records) in CONTROLLER_ANNOTATIONS {
+        let value = |t: &Tree| {
+            super::audit::annotation(t, key)
+                .and_then(|v| v.as_str())
+                .map(str::to_string)
+        };
+        if old.and_then(value) == value(new) {
+            continue;
+        }
+        let allowed = match policy.controller_users.as_slice() {
+            [] => "no user (the webhook runs without --controller-user)".to_string(),
+            users => users
+                .iter()
+                .map(|u| format!("{u:?}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        outcome.violations.push(Violation::new(
+            code,
+            super::annotation_path(key),
+            format!(
+                "user {requester:?} may not change this annotation: {records}, and only the \
+                 controller may write it ({allowed})"
+            ),
+        ));
+    }
 }
 
 /// `group "a"` / `one of the groups "a", "b"`: how refusals name approver groups.
@@ -262,6 +281,65 @@ mod tests {
         // Removing it is the controller's too.
         let removed = check_governance(Some(&new), &old, &user("release-manager", &[]), &policy);
         assert_eq!(removed.violations.len(), 1);
+    }
+
+    #[test]
+    fn only_the_controller_writes_whose_approval_it_used() {
+        use crate::used_approvals::USED_APPROVALS_ANNOTATION;
+        let controller = "system:serviceaccount:ns:promotion-controller";
+        let policy = GovernancePolicy {
+            controller_users: vec![controller.into()],
+            ..GovernancePolicy::default()
+        };
+        let old = promotion(false, "1.0.0", None);
+        let mut new = old.clone();
+        new["metadata"]["annotations"][USED_APPROVALS_ANNOTATION] =
+            json!("{\"staging\":{\"approval\":{\"user\":\"mallory\",\"time\":\"t\"}}}");
+        let refused = check_governance(
+            Some(&old),
+            &new,
+            &user("release-manager", &["release-managers"]),
+            &policy,
+        );
+        assert_eq!(refused.violations.len(), 1);
+        let violation = &refused.violations[0];
+        assert_eq!(violation.code, "used-approvals-forged");
+        assert_eq!(
+            violation.path,
+            format!("metadata.annotations[{USED_APPROVALS_ANNOTATION}]")
+        );
+        assert!(
+            violation.message.contains(&format!(
+                "user \"release-manager\" may not change this annotation: it records whose \
+                 approval promotion-controller used to pass each gate, and only the controller \
+                 may write it (\"{controller}\")"
+            )),
+            "{}",
+            violation.message
+        );
+        assert!(
+            check_governance(Some(&old), &new, &user(controller, &[]), &policy)
+                .violations
+                .is_empty()
+        );
+        // Created with it, edited, or removed: the controller's only.
+        assert_eq!(
+            check_governance(None, &new, &user("alice", &[]), &policy)
+                .violations
+                .len(),
+            1
+        );
+        let mut edited = new.clone();
+        edited["metadata"]["annotations"][USED_APPROVALS_ANNOTATION] = json!("{}");
+        let by_alice = |old: &Value, new: &Value| {
+            check_governance(Some(old), new, &user("alice", &[]), &policy)
+                .violations
+                .len()
+        };
+        assert_eq!(by_alice(&new, &edited), 1);
+        assert_eq!(by_alice(&new, &old), 1);
+        // Kept as read: anyone's write.
+        assert_eq!(by_alice(&new, &new), 0);
     }
 
     #[test]
