@@ -285,13 +285,25 @@ impl ClusterPromotion {
         index: usize,
         status_is_specs: bool,
     ) -> Option<crate::approval::Used<'_>> {
-        let status_id = self.status_rollout();
-        let recorded = status_id.as_ref().and_then(|_| {
+        let recorded = self.status_rollout().and_then(|_| {
             let stage = self.spec.stages.get(index)?;
             self.approval_record(&stage.name)?.rollout
         });
+        self.gate_passed(index, recorded.as_ref(), status_is_specs)
+    }
+
+    /// What passing stage `index`'s gate in rollout `rollout` led to, if the status is of that
+    /// rollout ([`crate::approval::same_rollout`]; `None`: not known, taken as the spec's) and
+    /// shows it ([`crate::approval::used`]).
+    pub fn gate_passed(
+        &self,
+        index: usize,
+        rollout: Option<&crate::rollout::RolloutId>,
+        status_is_specs: bool,
+    ) -> Option<crate::approval::Used<'_>> {
+        let status_id = self.status_rollout();
         let same_rollout =
-            crate::approval::same_rollout(status_id.as_ref(), recorded.as_ref(), status_is_specs);
+            crate::approval::same_rollout(status_id.as_ref(), rollout, status_is_specs);
         let names: Vec<&str> = self.spec.stages.iter().map(|s| s.name.as_str()).collect();
         let reached: Vec<&str> = self
             .stage_statuses()

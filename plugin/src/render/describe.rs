@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use promotion_shared::admission::ResetFlipRecord;
 use promotion_shared::cluster_summary::ClusterState;
 use promotion_shared::pipeline::{Approval, Phase, StageState, StageView, TriggerKind};
+use promotion_shared::used_approvals::UsedApproval;
 
 use super::{table, Style, Tone};
 use crate::duration;
@@ -203,6 +204,9 @@ fn stage_block(
         Approval::NotApproved | Approval::NotRequired => " (no longer in effect)",
     };
     let manual = v.trigger.kind == TriggerKind::Manual;
+    if let (Some(used), true) = (&stage.used_approval, manual) {
+        field(out, ind, "Used approval", &used_approval(used, v));
+    }
     if let (Some(given), true) = (&stage.approval_for_earlier_rollout, manual) {
         // Not "pending": it was not given for this rollout, though Sveltos will use it.
         let text = format!(
@@ -218,7 +222,14 @@ fn stage_block(
             "Last approval",
             &style.paint(&text, Tone::Waiting),
         );
+    } else if stage.used_approval.is_some() && !stage.approval_not_used {
+        // The last approval is the one used, said above.
     } else if manual && stage.approval_unrecorded {
+        let state = if stage.approval_not_used {
+            NOT_USED
+        } else {
+            state
+        };
         let text = format!("approved without a record (who: unknown){state}");
         field(out, ind, "Last approval", &text);
     } else if let (Some(rec), true) = (
@@ -234,7 +245,11 @@ fn stage_block(
             text.push_str(&format!(": {r:?}"));
         }
         if !rec.revoked {
-            text.push_str(state);
+            text.push_str(if stage.approval_not_used {
+                NOT_USED
+            } else {
+                state
+            });
         }
         field(out, ind, "Last approval", &text);
     }
@@ -283,6 +298,29 @@ fn stage_block(
         field(out, ind, "Approve", &d.approve_advice(&v.name, t));
     }
     out.push('\n');
+}
+
+/// After an approval given once the gate had been passed with another.
+const NOT_USED: &str = " (not used: given after the used approval above had opened this gate, it \
+                        opens nothing in this rollout)";
+
+/// The approval promotion-controller used to pass a stage's gate, and what it opened.
+fn used_approval(used: &UsedApproval, v: &StageView) -> String {
+    let opened = format!(
+        " (used: opened {} in this rollout)",
+        crate::view::transition(v)
+    );
+    match &used.approval {
+        Some(rec) => {
+            let reason = rec
+                .reason
+                .as_ref()
+                .map(|r| format!(": {r:?}"))
+                .unwrap_or_default();
+            format!("{} at {}{reason}{opened}", rec.user, rec.time)
+        }
+        None => format!("approved without a record (who: unknown){opened}"),
+    }
 }
 
 /// `automaticReset` turned back to true: by whom, and what it cost.

@@ -24,6 +24,7 @@ use promotion_shared::model::{
 };
 use promotion_shared::pipeline::{self, Observations, Phase, Pipeline, StageView};
 use promotion_shared::rollout::{self, RolloutId};
+use promotion_shared::used_approvals::{self, UsedApproval, UsedApprovals};
 
 pub mod approver;
 pub mod events;
@@ -409,6 +410,17 @@ pub struct StageDetail {
     /// Sveltos will still use it. The record of that earlier approval.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval_for_earlier_rollout: Option<ApprovalRecord>,
+    /// The approval promotion-controller used to pass this stage's gate, as it recorded it when
+    /// it used it ([`promotion_shared::used_approvals`]), while the status is of the rollout it
+    /// was used for and shows the stage past the gate; its `approval` is `null` when no record
+    /// was the approval's (who approved is unknown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub used_approval: Option<UsedApproval>,
+    /// With `used_approval`: the stage's last approval (`approval_record`, or the approval now
+    /// set without a record, `approval_unrecorded`) was given after the one used, so it opened
+    /// nothing in this rollout.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub approval_not_used: bool,
     /// While the stage's `automaticReset` is not `false`: the webhook's record of the write that
     /// turned it from `false` back to `true` (Sveltos' merge patch of `spec.stages` does so), with
     /// the approval that write removed.
@@ -602,15 +614,20 @@ impl Description {
             warnings.push(e.to_string());
             BTreeMap::new()
         });
+        let used = used_approvals::recorded(snap.object).unwrap_or_else(|e| {
+            warnings.push(e.to_string());
+            BTreeMap::new()
+        });
         warnings.extend(duplicate_names(&pipeline));
         let rollout = RolloutView::of(&as_stored(snap.object));
         let records = Records {
             approvals: &approvals,
             flips: &flips,
+            used: &used,
             generation: promotion.metadata.generation,
             rollout: rollout.spec.as_ref(),
         };
-        let stages = stage_details(&pipeline, &profiles, &records);
+        let stages = stage_details(&promotion, &pipeline, &profiles, &records);
         let spec_change_unseen = last_spec_change
             .as_ref()
             .and_then(|c| c.rollout.as_ref())
@@ -771,6 +788,8 @@ fn derive<'a>(
 struct Records<'a> {
     approvals: &'a BTreeMap<String, ApprovalRecord>,
     flips: &'a BTreeMap<String, ResetFlipRecord>,
+    /// promotion-controller's, of the approvals it used.
+    used: &'a UsedApprovals,
     /// The object's `metadata.generation`.
     generation: Option<i64>,
     /// The spec's rollout identity.
@@ -778,6 +797,7 @@ struct Records<'a> {
 }
 
 fn stage_details(
+    promotion: &ClusterPromotion,
     pipeline: &Pipeline,
     profiles: &StageProfiles,
     records: &Records<'_>,
@@ -817,7 +837,22 @@ fn stage_details(
                         .zip(records.rollout)
                         .is_some_and(|(given, spec)| given != spec)
             });
+            // The approval the controller used to pass this gate, while the status shows the
+            // stage passed in the rollout it was used for. The use removed the approval: one set
+            // now, or a record written since, came after it and opened nothing.
+            let used = records
+                .used
+                .get(&view.name)
+                .filter(|_| first && view.trigger.kind == pipeline::TriggerKind::Manual)
+                .filter(|u| {
+                    promotion
+                        .gate_passed(view.index, u.rollout.as_ref(), pipeline.stale.is_none())
+                        .is_some()
+                });
+            let not_used = used.is_some_and(|u| approved || record.is_some_and(|r| u.predates(r)));
             StageDetail {
+                used_approval: used.cloned(),
+                approval_not_used: not_used,
                 approve_unblocks: awaiting.then(|| transition(view)),
                 approval_record: record.filter(|_| !unrecorded).cloned(),
                 approval_unrecorded: unrecorded,
@@ -1282,6 +1317,208 @@ mod tests {
             "the object does not match the ClusterPromotion schema: \
              status.stages[1].lastSuccessfulAppliedTime: invalid type: integer `5`, expected a string"
         );
+    }
+
+    /// Staging's gate passed in the rollout the spec and status describe (prod reached), by the
+    /// approval the controller recorded as used (`used`: alice's, read at generation 5), with
+    /// the stage's webhook record `record` and `approved` as given.
+    fn passed(
+        used: Option<Value>,
+        record: Value,
+        approved: Option<bool>,
+        generation: i64,
+    ) -> Value {
+        let mut obj = manual_gate();
+        obj["metadata"]["generation"] = json!(generation);
+        match approved {
+            Some(a) => obj["spec"]["stages"][1]["trigger"]["manual"] = json!({"approved": a}),
+            None => obj["spec"]["stages"][1]["trigger"]["manual"] = json!({}),
+        }
+        let id = rollout::identity_of(&as_stored(&obj)).unwrap().id;
+        obj["status"] = json!({
+        "currentStageName": "production",
+        "stagesHash": id.stages_hash, "profileSpecHash": id.profile_spec_hash,
+        "stages": [
+            {"name": "dev", "lastSuccessfulAppliedTime": "2026-02-16T07:27:41Z"},
+            {"name": "staging", "lastSuccessfulAppliedTime": "2026-02-16T07:34:02Z"},
+            {"name": "production"}
+        ]});
+        let mut annotations = json!({
+            "audit.kubectl-promotion.dev/approvals": json!({"staging": record}).to_string()
+        });
+        if let Some(used) = used {
+            annotations[used_approvals::USED_APPROVALS_ANNOTATION] =
+                json!(json!({"staging": used}).to_string());
+        }
+        obj["metadata"]["annotations"] = annotations;
+        obj
+    }
+
+    fn approval(user: &str, time: &str, reason: Option<&str>, generation: i64) -> Value {
+        let mut record = json!({"user": user, "groups": ["release-managers"], "time": time,
+                                "generation": generation});
+        if let Some(reason) = reason {
+            record["reason"] = json!(reason);
+        }
+        record
+    }
+
+    fn alice() -> Value {
+        approval("alice", "2026-02-16T07:40:00Z", Some("dev soaked"), 5)
+    }
+
+    fn used_by(approval: Value, obj: &Value) -> Value {
+        let id = rollout::identity_of(&as_stored(obj)).unwrap().id;
+        json!({"approval": approval, "rollout": id, "generation": 5})
+    }
+
+    fn text(d: &Description) -> String {
+        crate::render::describe::render(
+            d,
+            &crate::render::Style::plain(),
+            &crate::render::describe::Options {
+                all_clusters: false,
+                now: chrono::Utc::now(),
+            },
+        )
+    }
+
+    fn lines<'t>(text: &'t str, label: &str) -> Vec<&'t str> {
+        text.lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with(label))
+            .collect()
+    }
+
+    /// Alice's approval was used (commit at generation 5 → 6); bob approved staging again before
+    /// the status showed it passed (generation 7), and his record replaced hers.
+    #[test]
+    fn the_approval_used_is_credited_not_one_given_after_the_commit() {
+        let bob = approval("bob", "2026-02-16T07:40:03Z", None, 7);
+        let base = passed(None, bob.clone(), Some(true), 7);
+        let used = used_by(alice(), &base);
+        // Bob's approval still set (before the next update), and once the webhook removed it
+        // with the controller's next write (generation 8).
+        for (approved, generation) in [(Some(true), 7), (None, 8)] {
+            let obj = passed(Some(used.clone()), bob.clone(), approved, generation);
+            let d = Description::build(&Snapshot::offline(obj)).unwrap();
+            let staging = &d.stages[1];
+            assert_eq!(staging.view.state, pipeline::StageState::Promoted);
+            // While bob's approval is set, its flag reads as past the gate.
+            let flag = match approved {
+                Some(true) => pipeline::Approval::Consumed,
+                _ => pipeline::Approval::NotApproved,
+            };
+            assert_eq!(staging.view.approval, flag);
+            let credited = staging.used_approval.as_ref().expect("the use");
+            assert_eq!(
+                credited.approval.as_ref().map(|r| r.user.as_str()),
+                Some("alice")
+            );
+            assert!(staging.approval_not_used, "{approved:?}");
+            assert_eq!(
+                staging.approval_record.as_ref().map(|r| r.user.as_str()),
+                Some("bob")
+            );
+            let json = serde_json::to_value(&d).unwrap();
+            assert_eq!(
+                json["stages"][1]["usedApproval"]["approval"]["user"],
+                "alice"
+            );
+            assert_eq!(json["stages"][1]["approvalNotUsed"], true);
+            let text = text(&d);
+            assert_eq!(
+                lines(&text, "Used approval:"),
+                [
+                    "Used approval:  alice at 2026-02-16T07:40:00Z: \"dev soaked\" (used: opened \
+                  staging → production in this rollout)"
+                ]
+            );
+            assert_eq!(
+                lines(&text, "Last approval:"),
+                [
+                    "Last approval:  bob at 2026-02-16T07:40:03Z (not used: given after the used \
+                  approval above had opened this gate, it opens nothing in this rollout)"
+                ]
+            );
+        }
+    }
+
+    #[test]
+    fn without_the_controllers_record_the_view_is_as_before() {
+        let bob = approval("bob", "2026-02-16T07:40:03Z", None, 7);
+        let d = Description::build(&Snapshot::offline(passed(None, bob, Some(true), 7))).unwrap();
+        let staging = &d.stages[1];
+        assert_eq!(staging.used_approval, None);
+        assert!(!staging.approval_not_used);
+        let json = serde_json::to_value(&d).unwrap();
+        assert!(json["stages"][1].get("usedApproval").is_none());
+        assert!(json["stages"][1].get("approvalNotUsed").is_none());
+        let text = text(&d);
+        assert!(lines(&text, "Used approval:").is_empty());
+        assert_eq!(
+            lines(&text, "Last approval:"),
+            ["Last approval:  bob at 2026-02-16T07:40:03Z (used)"]
+        );
+    }
+
+    #[test]
+    fn the_use_of_the_last_approval_is_said_once() {
+        let base = passed(None, alice(), None, 6);
+        let d = Description::build(&Snapshot::offline(passed(
+            Some(used_by(alice(), &base)),
+            alice(),
+            None,
+            6,
+        )))
+        .unwrap();
+        assert!(!d.stages[1].approval_not_used);
+        let text = text(&d);
+        assert_eq!(lines(&text, "Used approval:").len(), 1);
+        assert!(lines(&text, "Last approval:").is_empty(), "{text}");
+    }
+
+    #[test]
+    fn an_approval_used_without_a_record_credits_nobody() {
+        let base = passed(None, json!({}), None, 6);
+        let obj = passed(Some(used_by(Value::Null, &base)), alice(), None, 6);
+        let d = Description::build(&Snapshot::offline(obj)).unwrap();
+        let used = d.stages[1].used_approval.as_ref().expect("the use");
+        assert_eq!(used.approval, None);
+        let json = serde_json::to_value(&d).unwrap();
+        assert_eq!(json["stages"][1]["usedApproval"]["approval"], Value::Null);
+        assert_eq!(
+            lines(&text(&d), "Used approval:"),
+            [
+                "Used approval:  approved without a record (who: unknown) (used: opened staging → \
+              production in this rollout)"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_use_in_another_rollout_is_not_shown() {
+        let base = passed(None, alice(), None, 6);
+        let mut used = used_by(alice(), &base);
+        used["rollout"]["profileSpecHash"] = json!("an earlier rollout");
+        let d =
+            Description::build(&Snapshot::offline(passed(Some(used), alice(), None, 6))).unwrap();
+        assert_eq!(d.stages[1].used_approval, None);
+        // Not passed yet in this rollout: nothing to credit.
+        let mut waiting = passed(Some(used_by(alice(), &base)), alice(), None, 6);
+        waiting["status"]["stages"] = json!([{"name": "dev"}, {"name": "staging"}]);
+        let d = Description::build(&Snapshot::offline(waiting)).unwrap();
+        assert_eq!(d.stages[1].used_approval, None);
+    }
+
+    #[test]
+    fn an_unreadable_record_of_used_approvals_is_a_warning() {
+        let mut obj = manual_gate();
+        obj["metadata"]["annotations"][used_approvals::USED_APPROVALS_ANNOTATION] =
+            json!("{not json");
+        let d = Description::build(&Snapshot::offline(obj)).unwrap();
+        assert_eq!(d.warnings.len(), 1);
+        assert!(d.warnings[0].contains(used_approvals::USED_APPROVALS_ANNOTATION));
     }
 
     #[test]
