@@ -91,6 +91,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
         "a_hand_made_profile_with_a_stage_profiles_name_is_never_taken_over",
         hand_made_profile,
     ),
+    (
+        "an_approval_given_between_the_commit_and_the_status_is_not_credited_with_the_promotion",
+        approval_after_the_commit,
+    ),
 ];
 
 fn main() {
@@ -1481,5 +1485,139 @@ fn published_rules(cluster: &Cluster) -> Result<(), String> {
         User::ReleaseManager,
         &["promotion", "approve", &name],
     )?;
+    Ok(())
+}
+
+/// Issue 31, item 9. The release manager approves staging and the controller commits (the
+/// approval removed, the step and whose approval it used recorded), then stops before the status;
+/// the status still shows staging awaiting approval, so the admin approves it again, and the
+/// webhook's record of staging now names the admin. The next controller completes the step:
+/// `describe` credits the release manager's approval with opening staging → prod, and shows the
+/// admin's as not used (the webhook removed it with the controller's next write, as an approval
+/// whose stage the status shows passed).
+fn approval_after_the_commit(cluster: &Cluster) -> Result<(), String> {
+    clusters(cluster)?;
+    let _webhook = webhook(cluster)?;
+    install_rbac(cluster)?;
+    let mut ctl = controller_as(cluster, User::Controller, &[])?;
+    let addon = AddonController::new(cluster);
+    let name = to_the_gate(cluster, &addon, &promotion(cluster, "credit"))?;
+    // Stopped at the gate, so that the commit below is the only one.
+    ctl.kill();
+    kubectl_ok(
+        cluster,
+        User::ReleaseManager,
+        &[
+            "promotion",
+            "approve",
+            &name,
+            "--stage",
+            "staging",
+            "--reason",
+            "dev soaked",
+        ],
+    )?;
+    // The commit the controller makes of that approval, built by the function it uses and sent
+    // as the controller's user (the webhook admits these annotations from it alone). Its
+    // kubeconfig is named after the user, whose colons `KUBECONFIG` would split: the flag.
+    let read = stored(cluster, &name)?;
+    let step = Promoting {
+        stage: "staging".into(),
+        rollout: identity_of(&read).map_err(|e| format!("{e:?}"))?.id,
+    };
+    let commit = promotion_shared::patch::commit(&read, &[1], Some(&step))
+        .map_err(e("building the commit"))?;
+    let kubeconfig = cluster.kubeconfig(User::Controller);
+    kubectl_ok(
+        cluster,
+        User::Controller,
+        &[
+            "--kubeconfig",
+            &kubeconfig.to_string_lossy(),
+            "patch",
+            "clusterpromotion",
+            &name,
+            "--type",
+            "merge",
+            "-p",
+            &commit.to_string(),
+        ],
+    )?;
+    // A second approver, while the status still shows staging awaiting approval.
+    kubectl_ok(
+        cluster,
+        User::Admin,
+        &["promotion", "approve", &name, "--stage", "staging"],
+    )?;
+
+    let _ctl = controller_as(cluster, User::Controller, &[])?;
+    until_profile(cluster, &format!("{name}-prod"), "prod's profile applied")?;
+    let p = until(cluster, &name, "the step done and cleared", |p| {
+        current_stage(p) == "prod"
+            && p.pointer("/metadata/annotations")
+                .and_then(|a| a.get(PROMOTING_ANNOTATION))
+                .is_none()
+    })?;
+    if let Some(approved) = p.pointer("/spec/stages/1/trigger/manual/approved") {
+        return Err(format!(
+            "the admin's approval is still set ({approved}) after the controller's write"
+        ));
+    }
+
+    let text = kubectl_ok(cluster, User::Viewer, &["promotion", "describe", &name])?;
+    let line = |label: &str| {
+        text.lines()
+            .map(str::trim)
+            .find(|l| l.starts_with(label))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let used = line("Used approval:");
+    if !(used.starts_with("Used approval:  release-manager at ")
+        && used.ends_with(": \"dev soaked\" (used: opened staging → prod in this rollout)"))
+    {
+        return Err(format!("staging's used approval:\n{text}"));
+    }
+    let last = line("Last approval:");
+    if !(last.starts_with("Last approval:  admin at ")
+        && last.ends_with(
+            " (not used: given after the used approval above had opened this gate, it opens \
+             nothing in this rollout)",
+        ))
+    {
+        return Err(format!("staging's last approval:\n{text}"));
+    }
+
+    let json = kubectl_ok(
+        cluster,
+        User::Viewer,
+        &["promotion", "describe", &name, "-o", "json"],
+    )?;
+    let d: Value = serde_json::from_str(&json).map_err(e("describe -o json"))?;
+    let staging = &d["stages"][1];
+    let credited = (
+        staging["name"].as_str(),
+        staging
+            .pointer("/usedApproval/approval/user")
+            .and_then(Value::as_str),
+        staging
+            .pointer("/usedApproval/approval/reason")
+            .and_then(Value::as_str),
+        staging["approvalNotUsed"].as_bool(),
+        staging
+            .pointer("/approvalRecord/user")
+            .and_then(Value::as_str),
+    );
+    if credited
+        != (
+            Some("staging"),
+            Some("release-manager"),
+            Some("dev soaked"),
+            Some(true),
+            Some("admin"),
+        )
+    {
+        return Err(format!("staging in describe -o json: {staging:#}"));
+    }
     Ok(())
 }
