@@ -482,7 +482,7 @@ impl Cluster {
         let plugin_dir = dir.path().join("bin");
         std::fs::create_dir_all(&plugin_dir).map_err(io("creating the plugin folder"))?;
         for user in User::ALL {
-            let path = dir.path().join(format!("kubeconfig-{}", user.name()));
+            let path = dir.path().join(user.kubeconfig_file());
             Kubeconfig::new(user.name(), backend.url(), backend.token(user))
                 .with_ca(backend.ca_pem())
                 .write(&path)
@@ -554,7 +554,7 @@ impl Cluster {
 
     /// `kubeconfig-<user>` in the scenario folder (one context, named after the user).
     pub fn kubeconfig(&self, user: User) -> PathBuf {
-        self.dir.path().join(format!("kubeconfig-{}", user.name()))
+        self.dir.path().join(user.kubeconfig_file())
     }
 
     /// A kube-rs client as `user`, built in the caller's tokio runtime when there is one.

@@ -214,7 +214,7 @@ impl Envtest {
         let url = format!("https://127.0.0.1:{secure_port}");
         let mut kubeconfigs = Vec::new();
         for user in User::ALL {
-            let file = path(&format!("kubeconfig-{}", user.name()));
+            let file = path(&user.kubeconfig_file());
             let name = format!("envtest-{}", user.name());
             crate::bins::Kubeconfig::new(&name, &url, tokens.of(user))
                 .with_ca(&certs.ca_pem)

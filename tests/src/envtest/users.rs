@@ -54,6 +54,12 @@ impl User {
         }
     }
 
+    /// `kubeconfig-<user>`, the colons of a service account's name replaced: kubectl splits
+    /// `$KUBECONFIG` on `:`, so a path with one names files that do not exist.
+    pub fn kubeconfig_file(self) -> String {
+        format!("kubeconfig-{}", self.name().replace(':', "_"))
+    }
+
     pub fn groups(self) -> &'static [&'static str] {
         match self {
             User::Admin => &["system:masters"],
