@@ -592,6 +592,24 @@ impl Cluster {
     }
 
     /// The real `kubectl` as `user`.
+    /// `kubectl` as `user`, its standard output when it exits 0, else the command, its exit
+    /// status and what it printed.
+    pub fn kubectl_ok(&self, user: User, args: &[&str]) -> Result<String, String> {
+        let out = self
+            .kubectl(user, args)
+            .map_err(|e| format!("running kubectl: {e}"))?;
+        if out.code != 0 {
+            return Err(format!(
+                "kubectl {}: exit {}\n{}{}",
+                args.join(" "),
+                out.code,
+                out.stdout,
+                out.stderr
+            ));
+        }
+        Ok(out.stdout)
+    }
+
     pub fn kubectl(&self, user: User, args: &[&str]) -> Result<Output, BackendError> {
         let mut cmd = self.command(user, "kubectl");
         cmd.args(args);

@@ -10,3 +10,4 @@ pub mod envtest;
 pub mod fault_proxy;
 pub mod fixtures;
 pub mod proxy;
+pub mod rollout;

@@ -104,18 +104,51 @@ fn main() {
         eprintln!("controller scenarios ignored: {reason}");
     }
     let skip = matches!(gate, Gate::Skip(_));
-    let trials = SCENARIOS
-        .iter()
-        .map(|&(name, scenario)| {
-            Trial::test(format!("envtest::{name}"), move || {
-                let cluster =
-                    Cluster::new(BackendKind::Envtest).map_err(|e| Failed::from(e.to_string()))?;
-                scenario(&cluster).map_err(Failed::from)
+    let lags = match addon_lags() {
+        Ok(lags) => lags,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    let trials = lags
+        .into_iter()
+        .flat_map(|lag| {
+            SCENARIOS.iter().map(move |&(name, scenario)| {
+                // At no lag the plain name; at another, the lag after it.
+                let trial = match lag.as_millis() {
+                    0 => format!("envtest::{name}"),
+                    ms => format!("envtest::{name}::addon_lag_{ms}ms"),
+                };
+                Trial::test(trial, move || {
+                    let cluster = Cluster::new(BackendKind::Envtest)
+                        .map_err(|e| Failed::from(e.to_string()))?
+                        .with_addon_lag(lag);
+                    scenario(&cluster).map_err(Failed::from)
+                })
+                .with_ignored_flag(skip)
             })
-            .with_ignored_flag(skip)
         })
         .collect();
     libtest_mimic::run(&args, trials).exit();
+}
+
+/// The lags of the addon-controller double every scenario runs at (`PROMOTION_E2E_ADDON_LAGS`,
+/// milliseconds, comma separated; default `0,500`): Sveltos at once, and Sveltos taking half a
+/// second between the spec update, `Provisioning` and `Provisioned`, so that the controller
+/// reads the states in between. The long run sets `0,500,5000`.
+fn addon_lags() -> Result<Vec<Duration>, String> {
+    let text = std::env::var("PROMOTION_E2E_ADDON_LAGS").unwrap_or_else(|_| "0,500".into());
+    text.split(',')
+        .map(|ms| {
+            ms.trim()
+                .parse::<u64>()
+                .map(Duration::from_millis)
+                .map_err(|_| {
+                    format!("PROMOTION_E2E_ADDON_LAGS={text:?}: {ms:?} is not milliseconds")
+                })
+        })
+        .collect()
 }
 
 fn e<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> String + '_ {
@@ -126,45 +159,11 @@ fn e<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> String + '_ {
 /// staging waits for a manual approval, prod is last. Selectors carry the session so that other
 /// scenarios' clusters on the shared server never match.
 fn promotion(cluster: &Cluster, base: &str) -> Value {
-    let session = cluster.session();
-    let selector = |env: &str| json!({"matchLabels": {"env": env, SESSION_LABEL: session}});
-    cluster.adopt(json!({
-        "apiVersion": "config.projectsveltos.io/v1beta1",
-        "kind": "ClusterPromotion",
-        "metadata": {"name": base},
-        "spec": {
-            "profileSpec": {
-                "syncMode": "Continuous",
-                "helmCharts": [{
-                    "repositoryURL": "https://kyverno.github.io/kyverno/",
-                    "repositoryName": "kyverno", "chartName": "kyverno/kyverno",
-                    "chartVersion": "3.6.2", "releaseName": "kyverno-latest",
-                    "releaseNamespace": "kyverno", "helmChartAction": "Install"}],
-            },
-            "stages": [
-                {"name": "dev", "clusterSelector": selector("dev"), "trigger": {"auto": {}}},
-                {"name": "staging", "clusterSelector": selector("staging"),
-                 "trigger": {"manual": {}}},
-                {"name": "prod", "clusterSelector": selector("prod")},
-            ],
-        },
-    }))
+    promotion_e2e::rollout::promotion(cluster, base, None)
 }
 
 fn clusters(cluster: &Cluster) -> Result<(), String> {
-    let session = cluster.session();
-    for env in ["dev", "staging", "prod"] {
-        cluster
-            .put(&json!({
-                "apiVersion": "lib.projectsveltos.io/v1beta1", "kind": "SveltosCluster",
-                "metadata": {"name": format!("{env}-1"), "namespace": cluster.namespace(),
-                             "labels": {"env": env, SESSION_LABEL: session}},
-                "spec": {},
-                "status": {"ready": true},
-            }))
-            .map_err(e("creating a SveltosCluster"))?;
-    }
-    Ok(())
+    promotion_e2e::rollout::stage_clusters(cluster).map_err(e("creating the SveltosClusters"))
 }
 
 fn webhook(cluster: &Cluster) -> Result<WebhookServer, String> {
@@ -291,18 +290,39 @@ fn until(
     })
 }
 
+/// `kubectl apply` (as the admin) of `manifest`, written to the scenario's folder as `file`.
+fn apply(cluster: &Cluster, file: &str, manifest: &Value) -> Result<(), String> {
+    let path = cluster
+        .write_manifest(file, manifest)
+        .map_err(e("writing the manifest"))?;
+    kubectl_ok(
+        cluster,
+        User::Admin,
+        &["apply", "-f", &path.to_string_lossy()],
+    )?;
+    Ok(())
+}
+
+/// The release manager approves staging, with a reason, through the plugin.
+fn release_manager_approves_staging(cluster: &Cluster, name: &str) -> Result<(), String> {
+    kubectl_ok(
+        cluster,
+        User::ReleaseManager,
+        &[
+            "promotion",
+            "approve",
+            name,
+            "--stage",
+            "staging",
+            "--reason",
+            "dev soaked",
+        ],
+    )?;
+    Ok(())
+}
+
 fn kubectl_ok(cluster: &Cluster, user: User, args: &[&str]) -> Result<String, String> {
-    let out = cluster.kubectl(user, args).map_err(e("running kubectl"))?;
-    if out.code != 0 {
-        return Err(format!(
-            "kubectl {}: exit {}\n{}{}",
-            args.join(" "),
-            out.code,
-            out.stdout,
-            out.stderr
-        ));
-    }
-    Ok(out.stdout)
+    cluster.kubectl_ok(user, args)
 }
 
 /// Bring a promotion to staging's gate: applied, dev deployed and promoted, staging deployed.
@@ -315,14 +335,7 @@ fn to_the_gate(
         .as_str()
         .unwrap_or_default()
         .to_string();
-    let file = cluster
-        .write_manifest("promotion.yaml", promotion)
-        .map_err(e("writing the manifest"))?;
-    kubectl_ok(
-        cluster,
-        User::Admin,
-        &["apply", "-f", &file.to_string_lossy()],
-    )?;
+    apply(cluster, "promotion.yaml", &promotion)?;
     until_profile(cluster, &format!("{name}-dev"), "the dev profile applied")?;
     addon.sync(true).map_err(e("addon double"))?;
     until_profile(
@@ -353,19 +366,7 @@ fn mission(cluster: &Cluster) -> Result<(), String> {
         "describe at the gate",
     )?;
 
-    kubectl_ok(
-        cluster,
-        User::ReleaseManager,
-        &[
-            "promotion",
-            "approve",
-            &name,
-            "--stage",
-            "staging",
-            "--reason",
-            "dev soaked",
-        ],
-    )?;
+    release_manager_approves_staging(cluster, &name)?;
     // The controller uses the approval and promotes: prod's profile exists, `approved` is gone,
     // and the committed step is cleared once the status records the promotion.
     until_profile(cluster, &format!("{name}-prod"), "prod's profile applied")?;
@@ -740,14 +741,7 @@ fn spec_change(cluster: &Cluster) -> Result<(), String> {
     if let Some(stages) = changed["spec"]["stages"].as_array_mut() {
         stages.truncate(2);
     }
-    let file = cluster
-        .write_manifest("changed.yaml", &changed)
-        .map_err(e("writing the manifest"))?;
-    kubectl_ok(
-        cluster,
-        User::Admin,
-        &["apply", "-f", &file.to_string_lossy()],
-    )?;
+    apply(cluster, "changed.yaml", &changed)?;
     let after = until(cluster, &name, "restarted at dev", |p| {
         current_stage(p) == "dev"
             && p.pointer("/status/stagesHash") != before.pointer("/status/stagesHash")
@@ -787,18 +781,7 @@ fn capi_installed_later(cluster: &Cluster) -> Result<(), String> {
     )?;
     until_profile(cluster, &format!("{name}-prod"), "prod's profile applied")?;
     addon.sync(true).map_err(e("addon double"))?;
-    let waiting = format!(
-        "ClusterSummary for Cluster {}/capi-1 is not created yet.",
-        cluster.namespace()
-    );
-    until(cluster, &name, "prod waiting for the CAPI cluster", |p| {
-        p.pointer("/status/stages")
-            .and_then(Value::as_array)
-            .and_then(|l| l.iter().find(|s| s["name"] == "prod"))
-            .and_then(|s| s.get("failureMessage"))
-            .and_then(Value::as_str)
-            == Some(waiting.as_str())
-    })?;
+    until_waiting_for_capi(cluster, &name, "prod", "capi-1")?;
     Ok(())
 }
 
@@ -824,14 +807,7 @@ fn hand_made_profile(cluster: &Cluster) -> Result<(), String> {
             "spec": {"clusterSelector": theirs},
         }))
         .map_err(e("creating the hand-made profile"))?;
-    let file = cluster
-        .write_manifest("promotion.yaml", &promotion)
-        .map_err(e("writing the manifest"))?;
-    kubectl_ok(
-        cluster,
-        User::Admin,
-        &["apply", "-f", &file.to_string_lossy()],
-    )?;
+    apply(cluster, "promotion.yaml", &promotion)?;
     eventually("the fenced apply reported", WAIT, || {
         kubectl_ok(
             cluster,
@@ -902,6 +878,28 @@ fn install_capi_crd(cluster: &Cluster) -> Result<(), String> {
             },
         }))
         .map_err(e("installing the CAPI Cluster CRD"))?;
+    Ok(())
+}
+
+/// Wait until `stage` of promotion `name` waits for the ClusterSummary of CAPI Cluster `capi`.
+fn until_waiting_for_capi(
+    cluster: &Cluster,
+    name: &str,
+    stage: &str,
+    capi: &str,
+) -> Result<(), String> {
+    let waiting = format!(
+        "ClusterSummary for Cluster {}/{capi} is not created yet.",
+        cluster.namespace()
+    );
+    until(cluster, name, &format!("{stage} waiting for {capi}"), |p| {
+        p.pointer("/status/stages")
+            .and_then(Value::as_array)
+            .and_then(|l| l.iter().find(|s| s["name"] == stage))
+            .and_then(|s| s.get("failureMessage"))
+            .and_then(Value::as_str)
+            == Some(waiting.as_str())
+    })?;
     Ok(())
 }
 
@@ -982,14 +980,7 @@ fn capi_not_listed(cluster: &Cluster) -> Result<(), String> {
         .as_str()
         .unwrap_or_default()
         .to_string();
-    let file = cluster
-        .write_manifest("promotion.yaml", &promotion)
-        .map_err(e("writing the manifest"))?;
-    kubectl_ok(
-        cluster,
-        User::Admin,
-        &["apply", "-f", &file.to_string_lossy()],
-    )?;
+    apply(cluster, "promotion.yaml", &promotion)?;
     // Two failed lists of CAPI Clusters after the promotion was stored: a reconcile that did
     // not wait for them would have added the finalizer and applied dev's profile by now.
     for _ in 0..2 {
@@ -1022,15 +1013,7 @@ fn capi_not_listed(cluster: &Cluster) -> Result<(), String> {
     cluster.put(&role).map_err(e("granting the CAPI rule"))?;
     until_profile(cluster, &format!("{name}-dev"), "the dev profile applied")?;
     addon.sync(true).map_err(e("addon double"))?;
-    let waiting = format!(
-        "ClusterSummary for Cluster {}/capi-dev is not created yet.",
-        cluster.namespace()
-    );
-    until(cluster, &name, "dev waiting for its CAPI cluster", |p| {
-        p.pointer("/status/stages/0/failureMessage")
-            .and_then(Value::as_str)
-            == Some(waiting.as_str())
-    })?;
+    until_waiting_for_capi(cluster, &name, "dev", "capi-dev")?;
     Ok(())
 }
 
@@ -1105,14 +1088,7 @@ fn upgrade_waits_for_the_deployment(cluster: &Cluster) -> Result<(), String> {
     })?;
     let mut upgraded = original.clone();
     upgraded["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"] = json!("3.7.0");
-    let file = cluster
-        .write_manifest("upgrade.yaml", &upgraded)
-        .map_err(e("writing the manifest"))?;
-    kubectl_ok(
-        cluster,
-        User::Admin,
-        &["apply", "-f", &file.to_string_lossy()],
-    )?;
+    apply(cluster, "upgrade.yaml", &upgraded)?;
     let dev = format!("{name}-dev");
     eventually("dev's profile upgraded", WAIT, || {
         (chart_of(cluster, &dev) == "3.7.0").then_some(())
@@ -1504,22 +1480,9 @@ fn approval_after_the_commit(cluster: &Cluster) -> Result<(), String> {
     let name = to_the_gate(cluster, &addon, &promotion(cluster, "credit"))?;
     // Stopped at the gate, so that the commit below is the only one.
     ctl.kill();
-    kubectl_ok(
-        cluster,
-        User::ReleaseManager,
-        &[
-            "promotion",
-            "approve",
-            &name,
-            "--stage",
-            "staging",
-            "--reason",
-            "dev soaked",
-        ],
-    )?;
+    release_manager_approves_staging(cluster, &name)?;
     // The commit the controller makes of that approval, built by the function it uses and sent
-    // as the controller's user (the webhook admits these annotations from it alone). Its
-    // kubeconfig is named after the user, whose colons `KUBECONFIG` would split: the flag.
+    // as the controller's user (the webhook admits these annotations from it alone).
     let read = stored(cluster, &name)?;
     let step = Promoting {
         stage: "staging".into(),
@@ -1527,13 +1490,10 @@ fn approval_after_the_commit(cluster: &Cluster) -> Result<(), String> {
     };
     let commit = promotion_shared::patch::commit(&read, &[1], Some(&step))
         .map_err(e("building the commit"))?;
-    let kubeconfig = cluster.kubeconfig(User::Controller);
     kubectl_ok(
         cluster,
         User::Controller,
         &[
-            "--kubeconfig",
-            &kubeconfig.to_string_lossy(),
             "patch",
             "clusterpromotion",
             &name,

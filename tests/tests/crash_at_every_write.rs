@@ -91,7 +91,7 @@ fn e<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> String + '_ {
 /// The fault-free run, then one run per write position until a run ends before its controller
 /// reached the position (the positions are exhausted).
 fn sweep(cluster: &Cluster, when: &str) -> Result<(), String> {
-    clusters(cluster)?;
+    promotion_e2e::rollout::stage_clusters(cluster).map_err(e("creating the SveltosClusters"))?;
     cluster
         .install_plugin()
         .map_err(e("installing the plugin"))?;
@@ -130,49 +130,6 @@ fn sweep(cluster: &Cluster, when: &str) -> Result<(), String> {
     Err(format!("more than 80 writes in one rollout: {stops:#?}"))
 }
 
-/// One SveltosCluster per stage, of this session.
-fn clusters(cluster: &Cluster) -> Result<(), String> {
-    for env in ["dev", "staging", "prod"] {
-        cluster
-            .put(&json!({
-                "apiVersion": "lib.projectsveltos.io/v1beta1", "kind": "SveltosCluster",
-                "metadata": {"name": format!("{env}-1"), "namespace": cluster.namespace(),
-                             "labels": {"env": env, SESSION_LABEL: cluster.session()}},
-                "spec": {},
-                "status": {"ready": true},
-            }))
-            .map_err(e("creating a SveltosCluster"))?;
-    }
-    Ok(())
-}
-
-fn promotion(cluster: &Cluster, base: &str) -> Value {
-    let session = cluster.session();
-    let selector = |env: &str| json!({"matchLabels": {"env": env, SESSION_LABEL: session}});
-    cluster.adopt(json!({
-        "apiVersion": "config.projectsveltos.io/v1beta1",
-        "kind": "ClusterPromotion",
-        "metadata": {"name": format!("crash-{base}")},
-        "spec": {
-            "profileSpec": {
-                "syncMode": "Continuous",
-                "helmCharts": [{
-                    "repositoryURL": "https://kyverno.github.io/kyverno/",
-                    "repositoryName": "kyverno", "chartName": "kyverno/kyverno",
-                    "chartVersion": "3.6.2", "releaseName": "kyverno-latest",
-                    "releaseNamespace": "kyverno", "helmChartAction": "Install"}],
-            },
-            "stages": [
-                {"name": "dev", "clusterSelector": selector("dev"), "trigger": {"auto": {}}},
-                {"name": "staging", "clusterSelector": selector("staging"),
-                 "trigger": {"manual": {}}},
-                {"name": "prod", "clusterSelector": selector("prod"),
-                 "trigger": {"manual": {}}},
-            ],
-        },
-    }))
-}
-
 struct Outcome {
     /// Where the injected fault stopped the controller (its log's words), if it did.
     stopped: Option<String>,
@@ -201,7 +158,9 @@ fn run(cluster: &Cluster, base: &str, fault: Option<&str>) -> Result<Outcome, St
         .map_err(|e| e.to_string())?;
     }
     let addon = AddonController::new(cluster);
-    let manifest = promotion(cluster, base);
+    let sign_off = json!({"manual": {}});
+    let manifest =
+        promotion_e2e::rollout::promotion(cluster, &format!("crash-{base}"), Some(sign_off));
     let name = manifest["metadata"]["name"]
         .as_str()
         .unwrap_or_default()
@@ -305,19 +264,7 @@ fn run(cluster: &Cluster, base: &str, fault: Option<&str>) -> Result<Outcome, St
 }
 
 fn kubectl(cluster: &Cluster, args: &[&str]) -> Result<String, String> {
-    let out = cluster
-        .kubectl(User::Admin, args)
-        .map_err(e("running kubectl"))?;
-    if out.code != 0 {
-        return Err(format!(
-            "kubectl {}: exit {}\n{}{}",
-            args.join(" "),
-            out.code,
-            out.stdout,
-            out.stderr
-        ));
-    }
-    Ok(out.stdout)
+    cluster.kubectl_ok(User::Admin, args)
 }
 
 fn current_stage(promotion: &Value) -> &str {
