@@ -335,7 +335,7 @@ fn to_the_gate(
         .as_str()
         .unwrap_or_default()
         .to_string();
-    apply(cluster, "promotion.yaml", &promotion)?;
+    apply(cluster, "promotion.yaml", promotion)?;
     until_profile(cluster, &format!("{name}-dev"), "the dev profile applied")?;
     addon.sync(true).map_err(e("addon double"))?;
     until_profile(
