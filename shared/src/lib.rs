@@ -42,6 +42,5 @@ pub mod selector;
 pub mod status;
 pub mod status_writer;
 pub mod tree;
-pub mod used_approvals;
 pub mod validation;
 pub mod window;

@@ -18,10 +18,10 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::admission::used_approvals::{self, USED_APPROVALS_ANNOTATION};
 use crate::gate::Gate;
 use crate::model::FINALIZER;
 use crate::promoting::{Promoting, PROMOTING_ANNOTATION};
-use crate::used_approvals::{self, USED_APPROVALS_ANNOTATION};
 
 /// Field manager the plugin sends with its writes.
 pub const FIELD_MANAGER: &str = "kubectl-promotion";
@@ -185,7 +185,7 @@ fn stages_of(object: &Value) -> Result<&Vec<Value>, PatchError> {
 
 /// The controller's commit point: the approvals it uses removed (stage indices, each checked to
 /// hold an approval), the step recorded ([`crate::promoting`]) and, for each stage used, the
-/// webhook's record of the approval used ([`crate::used_approvals`], from `object`), in one
+/// webhook's record of the approval used ([`crate::admission::used_approvals`], from `object`), in one
 /// write.
 pub fn commit(
     object: &Value,

@@ -19,11 +19,11 @@ use plugin_common::{example, example_world, forget_version, Env};
 use promotion_e2e::apiserver::{AdmissionConfig, StandInOptions, UserInfo};
 use promotion_e2e::bins::{self, Output};
 use promotion_e2e::fixtures::{self, World};
+use promotion_shared::admission::used_approvals::{self, USED_APPROVALS_ANNOTATION};
 use promotion_shared::admission::{
     APPROVALS_ANNOTATION, APPROVAL_REASON_ANNOTATION, SPEC_CHANGE_ANNOTATION,
 };
 use promotion_shared::promoting::{Promoting, PROMOTING_ANNOTATION};
-use promotion_shared::used_approvals::{self, USED_APPROVALS_ANNOTATION};
 use promotion_webhook::testing;
 use serde_json::{json, Value};
 

@@ -4,10 +4,10 @@
 use std::fmt::Write as _;
 
 use chrono::{DateTime, Utc};
+use promotion_shared::admission::used_approvals::UsedApproval;
 use promotion_shared::admission::ResetFlipRecord;
 use promotion_shared::cluster_summary::ClusterState;
 use promotion_shared::pipeline::{Approval, Phase, StageState, StageView, TriggerKind};
-use promotion_shared::used_approvals::UsedApproval;
 
 use super::{table, Style, Tone};
 use crate::duration;

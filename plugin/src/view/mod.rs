@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use serde_json::Value;
 
+use promotion_shared::admission::used_approvals::{self, UsedApproval, UsedApprovals};
 use promotion_shared::admission::{
     approval_records, credited, reset_flip_records, spec_change_record, ApprovalRecord,
     ResetFlipRecord,
@@ -24,7 +25,6 @@ use promotion_shared::model::{
 };
 use promotion_shared::pipeline::{self, Observations, Phase, Pipeline, StageView};
 use promotion_shared::rollout::{self, RolloutId};
-use promotion_shared::used_approvals::{self, UsedApproval, UsedApprovals};
 
 pub mod approver;
 pub mod events;
@@ -411,7 +411,7 @@ pub struct StageDetail {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval_for_earlier_rollout: Option<ApprovalRecord>,
     /// The approval promotion-controller used to pass this stage's gate, as it recorded it when
-    /// it used it ([`promotion_shared::used_approvals`]), while the status is of the rollout it
+    /// it used it ([`promotion_shared::admission::used_approvals`]), while the status is of the rollout it
     /// was used for and shows the stage past the gate; its `approval` is `null` when no record
     /// was the approval's (who approved is unknown).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -2,7 +2,7 @@
 //!
 //! - the committed-step annotation of promotion-controller
 //!   ([`crate::promoting::PROMOTING_ANNOTATION`]) opens a gate without an approval, and its
-//!   used-approvals annotation ([`crate::used_approvals::USED_APPROVALS_ANNOTATION`]) says whose
+//!   used-approvals annotation ([`crate::admission::used_approvals::USED_APPROVALS_ANNOTATION`]) says whose
 //!   approval passed each gate: only the controller's users may write, change or remove them
 //!   (always on);
 //! - approver groups: only members of one of these groups may turn a stage's `approved` on;
@@ -154,7 +154,7 @@ const CONTROLLER_ANNOTATIONS: [(&str, &str, &str); 2] = [
         "it records a promotion step promotion-controller committed (an approval already used)",
     ),
     (
-        crate::used_approvals::USED_APPROVALS_ANNOTATION,
+        crate::admission::used_approvals::USED_APPROVALS_ANNOTATION,
         "used-approvals-forged",
         "it records whose approval promotion-controller used to pass each gate",
     ),
@@ -285,7 +285,7 @@ mod tests {
 
     #[test]
     fn only_the_controller_writes_whose_approval_it_used() {
-        use crate::used_approvals::USED_APPROVALS_ANNOTATION;
+        use crate::admission::used_approvals::USED_APPROVALS_ANNOTATION;
         let controller = "system:serviceaccount:ns:promotion-controller";
         let policy = GovernancePolicy {
             controller_users: vec![controller.into()],

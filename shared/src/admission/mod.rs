@@ -14,6 +14,9 @@
 //!   changes them, for the user making the request; anything else is a forgery;
 //! - [`check_governance`]: who may approve (approver groups, four eyes), with the rules as the
 //!   install publishes them ([`PublishedGovernance`]).
+//!
+//! [`used_approvals`] is the record of whose approval the controller used to pass a gate, which
+//! only the controller may write.
 
 mod audit;
 mod gates;
@@ -24,6 +27,7 @@ mod published;
 mod removed;
 #[cfg(test)]
 mod test_support;
+pub mod used_approvals;
 
 pub use audit::{
     approval_records, credited, recorded_for_another_rollout, reset_flip_records,

@@ -248,8 +248,8 @@ fn the_commit_removes_exactly_the_approvals_used_and_records_the_step() {
 
 #[test]
 fn the_commit_records_whose_approval_it_used_in_the_same_write() {
+    use crate::admission::used_approvals::{self, USED_APPROVALS_ANNOTATION};
     use crate::admission::APPROVALS_ANNOTATION;
-    use crate::used_approvals::{self, USED_APPROVALS_ANNOTATION};
     let mut read = promotion();
     read["metadata"]["generation"] = json!(4);
     read["spec"]["stages"][1]["trigger"]["manual"] = json!({"approved": true});

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::admission::{approval_records, credited, ApprovalRecord};
+use super::{approval_records, credited, ApprovalRecord};
 use crate::rollout::{self, RolloutId};
 use crate::tree::tree_of;
 
