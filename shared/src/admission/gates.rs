@@ -106,7 +106,7 @@ pub fn newly_approved_stages(
 }
 
 /// The rollout identity `object`'s status carries, when it has both hashes.
-fn status_rollout(object: &Tree) -> Option<RolloutId> {
+pub(crate) fn status_rollout(object: &Tree) -> Option<RolloutId> {
     let text = |key: &str| {
         pointer(object, "/status")
             .and_then(|status| field(status, key))

@@ -26,7 +26,7 @@ use super::audit::{
 };
 use super::gates::{
     approval_used, gates, gates_by_name, generation, is_deleting, newly_approved, newly_revoked,
-    Gate,
+    status_rollout, Gate,
 };
 use super::{
     UserInfo, APPROVALS_ANNOTATION, APPROVAL_REASON_ANNOTATION, MAX_REASON_CHARS,
@@ -45,6 +45,10 @@ pub enum ResetCause {
     Consumed {
         #[serde(skip_serializing_if = "Option::is_none")]
         next_stage: Option<String>,
+        /// This approval was given after promotion-controller had used an earlier one to open
+        /// the gate ([`super::used_approvals`]): it opened nothing.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        given_after_use: bool,
     },
     /// The request starts a new rollout: Sveltos restarts the pipeline and the old approval must
     /// not carry over into it.
@@ -58,10 +62,24 @@ impl ResetCause {
         match self {
             ResetCause::Consumed {
                 next_stage: Some(next),
+                given_after_use: false,
             } => format!("removed: it was already used to promote to {next:?}"),
-            ResetCause::Consumed { next_stage: None } => {
-                "removed: it was already used to complete the pipeline".to_string()
-            }
+            ResetCause::Consumed {
+                next_stage: None,
+                given_after_use: false,
+            } => "removed: it was already used to complete the pipeline".to_string(),
+            ResetCause::Consumed {
+                next_stage: Some(next),
+                given_after_use: true,
+            } => format!(
+                "removed: given after an earlier approval had promoted to {next:?}, it was never used"
+            ),
+            ResetCause::Consumed {
+                next_stage: None,
+                given_after_use: true,
+            } => "removed: given after an earlier approval had completed the pipeline, it was \
+                  never used"
+                .to_string(),
             ResetCause::NewRollout { restart } => {
                 let what = match restart {
                     Restart::ProfileSpec { .. } => "spec.profileSpec changed",
@@ -246,8 +264,35 @@ pub(crate) fn reset_cause(
                 Used::PromotedTo(next) => Some(next.to_string()),
                 Used::Completed => None,
             },
+            given_after_use: given_after_use(old, gate.name),
         },
     })
+}
+
+/// Whether the approval `old` gives `stage` was given after promotion-controller used an
+/// earlier one to pass that gate in the rollout of `old`'s status: its own record (the one
+/// credited with it) was written after the use the controller recorded. Unknown — no record
+/// of its own, no record of the use, or one of another rollout — is `false`: the approval is
+/// then taken as the one used, as before the controller kept that record.
+fn given_after_use(old: &Tree, stage: &str) -> bool {
+    let Some(record) = approval_records_in(old)
+        .ok()
+        .and_then(|mut r| r.remove(stage))
+        .filter(|r| credited(r, generation(old)))
+    else {
+        return false;
+    };
+    let Ok(mut used) = super::used_approvals::recorded(&to_owned_value(old)) else {
+        return false;
+    };
+    let Some(use_) = used.remove(stage) else {
+        return false;
+    };
+    let same_rollout = match (&use_.rollout, status_rollout(old)) {
+        (Some(used_in), Some(status)) => *used_in == status,
+        _ => true,
+    };
+    same_rollout && use_.predates(&record)
 }
 
 fn remove_approval_ops(reset: &ApprovalReset) -> [PatchOperation; 3] {
@@ -679,6 +724,70 @@ mod tests {
     }
 
     #[test]
+    fn an_approval_given_after_the_controller_used_another_is_removed_as_never_used() {
+        // alice's approval (written at generation 1) opened staging → production; the
+        // controller recorded that use at generation 2. bob approved staging again (generation
+        // 4) before the status showed production: his approval opened nothing.
+        let mut old = promotion(Some(true), &["dev", "staging", "production"], "3.6.2");
+        let bob = ApprovalRecord::for_request(&user("bob"), now(), None, None, Some(4));
+        set_approval_records(&mut old, &BTreeMap::from([("staging", bob)]));
+        let used = BTreeMap::from([(
+            "staging".to_string(),
+            super::super::used_approvals::UsedApproval {
+                approval: Some(alices_approval(1)),
+                rollout: None,
+                generation: Some(2),
+            },
+        )]);
+        old["metadata"]["annotations"][super::super::used_approvals::USED_APPROVALS_ANNOTATION] =
+            json!(super::super::used_approvals::to_annotation(&used));
+        let mut new = old.clone();
+        new["metadata"]["labels"] = json!({"team": "a"});
+        let plan = plan_mutation(Some(&old), &new, &user("carol"), now());
+        assert_eq!(
+            plan.reset_approvals[0].cause,
+            ResetCause::Consumed {
+                next_stage: Some("production".into()),
+                given_after_use: true,
+            }
+        );
+        assert!(
+            plan.warnings.iter().any(|w| w
+                == "approval of stage \"staging\" removed: given after an earlier approval had \
+                    promoted to \"production\", it was never used"),
+            "{:?}",
+            plan.warnings
+        );
+        // The record of the use names alice's approval: it is the one used, as before.
+        let mut alices = old.clone();
+        set_approval_records(
+            &mut alices,
+            &BTreeMap::from([("staging", alices_approval(4))]),
+        );
+        let used_alice = BTreeMap::from([(
+            "staging".to_string(),
+            super::super::used_approvals::UsedApproval {
+                approval: Some(alices_approval(4)),
+                rollout: None,
+                generation: Some(4),
+            },
+        )]);
+        alices["metadata"]["annotations"]
+            [super::super::used_approvals::USED_APPROVALS_ANNOTATION] =
+            json!(super::super::used_approvals::to_annotation(&used_alice));
+        let mut new = alices.clone();
+        new["metadata"]["labels"] = json!({"team": "a"});
+        let plan = plan_mutation(Some(&alices), &new, &user("carol"), now());
+        assert_eq!(
+            plan.reset_approvals[0].cause,
+            ResetCause::Consumed {
+                next_stage: Some("production".into()),
+                given_after_use: false,
+            }
+        );
+    }
+
+    #[test]
     fn consumed_approval_is_removed_on_next_update() {
         let old = promotion(Some(true), &["dev", "staging", "production"], "3.6.2");
         let mut new = old.clone();
@@ -690,7 +799,8 @@ mod tests {
                 stage: "staging".into(),
                 index: 1,
                 cause: ResetCause::Consumed {
-                    next_stage: Some("production".into())
+                    next_stage: Some("production".into()),
+                    given_after_use: false,
                 }
             }]
         );

@@ -251,7 +251,8 @@ mod tests {
         assert_eq!(
             removed_now[0].cause,
             RemovalCause::Reset(ResetCause::Consumed {
-                next_stage: Some("production".into())
+                next_stage: Some("production".into()),
+                given_after_use: false,
             })
         );
         assert_eq!(
