@@ -111,9 +111,13 @@ where
         self.source
     }
 
-    /// Store an event and say what it changed; `None` while a relist is still being buffered
-    /// (the store swaps its contents at once when the list is complete).
-    pub fn apply(&mut self, mut event: Event<K>) -> Option<Change<K>> {
+    /// Store an event and hand what it changed to `changed` (nothing while a relist is still
+    /// being buffered: the store swaps its contents at once when the list is complete). A
+    /// completed list counts towards readiness only after `changed` returned: `changed` builds
+    /// the side indexes, and a reconcile that starts once the stores are ready must find them
+    /// built (it was woken before the index of ClusterSummaries was, read none, and — the first
+    /// list asking for no reconcile — waited for the resync).
+    pub fn apply(&mut self, mut event: Event<K>, changed: impl FnOnce(Change<K>)) {
         let old = match &mut event {
             Event::Apply(o) | Event::InitApply(o) => {
                 let old = self.reader.get(&self.key(o));
@@ -131,15 +135,15 @@ where
                     .reader
                     .get(&self.key(&o))
                     .unwrap_or_else(|| Arc::new(o));
-                Some(Change::Applied { old, new })
+                changed(Change::Applied { old, new });
             }
-            Event::Delete(o) => Some(Change::Deleted(Box::new(o))),
+            Event::Delete(o) => changed(Change::Deleted(Box::new(o))),
             Event::InitDone => {
+                changed(Change::Listed);
                 let source = self.source;
                 self.listed.send_if_modified(|s| s.insert(source));
-                Some(Change::Listed)
             }
-            Event::Init | Event::InitApply(_) => None,
+            Event::Init | Event::InitApply(_) => {}
         }
     }
 

@@ -152,18 +152,18 @@ fn spawn<K>(
                     continue;
                 }
             };
-            let Some(change) = feed.apply(event) else {
-                continue;
-            };
-            let mut ask = true;
-            if let Change::Listed = change {
-                if !listed {
-                    listed = true;
-                    info!(watch = ?feed.source(), "listed");
-                    ask = first_list_asks;
+            let source = feed.source();
+            feed.apply(event, |change| {
+                let mut ask = true;
+                if let Change::Listed = change {
+                    if !listed {
+                        listed = true;
+                        info!(watch = ?source, "listed");
+                        ask = first_list_asks;
+                    }
                 }
-            }
-            changed(change, ask);
+                changed(change, ask);
+            });
         }
     });
 }

@@ -47,9 +47,7 @@ where
     K::DynamicType: Clone + Eq + Hash,
 {
     for e in events {
-        if let Some(change) = feed.apply(e) {
-            on(change);
-        }
+        feed.apply(e, &mut on);
     }
 }
 
@@ -192,6 +190,31 @@ async fn every_waiter_is_woken_once_the_required_watches_have_listed() {
             .expect("every waiter wakes")
             .expect("no panic");
     }
+}
+
+/// A reconcile woken by the stores' readiness reads the ClusterSummaries' index: the list
+/// counts as done only once its change (which builds the index) has been handled. Published
+/// before, a reconcile woken at once read no summaries, and waited for the resync.
+#[test]
+fn the_stores_are_ready_only_once_the_listed_summaries_are_indexed() {
+    let (stores, mut feeds) = stores();
+    feed(&mut feeds.profiles, listed(vec![]), |_| {});
+    feed(&mut feeds.sveltos_clusters, listed(vec![]), |_| {});
+    stores.capi_absent();
+    let mut seen_while_indexing = None;
+    feed(
+        &mut feeds.summaries,
+        listed(vec![summary("a", "s1", "p-dev")]),
+        |c| {
+            if let Change::Listed = c {
+                seen_while_indexing = Some(stores.is_ready());
+            }
+            stores.summary_changed(&c);
+        },
+    );
+    assert_eq!(seen_while_indexing, Some(false));
+    assert!(stores.is_ready());
+    assert_eq!(stores.summaries_of(&["p-dev".to_string()]).len(), 1);
 }
 
 /// A CAPI Cluster CRD installed later makes reconciles wait again until its Clusters are
