@@ -22,14 +22,14 @@
 //! Needs `KUBEBUILDER_ASSETS` (see `scenarios.rs`); without it (and without `CI=true`) the runs
 //! are reported as ignored.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use serde_json::{json, Value};
 
 use promotion_e2e::addon_double::AddonController;
 use promotion_e2e::backend::{BackendKind, Cluster, SESSION_LABEL};
-use promotion_e2e::controller_process::ControllerProcess;
+use promotion_e2e::controller_process::{eventually, ControllerProcess};
 use promotion_e2e::envtest::objects::CLUSTER_PROFILE;
 use promotion_e2e::envtest::{self, Gate, User};
 use promotion_shared::model::PROMOTION_NAME_LABEL;
@@ -88,8 +88,8 @@ fn e<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> String + '_ {
     move |err| format!("{what}: {err}")
 }
 
-/// The fault-free run, then one run per write position until a run ends before its controller
-/// reached the position (the positions are exhausted).
+/// The fault-free run, then one run per write position, up to two past the fault-free run's
+/// last write.
 fn sweep(cluster: &Cluster, when: &str) -> Result<(), String> {
     promotion_e2e::rollout::stage_clusters(cluster).map_err(e("creating the SveltosClusters"))?;
     cluster
@@ -99,24 +99,27 @@ fn sweep(cluster: &Cluster, when: &str) -> Result<(), String> {
     if baseline.stopped.is_some() {
         return Err("the fault-free run stopped".into());
     }
+    // Positions past the fault-free run's last write too: a run's number of status writes
+    // depends on when Sveltos' events arrive, so a position may name another write, or none.
+    let last = baseline.writes + 2;
     let mut stops = Vec::new();
-    for n in 1..=80 {
+    // The last writes (the finalizer's removal, the committed step cleared) move by a position
+    // or two between runs: their positions are run again, at most twice, while a kind of write
+    // has not yet been a stop point.
+    let tail = last.saturating_sub(8) + 1..=last;
+    let again = |stops: &Vec<String>| KINDS.iter().any(|k| !stops.iter().any(|s| s.contains(k)));
+    let positions: Vec<usize> = (1..=last).collect();
+    let mut extra = 0;
+    let mut queue: std::collections::VecDeque<usize> = positions.into_iter().collect();
+    while let Some(n) = queue.pop_front() {
+        if queue.is_empty() && extra < 2 && again(&stops) {
+            extra += 1;
+            queue.extend(tail.clone());
+        }
         let fault = format!("{when}:{n}");
-        let outcome = run(cluster, &format!("{when}{n}"), Some(&fault))?;
+        let outcome = run(cluster, &format!("{when}{n}x{extra}"), Some(&fault))?;
         let Some(at) = outcome.stopped else {
-            // Fewer than n writes: every position was a stop point.
-            let missing: Vec<&str> = KINDS
-                .iter()
-                .copied()
-                .filter(|k| !stops.iter().any(|s: &String| s.contains(k)))
-                .collect();
-            if !missing.is_empty() {
-                return Err(format!(
-                    "no stop at a write of these kinds: {missing:?}; stops: {stops:#?}"
-                ));
-            }
-            eprintln!("{when}: {} stop points, each completed alike", stops.len());
-            return Ok(());
+            continue;
         };
         if outcome.settled != baseline.settled {
             return Err(format!(
@@ -127,7 +130,22 @@ fn sweep(cluster: &Cluster, when: &str) -> Result<(), String> {
         }
         stops.push(at);
     }
-    Err(format!("more than 80 writes in one rollout: {stops:#?}"))
+    let missing: Vec<&str> = KINDS
+        .iter()
+        .copied()
+        .filter(|k| !stops.iter().any(|s: &String| s.contains(k)))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "no stop at a write of these kinds: {missing:?}; stops: {stops:#?}"
+        ));
+    }
+    eprintln!(
+        "{when}: {} stop points ({} writes without a fault), each completed alike",
+        stops.len(),
+        baseline.writes
+    );
+    Ok(())
 }
 
 struct Outcome {
@@ -135,13 +153,23 @@ struct Outcome {
     stopped: Option<String>,
     /// The state once complete and settled, the promotion's name replaced by `P`.
     settled: String,
+    /// How many writes the controller made, counted in a run without a fault (0 otherwise).
+    writes: usize,
 }
 
-/// Where a run is.
-#[derive(PartialEq)]
-enum Phase {
-    RollingOut,
-    Deleting,
+/// One run in progress: the controller of the moment, where the injected fault stopped it, and
+/// the approvals given so far.
+struct Run<'c> {
+    cluster: &'c Cluster,
+    addon: AddonController<'c>,
+    name: String,
+    kubeconfig: std::path::PathBuf,
+    args: Vec<String>,
+    fault: Option<String>,
+    ctl: ControllerProcess,
+    stopped: Option<String>,
+    /// staging's and prod's approval given.
+    approved: [bool; 2],
 }
 
 fn run(cluster: &Cluster, base: &str, fault: Option<&str>) -> Result<Outcome, String> {
@@ -157,7 +185,6 @@ fn run(cluster: &Cluster, base: &str, fault: Option<&str>) -> Result<Outcome, St
         })
         .map_err(|e| e.to_string())?;
     }
-    let addon = AddonController::new(cluster);
     let sign_off = json!({"manual": {}});
     let manifest =
         promotion_e2e::rollout::promotion(cluster, &format!("crash-{base}"), Some(sign_off));
@@ -169,97 +196,180 @@ fn run(cluster: &Cluster, base: &str, fault: Option<&str>) -> Result<Outcome, St
         .write_manifest(&format!("{base}.yaml"), &manifest)
         .map_err(e("writing the manifest"))?;
     kubectl(cluster, &["apply", "-f", &file.to_string_lossy()])?;
-
-    let mut stopped = None;
-    let mut approved = [false; 2];
-    let mut phase = Phase::RollingOut;
-    let mut settled = String::new();
-    let started = Instant::now();
-    loop {
-        if started.elapsed() > DEADLINE {
-            let p = cluster.promotion(&name).ok().flatten();
-            return Err(format!(
-                "run {base} ({fault:?}, stopped {stopped:?}): not done within {DEADLINE:?}; \
-                 promotion: {}\ncontroller log:\n{}",
-                p.map(|p| p.to_string()).unwrap_or_default(),
-                ctl.log()
-            ));
-        }
-        if let Some(status) = ctl.exited() {
-            if stopped.is_some() || fault.is_none() {
-                return Err(format!(
-                    "run {base}: the controller ended ({status}) without a fault to stop at; \
-                     its log:\n{}",
-                    ctl.log()
-                ));
-            }
-            let line = ctl
-                .wait_line("the fault's line", Duration::from_secs(5), |l| {
-                    l.get("message").and_then(Value::as_str)
-                        == Some("fault injected: the process stops")
+    let mut run = Run {
+        cluster,
+        addon: AddonController::new(cluster),
+        name,
+        kubeconfig,
+        args: args.iter().map(|a| a.to_string()).collect(),
+        fault: fault.map(str::to_string),
+        ctl,
+        stopped: None,
+        approved: [false; 2],
+    };
+    // Each step waits for the state the controller must reach, then plays what Sveltos or a
+    // release manager does next.
+    for stage in ["dev", "staging"] {
+        run.until_profile(stage)?;
+        run.addon.sync(true).map_err(e("addon double"))?;
+    }
+    run.until_awaiting_approval("staging")?;
+    run.approve(0, "staging")?;
+    run.until_profile("prod")?;
+    run.addon.sync(true).map_err(e("addon double"))?;
+    run.until_awaiting_approval("prod")?;
+    run.approve(1, "prod")?;
+    let done = run
+        .until(
+            "complete, the last step cleared and both approvals used",
+            |_, p| p.is_some_and(|p| complete(p) && settled_now(p)),
+        )?
+        .ok_or("the promotion is gone")?;
+    let settled = state(cluster, &run.name, &done)?;
+    kubectl(
+        cluster,
+        &["delete", "clusterpromotion", &run.name, "--wait=false"],
+    )?;
+    let name = run.name.clone();
+    run.until("deleted with its profiles", |cluster, p| {
+        p.is_none() && profiles(cluster, &name).is_ok_and(|l| l.is_empty())
+    })?;
+    let writes = match fault {
+        // Counted in the fault-free run only, where one controller made every write.
+        Some(_) => 0,
+        None => {
+            // Its last write is the finalizer's removal: once that line is read, so are the
+            // others.
+            run.ctl
+                .wait_line("the finalizer removed", DEADLINE, |l| {
+                    l.get("message").and_then(Value::as_str) == Some("finalizer removed")
                 })
                 .map_err(|e| e.to_string())?;
-            if status.code() != Some(FAULT_EXIT) {
-                return Err(format!("run {base}: exit {status} after the fault"));
-            }
-            stopped = Some(line["at"].as_str().unwrap_or_default().to_string());
-            ctl = ControllerProcess::start(&kubeconfig, &args).map_err(e("controller"))?;
+            run.ctl
+                .log()
+                .lines()
+                .filter(|l| serde_json::from_str::<Value>(l).is_ok_and(|v| v["message"] == "write"))
+                .count()
         }
-        match phase {
-            Phase::RollingOut => {
-                let p = cluster
-                    .promotion(&name)
-                    .map_err(e("reading the promotion"))?
-                    .ok_or_else(|| format!("run {base}: the promotion is gone"))?;
-                addon.sync(true).map_err(e("addon double"))?;
-                deployed_only_after_the_double(&addon, &name, &p)?;
-                let current = current_stage(&p);
-                let awaiting =
-                    description(&p, current).starts_with(descriptions::AWAITING_APPROVAL);
-                if current == "prod" && !approved[0] {
-                    return Err(format!(
-                        "run {base}: prod reached without staging's approval"
-                    ));
-                }
-                let gate = match current {
-                    "staging" => Some(0),
-                    "prod" => Some(1),
-                    _ => None,
-                };
-                if let Some(i) = gate.filter(|&i| awaiting && !approved[i]) {
-                    kubectl(
-                        cluster,
-                        &["promotion", "approve", &name, "--stage", current],
-                    )?;
-                    approved[i] = true;
-                }
-                if complete(&p) {
-                    if !approved[1] {
-                        return Err(format!("run {base}: completed without prod's approval"));
-                    }
-                    if settled_now(&p) {
-                        settled = state(cluster, &name, &p)?;
-                        kubectl(
-                            cluster,
-                            &["delete", "clusterpromotion", &name, "--wait=false"],
-                        )?;
-                        phase = Phase::Deleting;
-                    }
-                }
+    };
+    Ok(Outcome {
+        stopped: run.stopped,
+        settled,
+        writes,
+    })
+}
+
+impl Run<'_> {
+    /// Wait until `check` holds of the cluster and the promotion as stored (`None`: gone), and
+    /// return that promotion. On every look: a controller the fault stopped is replaced by a new
+    /// one, and the invariants are checked.
+    fn until(
+        &mut self,
+        what: &str,
+        check: impl Fn(&Cluster, Option<&Value>) -> bool,
+    ) -> Result<Option<Value>, String> {
+        let waited = eventually(what, DEADLINE, || match self.look(&check) {
+            Ok(Some(found)) => Some(Ok(found)),
+            Ok(None) => None,
+            Err(e) => Some(Err(e)),
+        });
+        match waited {
+            Ok(result) => result,
+            Err(timeout) => Err(format!(
+                "{timeout} ({:?}, stopped {:?}); promotion: {}\ncontroller log:\n{}",
+                self.fault,
+                self.stopped,
+                self.cluster
+                    .promotion(&self.name)
+                    .ok()
+                    .flatten()
+                    .map(|p| p.to_string())
+                    .unwrap_or_default(),
+                self.ctl.log()
+            )),
+        }
+    }
+
+    /// One look: `Some(promotion)` when `check` holds.
+    fn look(
+        &mut self,
+        check: &impl Fn(&Cluster, Option<&Value>) -> bool,
+    ) -> Result<Option<Option<Value>>, String> {
+        self.replace_a_stopped_controller()?;
+        let p = self
+            .cluster
+            .promotion(&self.name)
+            .map_err(e("reading the promotion"))?;
+        if let Some(p) = &p {
+            deployed_only_after_the_double(&self.addon, &self.name, p)?;
+            if current_stage(p) == "prod" && !self.approved[0] {
+                return Err(format!(
+                    "{}: prod reached without staging's approval",
+                    self.name
+                ));
             }
-            Phase::Deleting => {
-                let gone = cluster
-                    .promotion(&name)
-                    .map_err(e("reading the promotion"))?
-                    .is_none();
-                if gone && profiles(cluster, &name)?.is_empty() {
-                    return Ok(Outcome { stopped, settled });
-                }
+            if complete(p) && !self.approved[1] {
+                return Err(format!("{}: completed without prod's approval", self.name));
             }
         }
-        // The next look at the cluster: the driver reacts to what it reads, as Sveltos and
-        // a release manager would.
-        std::thread::sleep(Duration::from_millis(100));
+        Ok(check(self.cluster, p.as_ref()).then_some(p))
+    }
+
+    /// The controller stopped at the injected fault (and only there, once): a new one, as a
+    /// restarted Pod.
+    fn replace_a_stopped_controller(&mut self) -> Result<(), String> {
+        let Some(status) = self.ctl.exited() else {
+            return Ok(());
+        };
+        if self.stopped.is_some() || self.fault.is_none() {
+            return Err(format!(
+                "{}: the controller ended ({status}) without a fault to stop at; its log:\n{}",
+                self.name,
+                self.ctl.log()
+            ));
+        }
+        let line = self
+            .ctl
+            .wait_line("the fault's line", Duration::from_secs(5), |l| {
+                l.get("message").and_then(Value::as_str)
+                    == Some("fault injected: the process stops")
+            })
+            .map_err(|e| e.to_string())?;
+        if status.code() != Some(FAULT_EXIT) {
+            return Err(format!("{}: exit {status} after the fault", self.name));
+        }
+        self.stopped = Some(line["at"].as_str().unwrap_or_default().to_string());
+        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        self.ctl = ControllerProcess::start(&self.kubeconfig, &args).map_err(e("controller"))?;
+        Ok(())
+    }
+
+    fn until_profile(&mut self, stage: &str) -> Result<(), String> {
+        let profile = format!("{}-{stage}", self.name);
+        self.until(&format!("{stage}'s profile applied"), |cluster, _| {
+            matches!(cluster.get(CLUSTER_PROFILE, None, &profile), Ok(Some(_)))
+        })?;
+        Ok(())
+    }
+
+    fn until_awaiting_approval(&mut self, stage: &str) -> Result<(), String> {
+        self.until(&format!("{stage} awaiting approval"), |_, p| {
+            p.is_some_and(|p| {
+                current_stage(p) == stage
+                    && description(p, stage).starts_with(descriptions::AWAITING_APPROVAL)
+            })
+        })?;
+        Ok(())
+    }
+
+    /// Approve `stage` (gate `gate`: 0 staging, 1 prod), once.
+    fn approve(&mut self, gate: usize, stage: &str) -> Result<(), String> {
+        kubectl(
+            self.cluster,
+            &["promotion", "approve", &self.name, "--stage", stage],
+        )?;
+        self.approved[gate] = true;
+        Ok(())
     }
 }
 

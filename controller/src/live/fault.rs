@@ -46,6 +46,8 @@ mod armed {
     /// position.
     pub fn before(what: &str) -> u64 {
         let n = WRITES.fetch_add(1, Ordering::SeqCst) + 1;
+        // The positions a fault can name, as a fault-free run makes them.
+        tracing::debug!(position = n, what, "write");
         if point() == Some((When::Before, n)) {
             stop(&format!("before write {n} ({what})"));
         }
