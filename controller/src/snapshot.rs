@@ -109,7 +109,15 @@ pub fn read(path: &Path, promotion: Option<&str>) -> Result<Snapshot> {
 /// else the in-cluster service account; `--context` picks a context. Proxies as client-go
 /// decides them (the cluster's `proxy-url`, else `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY`, never for
 /// loopback): [`kube_connect`], the rule the plugin uses too.
-pub async fn client(kubeconfig: Option<&Path>, context: Option<&str>) -> Result<Client> {
+/// A client for the kubeconfig's (or the in-cluster) server, sending the User-Agent
+/// `promotion-controller/<version>`, followed by ` (<replica>)` when given: kube-rs sends none of
+/// its own, and the API server's audit log tells writers apart by it (as client-go's
+/// `<binary>/<version> (<os>/<arch>)`).
+pub async fn client(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+    replica: Option<&str>,
+) -> Result<Client> {
     let options = KubeConfigOptions {
         context: context.map(str::to_string),
         ..KubeConfigOptions::default()
@@ -127,11 +135,21 @@ pub async fn client(kubeconfig: Option<&Path>, context: Option<&str>) -> Result<
             Err(e) => return Err(Error::Cluster(format!("reading the kubeconfig: {e}"))),
         },
     };
-    let config = match file {
+    let mut config = match file {
         Some(file) => kube_connect::from_kubeconfig(file, &options).map_err(|e| connecting(&e))?,
         None => Config::incluster().map_err(|e| connecting(&e))?,
     };
+    config
+        .headers
+        .push((http::header::USER_AGENT, user_agent(replica)));
     Client::try_from(config).map_err(|e| Error::Cluster(format!("connecting: {e}")))
+}
+
+fn user_agent(replica: Option<&str>) -> http::HeaderValue {
+    let plain = concat!("promotion-controller/", env!("CARGO_PKG_VERSION"));
+    replica
+        .and_then(|r| http::HeaderValue::from_str(&format!("{plain} ({r})")).ok())
+        .unwrap_or(http::HeaderValue::from_static(plain))
 }
 
 /// The snapshot of promotion `name` as the cluster holds it now.

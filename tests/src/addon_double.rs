@@ -42,6 +42,9 @@ pub struct AddonController<'a> {
     /// Every `Provisioned` this double reported: the summary, the hash of the spec it deployed,
     /// in order. Invariants are checked against it, not against the controller's own rule.
     deployed: std::sync::Mutex<Vec<Deployed>>,
+    /// Profiles whose deployments fail for now: their summaries report `Failed` where they would
+    /// report `Provisioned` ([`AddonController::fail`]).
+    failing: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 /// One deployment the double reported.
@@ -53,6 +56,11 @@ pub struct Deployed {
     pub profile: String,
     /// The hash of the spec deployed (the double's own, from the summary's spec).
     pub hash: String,
+    /// The first Helm chart's version in the spec deployed ("" without one).
+    pub chart: String,
+    /// When the double sent the `Provisioned` status: a decision taken on it is applied after
+    /// this, so a write stamped earlier by the API server was decided without it.
+    pub sent_at: std::time::SystemTime,
 }
 
 /// What one pass did.
@@ -87,7 +95,30 @@ impl<'a> AddonController<'a> {
         AddonController {
             cluster,
             deployed: std::sync::Mutex::new(Vec::new()),
+            failing: std::sync::Mutex::new(Default::default()),
         }
+    }
+
+    /// From now on, deployments of `profile` fail (`failed: true`): its summaries report
+    /// `Failed` with a `failureMessage` and a growing `consecutiveFailures` where they would
+    /// report `Provisioned`; `failed: false` lets them succeed again.
+    pub fn fail(&self, profile: &str, failed: bool) {
+        let mut failing = self
+            .failing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if failed {
+            failing.insert(profile.to_string());
+        } else {
+            failing.remove(profile);
+        }
+    }
+
+    fn failing(&self, profile: &str) -> bool {
+        self.failing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(profile)
     }
 
     /// Sveltos' time between two steps of a deployment: the scenario's lag, spent (a simulated
@@ -327,18 +358,28 @@ impl AddonController<'_> {
             if !self.ours(&s) {
                 continue;
             }
+            let profile = labels_of(&s)
+                .get(CLUSTER_PROFILE_NAME_LABEL)
+                .cloned()
+                .unwrap_or_default();
+            let state = if state == "Provisioned" && self.failing(&profile) {
+                "Failed"
+            } else {
+                state
+            };
             let features = features(&s);
             let current = s
                 .pointer("/status/featureSummaries")
                 .cloned()
                 .unwrap_or_else(|| json!([]));
-            let unchanged = features.iter().all(|(id, hash)| {
-                current.as_array().is_some_and(|list| {
-                    list.iter().any(|f| {
-                        f["featureID"] == *id && f["hash"] == *hash && f["status"] == state
+            let unchanged = state != "Failed"
+                && features.iter().all(|(id, hash)| {
+                    current.as_array().is_some_and(|list| {
+                        list.iter().any(|f| {
+                            f["featureID"] == *id && f["hash"] == *hash && f["status"] == state
+                        })
                     })
-                })
-            });
+                });
             if unchanged {
                 continue;
             }
@@ -350,10 +391,23 @@ impl AddonController<'_> {
                     if state == "Provisioned" {
                         f["lastAppliedTime"] = json!(now);
                     }
+                    if state == "Failed" {
+                        // addon-controller counts the failures of the same hash in a row.
+                        let before = current
+                            .as_array()
+                            .and_then(|l| l.iter().find(|f| f["featureID"] == *id))
+                            .filter(|f| f["hash"] == *hash && f["status"] == "Failed")
+                            .and_then(|f| f["consecutiveFailures"].as_u64())
+                            .unwrap_or(0);
+                        f["failureMessage"] =
+                            json!("chart install failed: context deadline exceeded");
+                        f["consecutiveFailures"] = json!(before + 1);
+                    }
                     f
                 })
                 .collect();
             let name = text(&s, "/metadata/name").to_string();
+            let sent_at = std::time::SystemTime::now();
             self.cluster.put_status(
                 CLUSTER_SUMMARY,
                 Some(&namespace),
@@ -369,11 +423,11 @@ impl AddonController<'_> {
                 for (_, hash) in &features {
                     log.push(Deployed {
                         summary: key.clone(),
-                        profile: labels_of(&s)
-                            .get(CLUSTER_PROFILE_NAME_LABEL)
-                            .cloned()
-                            .unwrap_or_default(),
+                        profile: profile.clone(),
                         hash: hash.clone(),
+                        chart: text(&s, "/spec/clusterProfileSpec/helmCharts/0/chartVersion")
+                            .to_string(),
+                        sent_at,
                     });
                 }
             }

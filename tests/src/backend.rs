@@ -286,6 +286,12 @@ impl EnvtestBackend {
         })
     }
 
+    /// A private server of the caller's (leaked for the rest of the process, as the shared one
+    /// lives in a static).
+    pub fn on(server: &'static Envtest) -> EnvtestBackend {
+        EnvtestBackend { server }
+    }
+
     pub fn server(&self) -> &'static Envtest {
         self.server
     }

@@ -2,6 +2,12 @@
 //! server), that a test turns faulty for that client alone: a network partition
 //! ([`FaultProxy::cut`]: open connections closed, new ones refused) or a server that stops
 //! answering ([`FaultProxy::hang`]: connections stay open, nothing is forwarded either way).
+//! A proxy can also slow every exchange down ([`FaultProxy::delay`]). When a hang ends, the
+//! connections it held are reset rather than resumed, as a middlebox that dropped the flows does:
+//! a request held past the end of the sender's Lease term and delivered afterwards would be
+//! applied by the API server whatever the sender decided since (no Lease-based controller,
+//! client-go's included, can recall a request already on the wire), and what keeps such a late
+//! write harmless is its `resourceVersion` guard, not the Lease.
 //! TLS passes through untouched, so the client still verifies the server's certificate (issued
 //! for `127.0.0.1`, where the proxy listens too).
 
@@ -16,6 +22,8 @@ enum Mode {
     Pass,
     Cut,
     Hang,
+    /// Every chunk forwarded (either way) after this long.
+    Delay(std::time::Duration),
 }
 
 #[derive(Default)]
@@ -34,8 +42,22 @@ impl Shared {
     }
 
     fn set(&self, mode: Mode) {
-        *lock(&self.mode) = mode;
+        let mut current = lock(&self.mode);
+        if *current == Mode::Hang && mode != Mode::Hang {
+            // Reset what the hang held (see the module documentation), before any held copy
+            // can see the hang is over.
+            self.close_all();
+        }
+        *current = mode;
+        drop(current);
         self.changed.notify_all();
+    }
+
+    fn close_all(&self) {
+        for (client, server) in lock(&self.open).drain(..) {
+            let _ = client.shutdown(Shutdown::Both);
+            let _ = server.shutdown(Shutdown::Both);
+        }
     }
 
     /// Block while the proxy hangs.
@@ -97,10 +119,7 @@ impl FaultProxy {
     /// A partition: every open connection closed, new ones refused.
     pub fn cut(&self) {
         self.shared.set(Mode::Cut);
-        for (client, server) in lock(&self.shared.open).drain(..) {
-            let _ = client.shutdown(Shutdown::Both);
-            let _ = server.shutdown(Shutdown::Both);
-        }
+        self.shared.close_all();
     }
 
     /// A server that stops answering: connections are accepted and kept, nothing is forwarded.
@@ -108,7 +127,13 @@ impl FaultProxy {
         self.shared.set(Mode::Hang);
     }
 
-    /// Back to passing everything through (connections closed by a cut stay closed).
+    /// A slow network: every chunk is forwarded `by` late, in both directions.
+    pub fn delay(&self, by: std::time::Duration) {
+        self.shared.set(Mode::Delay(by));
+    }
+
+    /// Back to passing everything through (connections closed by a cut stay closed; those held
+    /// by a hang are reset).
     pub fn heal(&self) {
         self.shared.set(Mode::Pass);
     }
@@ -137,6 +162,9 @@ fn forward(mut from: TcpStream, mut to: TcpStream, shared: &Shared) {
         // Read before (or while) a hang began: held until it ends, as a stalled peer would never
         // have passed it on.
         shared.wait_while_hanging();
+        if let Mode::Delay(by) = shared.mode() {
+            std::thread::sleep(by);
+        }
         if shared.stop.load(Ordering::SeqCst) || to.write_all(&buf[..n]).is_err() {
             break;
         }

@@ -5,6 +5,7 @@ pub mod addon_double;
 pub mod apiserver;
 pub mod backend;
 pub mod bins;
+pub mod chaos;
 pub mod controller_process;
 pub mod envtest;
 pub mod fault_proxy;

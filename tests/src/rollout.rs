@@ -51,3 +51,30 @@ pub fn promotion(cluster: &Cluster, base: &str, prod_trigger: Option<Value>) -> 
         },
     }))
 }
+
+/// The objects of `manifests/<file>`, each passed through `edit`, stored as the admin, after the
+/// install's namespace `kubectl-promotion-system`.
+pub fn install_manifest(
+    cluster: &Cluster,
+    file: &str,
+    mut edit: impl FnMut(&mut Value) -> Result<(), String>,
+) -> Result<(), String> {
+    cluster
+        .put(&json!({"apiVersion": "v1", "kind": "Namespace",
+                     "metadata": {"name": "kubectl-promotion-system"}}))
+        .map_err(|e| format!("creating the install namespace: {e}"))?;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../manifests")
+        .join(file);
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let objects: Vec<Value> = serde_saphyr::from_multiple(&text)
+        .map_err(|e| format!("parsing {}: {e}", path.display()))?;
+    for mut object in objects {
+        edit(&mut object)?;
+        cluster
+            .put(&object)
+            .map_err(|err| format!("applying manifests/{file}: {err}"))?;
+    }
+    Ok(())
+}

@@ -186,30 +186,13 @@ fn install_rbac(cluster: &Cluster) -> Result<(), String> {
     install(cluster, "controller/rbac.yaml", |_| Ok(()))
 }
 
-/// The objects of `manifests/<file>`, each passed through `edit`, stored as the admin in the
-/// install's namespace.
+/// `manifests/<file>` installed ([`promotion_e2e::rollout::install_manifest`]).
 fn install(
     cluster: &Cluster,
     file: &str,
-    mut edit: impl FnMut(&mut Value) -> Result<(), String>,
+    edit: impl FnMut(&mut Value) -> Result<(), String>,
 ) -> Result<(), String> {
-    cluster
-        .put(&json!({"apiVersion": "v1", "kind": "Namespace",
-                     "metadata": {"name": "kubectl-promotion-system"}}))
-        .map_err(e("creating the install namespace"))?;
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../manifests")
-        .join(file);
-    let text = std::fs::read_to_string(&path).map_err(e("reading the manifest"))?;
-    let objects: Vec<Value> =
-        serde_saphyr::from_multiple(&text).map_err(e("parsing the manifest"))?;
-    for mut object in objects {
-        edit(&mut object)?;
-        cluster
-            .put(&object)
-            .map_err(|err| format!("applying manifests/{file}: {err}"))?;
-    }
-    Ok(())
+    promotion_e2e::rollout::install_manifest(cluster, file, edit)
 }
 
 fn controller_as(

@@ -33,7 +33,7 @@ pub async fn run(args: &ReconcileArgs) -> Result<()> {
         (Some(path), _) => snapshot::read(path, args.promotion.as_deref())?,
         (None, Some(name)) => {
             let client =
-                snapshot::client(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
+                snapshot::client(args.kubeconfig.as_deref(), args.context.as_deref(), None).await?;
             snapshot::live(&client, name).await?
         }
         (None, None) => return Err(Error::Usage("give -f SNAPSHOT or a promotion NAME".into())),

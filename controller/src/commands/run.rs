@@ -52,7 +52,14 @@ pub async fn run(args: &RunArgs) -> Result<()> {
         ))
     })?;
     init_logging(args)?;
-    let client = snapshot::client(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
+    // The Lease's holder and the User-Agent of every request: the audit log names the replica.
+    let identity = leader::identity();
+    let client = snapshot::client(
+        args.kubeconfig.as_deref(),
+        args.context.as_deref(),
+        Some(&identity),
+    )
+    .await?;
     let metrics_listener = http::bind(&args.metrics_listen, "metrics")
         .await
         .map_err(Error::Cluster)?;
@@ -86,7 +93,7 @@ pub async fn run(args: &RunArgs) -> Result<()> {
                 .clone()
                 .unwrap_or_else(|| client.default_namespace().to_string()),
             lease_name: args.leader_elect_lease_name.clone(),
-            identity: leader::identity(),
+            identity: identity.clone(),
             lease_duration,
             // controller-runtime's 15 s / 10 s / 2 s, in proportion to the lease duration.
             renew_deadline: args

@@ -24,6 +24,7 @@ mod runtime;
 pub mod users;
 pub mod webhook;
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
@@ -90,6 +91,37 @@ const ETCD_PATIENCE: Duration = Duration::from_secs(30);
 const APISERVER_PATIENCE: Duration = Duration::from_secs(90);
 const CRD_PATIENCE: Duration = Duration::from_secs(60);
 
+/// What a private server is started with beyond the defaults.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Write the API server's audit log (`--audit-log-path`, JSON lines): every write to
+    /// ClusterPromotions (status included) at `Metadata` level (who, which User-Agent, when, the
+    /// answer's code), writes to Leases and ClusterProfiles at `Request` level (also the body:
+    /// the holder written, the profile applied), nothing else. Read it with
+    /// [`Envtest::audit_log`].
+    pub audit_log: bool,
+}
+
+/// The audit policy of [`Options::audit_log`]: only the completed requests (`ResponseComplete`).
+const AUDIT_POLICY: &str = r#"apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+  - level: Request
+    verbs: ["create", "update", "patch", "delete"]
+    resources:
+      - group: "coordination.k8s.io"
+        resources: ["leases"]
+      - group: "config.projectsveltos.io"
+        resources: ["clusterprofiles"]
+  - level: Metadata
+    verbs: ["create", "update", "patch", "delete"]
+    resources:
+      - group: "config.projectsveltos.io"
+        resources: ["clusterpromotions", "clusterpromotions/status"]
+  - level: None
+"#;
+
 /// A running etcd + kube-apiserver pair.
 pub struct Envtest {
     url: String,
@@ -100,6 +132,25 @@ pub struct Envtest {
     startup: Duration,
     version: String,
     running: Mutex<Option<Running>>,
+    launch: Launch,
+    audit_log: Option<PathBuf>,
+}
+
+/// How each process was started: a restart runs the same command again, on the same ports and
+/// the same data (etcd keeps its data folder; the API server appends to its logs).
+struct Launch {
+    etcd: (PathBuf, Vec<OsString>),
+    apiserver: (PathBuf, Vec<OsString>),
+    etcd_health: std::net::SocketAddr,
+    dir: PathBuf,
+}
+
+impl Launch {
+    fn command((program, args): &(PathBuf, Vec<OsString>)) -> Command {
+        let mut command = Command::new(program);
+        command.args(args);
+        command
+    }
 }
 
 /// What is stopped at the end; fields drop in order: the API server before its etcd, and the
@@ -138,11 +189,16 @@ impl Envtest {
 
     /// Start a private server (stopped when dropped).
     pub fn start(assets: &Assets) -> Result<Envtest, EnvtestError> {
+        Envtest::start_with(assets, &Options::default())
+    }
+
+    /// Start a private server with `options` (stopped when dropped).
+    pub fn start_with(assets: &Assets, options: &Options) -> Result<Envtest, EnvtestError> {
         let began = Instant::now();
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match Envtest::start_once(assets, began) {
+            match Envtest::start_once(assets, options, began) {
                 // Ports are picked free and then handed over; another process may take one
                 // in between. That shows as an early exit with "address already in use".
                 Err(EnvtestError::NotReady { tail, .. })
@@ -152,7 +208,11 @@ impl Envtest {
         }
     }
 
-    fn start_once(assets: &Assets, began: Instant) -> Result<Envtest, EnvtestError> {
+    fn start_once(
+        assets: &Assets,
+        options: &Options,
+        began: Instant,
+    ) -> Result<Envtest, EnvtestError> {
         let dir = tempfile::Builder::new()
             .prefix("promotion-envtest-")
             .tempdir_in(data_root())
@@ -174,41 +234,75 @@ impl Envtest {
         let (client_port, peer_port, secure_port) = (free_port()?, free_port()?, free_port()?);
         let etcd_url = format!("http://127.0.0.1:{client_port}");
         let peer_url = format!("http://127.0.0.1:{peer_port}");
-        let mut etcd = Command::new(&assets.etcd);
-        etcd.args(["--name", "envtest", "--data-dir"])
-            .arg(path("etcd"))
-            .args(["--listen-client-urls", &etcd_url])
-            .args(["--advertise-client-urls", &etcd_url])
-            .args(["--listen-peer-urls", &peer_url])
-            .args(["--initial-advertise-peer-urls", &peer_url])
-            .args(["--initial-cluster", &format!("envtest={peer_url}")])
-            .args(["--initial-cluster-state", "new", "--logger=zap"]);
+        let etcd_args: Vec<OsString> = [
+            "--name".into(),
+            "envtest".into(),
+            "--data-dir".into(),
+            path("etcd").into_os_string(),
+        ]
+        .into_iter()
+        .chain(
+            [
+                "--listen-client-urls",
+                &etcd_url,
+                "--advertise-client-urls",
+                &etcd_url,
+                "--listen-peer-urls",
+                &peer_url,
+                "--initial-advertise-peer-urls",
+                &peer_url,
+                "--initial-cluster",
+                &format!("envtest={peer_url}"),
+                "--initial-cluster-state",
+                "new",
+                "--logger=zap",
+            ]
+            .map(OsString::from),
+        )
+        .collect();
+        let etcd_launch = (assets.etcd.clone(), etcd_args);
+        let etcd = Launch::command(&etcd_launch);
         let mut etcd = spawn_logged("etcd", etcd, &path("etcd.log"))?;
         let health = std::net::SocketAddr::from(([127, 0, 0, 1], client_port));
-        wait_until(
-            "etcd",
-            &mut etcd,
-            &path("etcd.log"),
-            ETCD_PATIENCE,
-            || matches!(http::get(health, "/health"), Ok((200, body)) if body.contains("\"health\":\"true\"")),
-        )?;
+        wait_until("etcd", &mut etcd, &path("etcd.log"), ETCD_PATIENCE, || {
+            etcd_healthy(health)
+        })?;
 
-        let mut apiserver = Command::new(&assets.kube_apiserver);
-        apiserver
-            .args(["--bind-address=127.0.0.1", "--advertise-address=127.0.0.1"])
-            .arg(format!("--secure-port={secure_port}"))
-            .arg(format!("--etcd-servers={etcd_url}"))
-            .arg(flag("--tls-cert-file", &path("serving.crt")))
-            .arg(flag("--tls-private-key-file", &path("serving.key")))
-            .arg(flag("--client-ca-file", &path("ca.crt")))
-            .arg("--authorization-mode=RBAC")
-            .arg(flag("--token-auth-file", &path("tokens.csv")))
-            .arg("--service-account-issuer=https://kubernetes.default.svc.cluster.local")
-            .arg(flag("--service-account-key-file", &path("sa.pub")))
-            .arg(flag("--service-account-signing-key-file", &path("sa.key")))
-            .arg("--service-cluster-ip-range=10.0.0.0/24")
+        let mut apiserver_args: Vec<OsString> = [
+            "--bind-address=127.0.0.1".to_string(),
+            "--advertise-address=127.0.0.1".to_string(),
+            format!("--secure-port={secure_port}"),
+            format!("--etcd-servers={etcd_url}"),
+            flag("--tls-cert-file", &path("serving.crt")),
+            flag("--tls-private-key-file", &path("serving.key")),
+            flag("--client-ca-file", &path("ca.crt")),
+            "--authorization-mode=RBAC".to_string(),
+            flag("--token-auth-file", &path("tokens.csv")),
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local".to_string(),
+            flag("--service-account-key-file", &path("sa.pub")),
+            flag("--service-account-signing-key-file", &path("sa.key")),
+            "--service-cluster-ip-range=10.0.0.0/24".to_string(),
             // The `kubernetes` Endpoints object cannot hold a loopback address.
-            .arg("--endpoint-reconciler-type=none");
+            "--endpoint-reconciler-type=none".to_string(),
+        ]
+        .map(OsString::from)
+        .into_iter()
+        .collect();
+        let audit_log = options.audit_log.then(|| path("audit.log"));
+        if let Some(log) = &audit_log {
+            std::fs::write(path("audit-policy.yaml"), AUDIT_POLICY)
+                .map_err(io("writing the audit policy"))?;
+            for arg in [
+                flag("--audit-policy-file", &path("audit-policy.yaml")),
+                flag("--audit-log-path", log),
+                "--audit-log-format=json".to_string(),
+                "--audit-log-mode=blocking".to_string(),
+            ] {
+                apiserver_args.push(arg.into());
+            }
+        }
+        let apiserver_launch = (assets.kube_apiserver.clone(), apiserver_args);
+        let apiserver = Launch::command(&apiserver_launch);
         let mut apiserver = spawn_logged("kube-apiserver", apiserver, &path("kube-apiserver.log"))?;
 
         let url = format!("https://127.0.0.1:{secure_port}");
@@ -224,22 +318,12 @@ impl Envtest {
         }
         let admin_kubeconfig = kubeconfigs[0].1.clone();
         let admin = client_from_kubeconfig(User::Admin.name(), &admin_kubeconfig)?;
-        let probe = admin.clone();
         wait_until(
             "kube-apiserver",
             &mut apiserver,
             &path("kube-apiserver.log"),
             APISERVER_PATIENCE,
-            || {
-                let client = probe.clone();
-                block_on(async move {
-                    let request = hyper::Request::get("/readyz").body(Vec::new());
-                    match request {
-                        Ok(r) => client.request_text(r).await.is_ok_and(|t| t == "ok"),
-                        Err(_) => false,
-                    }
-                })
-            },
+            || apiserver_ready(&admin),
         )?;
         let client = admin.clone();
         let version = block_on(async move { client.apiserver_version().await })
@@ -254,6 +338,13 @@ impl Envtest {
             admin: Objects::new(admin),
             startup: Duration::ZERO,
             version,
+            launch: Launch {
+                etcd: etcd_launch,
+                apiserver: apiserver_launch,
+                etcd_health: health,
+                dir: dir.path().to_path_buf(),
+            },
+            audit_log,
             running: Mutex::new(Some(Running {
                 apiserver,
                 etcd,
@@ -385,6 +476,66 @@ impl Envtest {
         running.as_ref().map(|r| (r.apiserver.pid(), r.etcd.pid()))
     }
 
+    /// The audit log, when the server was started with [`Options::audit_log`].
+    pub fn audit_log(&self) -> Option<&Path> {
+        self.audit_log.as_deref()
+    }
+
+    /// Kill kube-apiserver (SIGKILL, as a crashed or evicted control plane would go), leave it
+    /// down for `down`, start it again on the same port and wait until it is ready. Returns how
+    /// long it took to be ready again after the start.
+    pub fn restart_apiserver(&self, down: Duration) -> Result<Duration, EnvtestError> {
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(running) = running.as_mut() else {
+            return Err(EnvtestError::Setup("the server was stopped".into()));
+        };
+        running.apiserver.stop();
+        std::thread::sleep(down);
+        let log = self.launch.dir.join("kube-apiserver.log");
+        let started = Instant::now();
+        running.apiserver = spawn_logged_append(
+            "kube-apiserver",
+            Launch::command(&self.launch.apiserver),
+            &log,
+        )?;
+        wait_until(
+            "kube-apiserver",
+            &mut running.apiserver,
+            &log,
+            APISERVER_PATIENCE,
+            || apiserver_ready(self.admin.client()),
+        )?;
+        Ok(started.elapsed())
+    }
+
+    /// Kill etcd (SIGKILL), leave it down for `down`, start it again on its data folder and wait
+    /// until both it and the API server (which reconnects by itself) are ready. Returns how long
+    /// that took after the start.
+    pub fn restart_etcd(&self, down: Duration) -> Result<Duration, EnvtestError> {
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(running) = running.as_mut() else {
+            return Err(EnvtestError::Setup("the server was stopped".into()));
+        };
+        running.etcd.stop();
+        std::thread::sleep(down);
+        let log = self.launch.dir.join("etcd.log");
+        let started = Instant::now();
+        running.etcd = spawn_logged_append("etcd", Launch::command(&self.launch.etcd), &log)?;
+        let health = self.launch.etcd_health;
+        wait_until("etcd", &mut running.etcd, &log, ETCD_PATIENCE, || {
+            etcd_healthy(health)
+        })?;
+        let log = self.launch.dir.join("kube-apiserver.log");
+        wait_until(
+            "kube-apiserver",
+            &mut running.apiserver,
+            &log,
+            APISERVER_PATIENCE,
+            || apiserver_ready(self.admin.client()),
+        )?;
+        Ok(started.elapsed())
+    }
+
     /// Stop both processes (API server first) and remove the data folder. Idempotent.
     pub fn stop(&self) {
         // At process exit another thread may hold the lock forever: never wait for it there.
@@ -459,12 +610,51 @@ fn free_port() -> Result<u16, EnvtestError> {
         .map_err(io("finding a free loopback port"))
 }
 
+fn etcd_healthy(health: std::net::SocketAddr) -> bool {
+    matches!(http::get(health, "/health"), Ok((200, body)) if body.contains("\"health\":\"true\""))
+}
+
+/// `/readyz` answers `ok` (etcd reachable, informers synced, post-start hooks done).
+fn apiserver_ready(client: &kube::Client) -> bool {
+    let client = client.clone();
+    block_on(async move {
+        let request = hyper::Request::get("/readyz").body(Vec::new());
+        match request {
+            Ok(r) => client.request_text(r).await.is_ok_and(|t| t == "ok"),
+            Err(_) => false,
+        }
+    })
+}
+
 fn spawn_logged(
     name: &'static str,
-    mut command: Command,
+    command: Command,
     log: &Path,
 ) -> Result<Supervised, EnvtestError> {
     let file = std::fs::File::create(log).map_err(io(format!("creating {}", log.display())))?;
+    spawn_to(name, command, file, log)
+}
+
+/// [`spawn_logged`] after a restart: the log goes on where the previous process stopped.
+fn spawn_logged_append(
+    name: &'static str,
+    command: Command,
+    log: &Path,
+) -> Result<Supervised, EnvtestError> {
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(log)
+        .map_err(io(format!("opening {}", log.display())))?;
+    spawn_to(name, command, file, log)
+}
+
+fn spawn_to(
+    name: &'static str,
+    mut command: Command,
+    file: std::fs::File,
+    log: &Path,
+) -> Result<Supervised, EnvtestError> {
     let err = file
         .try_clone()
         .map_err(io(format!("opening {}", log.display())))?;
