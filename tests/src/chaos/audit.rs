@@ -106,6 +106,8 @@ pub struct Terms {
     pub writes: usize,
     /// Lease writes that changed the holder.
     pub handovers: usize,
+    /// Replica writes the server refused with 409 Conflict (a newer version was stored).
+    pub conflicts: usize,
     pub violations: Vec<String>,
 }
 
@@ -114,6 +116,10 @@ pub struct Terms {
 pub fn one_writer_per_term(events: &[Event], namespace: &str, name: &str) -> Terms {
     let mut terms = Terms::default();
     let mut holder: Option<&str> = None;
+    terms.conflicts = events
+        .iter()
+        .filter(|e| e.code == 409 && e.resource != "leases" && e.replica().is_some())
+        .count();
     for e in events.iter().filter(|e| e.ok()) {
         if e.resource == "leases" && e.namespace == namespace && e.name == name {
             let next = e.holder.as_deref();
@@ -299,6 +305,7 @@ mod tests {
         let terms = one_writer_per_term(&events, "ns", "lease");
         assert_eq!(terms.violations.len(), 1, "{:?}", terms.violations);
         assert!(terms.violations[0].contains("held by nobody"));
+        assert_eq!(terms.conflicts, 1);
     }
 
     fn profile_write(at: &str, name: &str, chart: &str) -> Event {

@@ -447,6 +447,7 @@ impl<'c> World<'c> {
         let terms = audit::one_writer_per_term(&events, LEASE_NAMESPACE, LEASE_NAME);
         report.writes_checked = terms.writes;
         report.handovers = terms.handovers;
+        report.conflicts = terms.conflicts;
         report.violations.extend(terms.violations);
         let pipelines: Vec<audit::Pipeline<'_>> = self
             .names
@@ -570,12 +571,17 @@ fn phases(world: &World<'_>, config: &Config, report: &mut Report) -> Result<(),
     let chaos_end = Instant::now() + config.chaos_for;
     std::thread::scope(|scope| -> Result<(), String> {
         while Instant::now() < chaos_end {
-            let (kind, duration, seed) = schedule.next();
             std::thread::sleep(schedule.gap());
             if Instant::now() >= chaos_end {
                 break;
             }
-            if let Some(guard) = faults::claim(kind) {
+            // A fault whose target is busy with another is drawn again (a few times), so that
+            // the rate of faults stays what was asked for.
+            let claimed = (0..8).find_map(|_| {
+                let (kind, duration, seed) = schedule.next();
+                faults::claim(kind).map(|guard| (kind, duration, seed, guard))
+            });
+            if let Some((kind, duration, seed, guard)) = claimed {
                 world.say(format_args!("fault {kind} for {duration:.1?}"));
                 report.count(kind);
                 scope.spawn(move || {

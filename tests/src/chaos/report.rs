@@ -22,6 +22,8 @@ pub struct Report {
     /// Replica writes checked against the Lease terms, and holder changes seen.
     pub writes_checked: usize,
     pub handovers: usize,
+    /// Replica writes refused with 409 Conflict.
+    pub conflicts: usize,
     /// Stage profile writes checked against the double's log and the approvals.
     pub stage_writes_checked: usize,
     pub violations: Vec<String>,
@@ -45,6 +47,7 @@ impl Report {
             audit_torn: 0,
             writes_checked: 0,
             handovers: 0,
+            conflicts: 0,
             stage_writes_checked: 0,
             violations: Vec::new(),
             settled_in: None,
@@ -97,12 +100,13 @@ impl Report {
         let _ = writeln!(
             out,
             "- Audit log: {} events ({} torn by a kill); {} replica writes checked against {} \
-             Lease holder changes; {} stage profile writes checked against the double's log and \
-             the approvals.",
+             Lease holder changes ({} more refused as conflicts); {} stage profile writes checked \
+             against the double's log and the approvals.",
             self.audit_events,
             self.audit_torn,
             self.writes_checked,
             self.handovers,
+            self.conflicts,
             self.stage_writes_checked
         );
         let _ = writeln!(
