@@ -149,7 +149,7 @@ impl Schedule {
     }
 
     /// The next fault: its kind, how long it lasts, and a seed for its own choices.
-    pub fn next(&mut self) -> (Kind, Duration, u64) {
+    pub fn draw(&mut self) -> (Kind, Duration, u64) {
         let kind = Kind::ALL[self.rng.random_range(0..Kind::ALL.len())];
         let millis = self
             .rng
@@ -198,23 +198,16 @@ pub fn inject(world: &World<'_>, kind: Kind, lasting: Duration, seed: u64) -> Re
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
     let replica = rng.random_range(0..world.replicas.len());
     match kind {
-        Kind::ApiserverRestart => {
+        Kind::ApiserverRestart | Kind::EtcdRestart => {
             // Down for at most 3 s: longer, and every replica's renew deadline passes — a
             // different fault (a control-plane outage), which the partition plays.
             let down = lasting.min(Duration::from_secs(3));
-            world
-                .server
-                .restart_apiserver(down)
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        }
-        Kind::EtcdRestart => {
-            let down = lasting.min(Duration::from_secs(3));
-            world
-                .server
-                .restart_etcd(down)
-                .map(|_| ())
-                .map_err(|e| e.to_string())
+            let restarted = if kind == Kind::EtcdRestart {
+                world.server.restart_etcd(down)
+            } else {
+                world.server.restart_apiserver(down)
+            };
+            restarted.map(|_| ()).map_err(|e| e.to_string())
         }
         Kind::LeaderKill => {
             let holder = lease_holder(world);
@@ -227,24 +220,16 @@ pub fn inject(world: &World<'_>, kind: Kind, lasting: Duration, seed: u64) -> Re
             std::thread::sleep(lasting);
             lock(&world.replicas[index]).start()
         }
-        Kind::Partition => {
-            let proxy = |f: &dyn Fn(&crate::fault_proxy::FaultProxy)| {
-                f(&lock(&world.replicas[replica]).proxy)
-            };
-            proxy(&|p| p.cut());
-            std::thread::sleep(lasting);
-            proxy(&|p| p.heal());
-            Ok(())
-        }
-        Kind::Hang => {
-            lock(&world.replicas[replica]).proxy.hang();
-            std::thread::sleep(lasting);
-            lock(&world.replicas[replica]).proxy.heal();
-            Ok(())
-        }
-        Kind::Delay => {
+        Kind::Partition | Kind::Hang | Kind::Delay => {
             let by = Duration::from_millis(rng.random_range(100..=800));
-            lock(&world.replicas[replica]).proxy.delay(by);
+            {
+                let proxy = &lock(&world.replicas[replica]).proxy;
+                match kind {
+                    Kind::Partition => proxy.cut(),
+                    Kind::Hang => proxy.hang(),
+                    _ => proxy.delay(by),
+                }
+            }
             std::thread::sleep(lasting);
             lock(&world.replicas[replica]).proxy.heal();
             Ok(())

@@ -320,10 +320,11 @@ impl<'c> World<'c> {
                 self.approve(&name, &wanted);
             }
             let done = complete(&p) && charts.get(&format!("{name}-prod")) == Some(&wanted);
-            if done && self.rolling.load(Ordering::SeqCst) {
-                if self.next_rollout(&name, &wanted).is_ok() {
-                    self.completed.fetch_add(1, Ordering::SeqCst);
-                }
+            if done
+                && self.rolling.load(Ordering::SeqCst)
+                && self.next_rollout(&name, &wanted).is_ok()
+            {
+                self.completed.fetch_add(1, Ordering::SeqCst);
             }
         }
     }
@@ -578,7 +579,7 @@ fn phases(world: &World<'_>, config: &Config, report: &mut Report) -> Result<(),
             // A fault whose target is busy with another is drawn again (a few times), so that
             // the rate of faults stays what was asked for.
             let claimed = (0..8).find_map(|_| {
-                let (kind, duration, seed) = schedule.next();
+                let (kind, duration, seed) = schedule.draw();
                 faults::claim(kind).map(|guard| (kind, duration, seed, guard))
             });
             if let Some((kind, duration, seed, guard)) = claimed {

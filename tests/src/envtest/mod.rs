@@ -485,51 +485,43 @@ impl Envtest {
     /// down for `down`, start it again on the same port and wait until it is ready. Returns how
     /// long it took to be ready again after the start.
     pub fn restart_apiserver(&self, down: Duration) -> Result<Duration, EnvtestError> {
-        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(running) = running.as_mut() else {
-            return Err(EnvtestError::Setup("the server was stopped".into()));
-        };
-        running.apiserver.stop();
-        std::thread::sleep(down);
-        let log = self.launch.dir.join("kube-apiserver.log");
-        let started = Instant::now();
-        running.apiserver = spawn_logged_append(
-            "kube-apiserver",
-            Launch::command(&self.launch.apiserver),
-            &log,
-        )?;
-        wait_until(
-            "kube-apiserver",
-            &mut running.apiserver,
-            &log,
-            APISERVER_PATIENCE,
-            || apiserver_ready(self.admin.client()),
-        )?;
-        Ok(started.elapsed())
+        self.restart(false, down)
     }
 
     /// Kill etcd (SIGKILL), leave it down for `down`, start it again on its data folder and wait
     /// until both it and the API server (which reconnects by itself) are ready. Returns how long
     /// that took after the start.
     pub fn restart_etcd(&self, down: Duration) -> Result<Duration, EnvtestError> {
+        self.restart(true, down)
+    }
+
+    fn restart(&self, etcd: bool, down: Duration) -> Result<Duration, EnvtestError> {
         let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
         let Some(running) = running.as_mut() else {
             return Err(EnvtestError::Setup("the server was stopped".into()));
         };
-        running.etcd.stop();
+        let (name, process, launch) = if etcd {
+            ("etcd", &mut running.etcd, &self.launch.etcd)
+        } else {
+            (
+                "kube-apiserver",
+                &mut running.apiserver,
+                &self.launch.apiserver,
+            )
+        };
+        process.stop();
         std::thread::sleep(down);
-        let log = self.launch.dir.join("etcd.log");
+        let log = self.launch.dir.join(format!("{name}.log"));
         let started = Instant::now();
-        running.etcd = spawn_logged_append("etcd", Launch::command(&self.launch.etcd), &log)?;
-        let health = self.launch.etcd_health;
-        wait_until("etcd", &mut running.etcd, &log, ETCD_PATIENCE, || {
-            etcd_healthy(health)
-        })?;
-        let log = self.launch.dir.join("kube-apiserver.log");
+        *process = spawn_logged_append(name, Launch::command(launch), &log)?;
+        if etcd {
+            let health = self.launch.etcd_health;
+            wait_until(name, process, &log, ETCD_PATIENCE, || etcd_healthy(health))?;
+        }
         wait_until(
             "kube-apiserver",
             &mut running.apiserver,
-            &log,
+            &self.launch.dir.join("kube-apiserver.log"),
             APISERVER_PATIENCE,
             || apiserver_ready(self.admin.client()),
         )?;
