@@ -58,8 +58,9 @@ pub struct Deployed {
     pub hash: String,
     /// The first Helm chart's version in the spec deployed ("" without one).
     pub chart: String,
-    /// When the double sent the `Provisioned` status: a decision taken on it is applied after
-    /// this, so a write stamped earlier by the API server was decided without it.
+    /// When the double sent the `Provisioned` status (logged before the answer, also when none
+    /// came): a decision taken on it is applied after this, so a write stamped earlier by the
+    /// API server was decided without it.
     pub sent_at: std::time::SystemTime,
 }
 
@@ -407,15 +408,11 @@ impl AddonController<'_> {
                 })
                 .collect();
             let name = text(&s, "/metadata/name").to_string();
-            let sent_at = std::time::SystemTime::now();
-            self.cluster.put_status(
-                CLUSTER_SUMMARY,
-                Some(&namespace),
-                &name,
-                &json!({"featureSummaries": list}),
-            )?;
             let key = format!("{namespace}/{name}");
             if state == "Provisioned" {
+                // Logged when sent, before the answer: a write the server applied whose answer
+                // was lost (a restart mid-request) is a deployment the controller may act on.
+                let sent_at = std::time::SystemTime::now();
                 let mut log = self
                     .deployed
                     .lock()
@@ -431,6 +428,12 @@ impl AddonController<'_> {
                     });
                 }
             }
+            self.cluster.put_status(
+                CLUSTER_SUMMARY,
+                Some(&namespace),
+                &name,
+                &json!({"featureSummaries": list}),
+            )?;
             written.push(key);
         }
         Ok(written)
