@@ -9,6 +9,7 @@ use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use serde_json::{json, Value};
 
+use crate::controller_process::eventually;
 use crate::envtest::{FailurePolicy, Kind as ObjectKind};
 
 use super::{lock, start_webhook, World, LEASE_NAME, LEASE_NAMESPACE, STAGES};
@@ -174,20 +175,16 @@ const ROLE_BINDING: ObjectKind = ObjectKind {
 };
 const ELECTION_BINDING: &str = "promotion-controller-leader-election";
 
-/// Retry `f` until it succeeds or `patience` passes (the server may be restarting).
+/// Retry `f` until it succeeds or `patience` passes (the server may be restarting); the error
+/// names the last failure.
 fn retrying<T>(
     what: &str,
     patience: Duration,
     mut f: impl FnMut() -> Result<T, String>,
 ) -> Result<T, String> {
-    let deadline = Instant::now() + patience;
-    loop {
-        match f() {
-            Ok(v) => return Ok(v),
-            Err(err) if Instant::now() > deadline => return Err(format!("{what}: {err}")),
-            Err(_) => std::thread::sleep(Duration::from_millis(200)),
-        }
-    }
+    let mut last = String::new();
+    eventually(what, patience, || f().map_err(|err| last = err).ok())
+        .map_err(|timeout| format!("{timeout}: {last}"))
 }
 
 const PATIENCE: Duration = Duration::from_secs(120);
@@ -403,16 +400,12 @@ pub fn isolated(
     config: &super::Config,
 ) -> Result<Option<Duration>, String> {
     // The probe must be idle (its rollout complete) so that the change is the only thing to do.
-    let idle_by = Instant::now() + config.settle_within;
-    let current = loop {
-        let p = world.cluster.promotion(probe).ok().flatten();
-        if let Some(p) = p.filter(super::complete) {
-            break super::spec_chart(&p);
-        }
-        if Instant::now() > idle_by {
-            return Ok(None);
-        }
-        std::thread::sleep(Duration::from_millis(200));
+    let idle = eventually("the probe idle", config.settle_within, || {
+        let p = world.cluster.promotion(probe).ok().flatten()?;
+        super::complete(&p).then(|| super::spec_chart(&p))
+    });
+    let Ok(current) = idle else {
+        return Ok(None);
     };
     let watched = if kind == Kind::SummariesFailed {
         world.addon.fail(&format!("{probe}-{}", STAGES[0]), true);
@@ -433,26 +426,14 @@ pub fn isolated(
     }
     let ended = Instant::now();
     let profile = format!("{probe}-{watched}");
-    loop {
-        if world
+    let acted = eventually("the controller's reaction", config.settle_within, || {
+        let stored = world
             .cluster
             .get(crate::envtest::objects::CLUSTER_PROFILE, None, &profile)
-            .ok()
-            .flatten()
-            .and_then(|p| {
-                p.pointer("/spec/helmCharts/0/chartVersion")
-                    .and_then(Value::as_str)
-                    .map(|c| c == next)
-            })
-            == Some(true)
-        {
-            return Ok(Some(ended.elapsed()));
-        }
-        if ended.elapsed() > config.settle_within {
-            return Ok(None);
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+            .ok()??;
+        (stored.pointer("/spec/helmCharts/0/chartVersion") == Some(&json!(next))).then_some(())
+    });
+    Ok(acted.ok().map(|()| ended.elapsed()))
 }
 
 impl World<'_> {

@@ -36,7 +36,7 @@ use promotion_shared::status::descriptions;
 use crate::addon_double::AddonController;
 use crate::backend::{Cluster, EnvtestBackend, SESSION_LABEL};
 use crate::bins::Kubeconfig;
-use crate::controller_process::ControllerProcess;
+use crate::controller_process::{eventually, ControllerProcess};
 use crate::envtest::objects::CLUSTER_PROFILE;
 use crate::envtest::{block_on, Assets, Envtest, Options, User, WebhookServer};
 use crate::fault_proxy::FaultProxy;
@@ -88,14 +88,24 @@ pub struct World<'c> {
     /// The admin's client, for merge patches.
     admin: kube::Client,
     plugin: PathBuf,
-    /// (promotion, chart) → when the driver first sent an approval for it.
-    approvals: Mutex<BTreeMap<(String, String), SystemTime>>,
+    /// (promotion, chart) → the driver's approvals of that rollout.
+    approvals: Mutex<BTreeMap<(String, String), Approval>>,
     /// Rollouts seen complete.
     pub completed: AtomicUsize,
     /// While set, a completed promotion gets the next chart version.
     rolling: AtomicBool,
     stop: AtomicBool,
     verbose: bool,
+}
+
+/// The driver's approvals of one rollout.
+#[derive(Clone, Copy)]
+struct Approval {
+    /// When the first was sent (refused or unanswered ones included: the server may have
+    /// applied one whose answer was lost); the oracle's bound.
+    first_sent: SystemTime,
+    /// Whether one was answered as given; until then the next tick tries again.
+    given: bool,
 }
 
 /// One promotion-controller replica, behind a fault proxy of its own.
@@ -319,8 +329,7 @@ impl<'c> World<'c> {
             if awaiting_approval(&p) && !self.approved(&name, &wanted) {
                 self.approve(&name, &wanted);
             }
-            let done = complete(&p) && charts.get(&format!("{name}-prod")) == Some(&wanted);
-            if done
+            if rollout_done(&p, &charts)
                 && self.rolling.load(Ordering::SeqCst)
                 && self.next_rollout(&name, &wanted).is_ok()
             {
@@ -330,7 +339,9 @@ impl<'c> World<'c> {
     }
 
     fn approved(&self, name: &str, chart: &str) -> bool {
-        lock(&self.approvals).contains_key(&(name.to_string(), chart.to_string()))
+        lock(&self.approvals)
+            .get(&(name.to_string(), chart.to_string()))
+            .is_some_and(|a| a.given)
     }
 
     /// The release manager approves staging for the rollout of `chart`, through the plugin. The
@@ -346,26 +357,18 @@ impl<'c> World<'c> {
             .output()
             .is_ok_and(|o| o.status.success());
         let mut approvals = lock(&self.approvals);
-        let first = *approvals.get(&key).unwrap_or(&sent);
-        if given {
-            approvals.insert(key, first.min(sent));
-        } else {
-            // Refused or unanswered: it may still have been applied; keep the earliest send
-            // time as the bound, under a key that does not count as approved.
-            approvals
-                .entry((format!("{name}#attempt"), chart.to_string()))
-                .or_insert(sent);
-        }
+        let approval = approvals.entry(key).or_insert(Approval {
+            first_sent: sent,
+            given: false,
+        });
+        approval.given |= given;
     }
 
     /// When an approval was first sent for `name` at `chart` (given or only attempted).
     pub fn approval_sent(&self, name: &str, chart: &str) -> Option<DateTime<Utc>> {
-        let approvals = lock(&self.approvals);
-        [name.to_string(), format!("{name}#attempt")]
-            .iter()
-            .filter_map(|k| approvals.get(&(k.clone(), chart.to_string())))
-            .min()
-            .map(|t| DateTime::<Utc>::from(*t))
+        lock(&self.approvals)
+            .get(&(name.to_string(), chart.to_string()))
+            .map(|a| DateTime::<Utc>::from(a.first_sent))
     }
 
     /// Start the next rollout of `name`: the next chart version (a merge patch; the stages and
@@ -419,10 +422,10 @@ impl<'c> World<'c> {
                 pending.push(format!("{name}: not readable"));
                 continue;
             };
-            let wanted = spec_chart(p);
-            if !(complete(p) && charts.get(&format!("{name}-prod")) == Some(&wanted)) {
+            if !rollout_done(p, &charts) {
                 pending.push(format!(
-                    "{name} at {wanted}: stage {:?}, {:?}",
+                    "{name} at {}: stage {:?}, {:?}",
+                    spec_chart(p),
                     current_stage(p),
                     description(p, current_stage(p))
                 ));
@@ -522,6 +525,13 @@ fn awaiting_approval(p: &Value) -> bool {
         && description(p, MANUAL).starts_with(descriptions::AWAITING_APPROVAL)
 }
 
+/// The rollout the spec names is complete: the status says so, and prod's profile carries the
+/// spec's chart (the status alone may still describe the previous rollout's last stage).
+fn rollout_done(p: &Value, charts: &BTreeMap<String, String>) -> bool {
+    let name = p["metadata"]["name"].as_str().unwrap_or_default();
+    complete(p) && charts.get(&format!("{name}-{}", STAGES[2])) == Some(&spec_chart(p))
+}
+
 fn complete(p: &Value) -> bool {
     current_rollout(p)
         && current_stage(p) == STAGES[2]
@@ -551,10 +561,7 @@ pub fn run(config: &Config) -> Result<Report, String> {
         result
     });
     report.rollouts_completed = world.completed.load(Ordering::SeqCst);
-    report.approvals = lock(&world.approvals)
-        .keys()
-        .filter(|(n, _)| !n.ends_with("#attempt"))
-        .count();
+    report.approvals = lock(&world.approvals).values().filter(|a| a.given).count();
     report.replica_starts = world.replicas.iter().map(|r| lock(r).starts).sum();
     for replica in &world.replicas {
         lock(replica).kill();
@@ -602,20 +609,18 @@ fn phases(world: &World<'_>, config: &Config, report: &mut Report) -> Result<(),
 
     // 2. Liveness: every promotion completes its last rollout.
     let settled = Instant::now();
-    loop {
-        match world.all_complete() {
-            Ok(()) => break,
-            Err(pending) if settled.elapsed() > config.settle_within => {
-                report.violations.push(format!(
-                    "{} promotion(s) not complete {:?} after the faults stopped: {}",
-                    pending.len(),
-                    config.settle_within,
-                    pending.join("; ")
-                ));
-                return Ok(());
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(500)),
-        }
+    let mut pending = Vec::new();
+    let complete = eventually("every promotion complete", config.settle_within, || {
+        world.all_complete().map_err(|p| pending = p).ok()
+    });
+    if complete.is_err() {
+        report.violations.push(format!(
+            "{} promotion(s) not complete {:?} after the faults stopped: {}",
+            pending.len(),
+            config.settle_within,
+            pending.join("; ")
+        ));
+        return Ok(());
     }
     report.settled_in = Some(settled.elapsed());
     world.say(format_args!(
