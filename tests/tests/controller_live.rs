@@ -240,6 +240,12 @@ fn gated<'c>(
     Ok((addon, ctl, name))
 }
 
+/// The last `n` lines of `log`.
+fn tail(log: &str, n: usize) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
 fn current_stage(promotion: &Value) -> &str {
     promotion
         .pointer("/status/currentStageName")
@@ -268,8 +274,22 @@ fn until(
     what: &str,
     check: impl Fn(&Value) -> bool,
 ) -> Result<Value, String> {
+    let mut last: Option<Value> = None;
     eventually(what, WAIT, || {
-        cluster.promotion(name).ok().flatten().filter(|p| check(p))
+        let seen = cluster.promotion(name).ok().flatten()?;
+        if check(&seen) {
+            return Some(seen);
+        }
+        last = Some(seen);
+        None
+    })
+    .map_err(|e| {
+        // What was seen last says which step did not happen.
+        let status = last.and_then(|p| p.get("status").cloned());
+        format!(
+            "{e}; the promotion's status last read: {}",
+            status.unwrap_or(Value::Null)
+        )
     })
 }
 
@@ -706,7 +726,7 @@ fn webhook_outage(cluster: &Cluster) -> Result<(), String> {
 fn spec_change(cluster: &Cluster) -> Result<(), String> {
     clusters(cluster)?;
     let addon = AddonController::new(cluster);
-    let _ctl = controller(cluster, &[])?;
+    let mut ctl = controller(cluster, &[])?;
     let original = promotion(cluster, "change");
     let name = to_the_gate(cluster, &addon, &original)?;
     kubectl_ok(
@@ -725,12 +745,12 @@ fn spec_change(cluster: &Cluster) -> Result<(), String> {
         stages.truncate(2);
     }
     apply(cluster, "changed.yaml", &changed)?;
-    let after = until(cluster, &name, "restarted at dev", |p| {
+    until(cluster, &name, "restarted at dev", |p| {
         current_stage(p) == "dev"
             && p.pointer("/status/stagesHash") != before.pointer("/status/stagesHash")
             && p.pointer("/status/profileSpecHash") != before.pointer("/status/profileSpecHash")
-    })?;
-    let _ = after;
+    })
+    .map_err(|e| format!("{e}\ncontroller log:\n{}", tail(&ctl.log(), 40)))?;
     eventually("the removed stage's profile deleted", WAIT, || {
         (!profile_exists(cluster, &format!("{name}-prod"))).then_some(())
     })?;

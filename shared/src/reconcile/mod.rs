@@ -592,6 +592,20 @@ impl<'a> Reconcile<'a> {
     /// deployment whose history is unknown, the decision says so ([`Decision::unconfirmed`]).
     fn deployment(&self, d: &mut Decision, stage: &Stage, checks: bool) -> Deployment {
         let name = stage_profile_name(self.name(), &stage.name);
+        // The ClusterSummaries are compared with the profile as this controller last saw it. Seen
+        // before the write of this rollout's spec reached the cache (the reconcile that follows
+        // a restart's status write may run before the profile's watch event arrives), it is the
+        // previous rollout's, which the ClusterSummaries report deployed: not this rollout's.
+        if let Some(have) = self.profile(&name) {
+            let post = if checks { post_delay(stage) } else { &[] };
+            let want = stage_profile(self.promotion, &self.snapshot.promotion, stage, post);
+            if !same_spec(have, &want) {
+                return Deployment::NotDeployed(format!(
+                    "ClusterProfile {name} does not have this rollout's spec yet: it is being \
+                     applied."
+                ));
+            }
+        }
         let deployment = deployed::check(
             &name,
             stage,
@@ -900,28 +914,8 @@ fn post_delay(stage: &Stage) -> &[ValidateHealth] {
 }
 
 /// Whether a stored profile already is what `want` applies: its labels, stage annotation, owner
-/// and spec (compared as Sveltos hashes a profile spec, with the CRD's top-level defaults on both
-/// sides, and the selector as the stage hash writes it).
+/// and spec ([`same_spec`]).
 fn same_profile(have: &Value, want: &Value) -> bool {
-    let spec_json = |v: &Value| {
-        let mut spec = v.get("spec").cloned().unwrap_or(Value::Null);
-        let selector = spec
-            .as_object_mut()
-            .and_then(|m| m.remove("clusterSelector"))
-            .unwrap_or(Value::Null);
-        let spec = crate::freshness::with_defaults(spec);
-        let object = serde_json::json!({"spec": {"profileSpec": spec,
-            "stages": [{"name": "s", "clusterSelector": selector}]}});
-        let tree = tree_of(&object);
-        (
-            crate::rollout::profile_spec_json(&tree)
-                .map(|(j, _)| j)
-                .ok(),
-            crate::rollout::stages_json(&tree).map(|(j, _)| j).ok(),
-            // validateHealths order matters for the profile (appended checks), not for the hash.
-            v.pointer("/spec/validateHealths").cloned(),
-        )
-    };
     let labels_ok = want
         .pointer("/metadata/labels")
         .and_then(Value::as_object)
@@ -960,7 +954,32 @@ fn same_profile(have: &Value, want: &Value) -> bool {
         && annotations_ok
         && preserved_ok
         && owners(have) == owners(want)
-        && spec_json(have) == spec_json(want)
+        && same_spec(have, want)
+}
+
+/// Whether a stored profile's spec is `want`'s, compared as Sveltos hashes a profile spec, with
+/// the CRD's top-level defaults on both sides, and the selector as the stage hash writes it.
+fn same_spec(have: &Value, want: &Value) -> bool {
+    let spec_json = |v: &Value| {
+        let mut spec = v.get("spec").cloned().unwrap_or(Value::Null);
+        let selector = spec
+            .as_object_mut()
+            .and_then(|m| m.remove("clusterSelector"))
+            .unwrap_or(Value::Null);
+        let spec = crate::freshness::with_defaults(spec);
+        let object = serde_json::json!({"spec": {"profileSpec": spec,
+            "stages": [{"name": "s", "clusterSelector": selector}]}});
+        let tree = tree_of(&object);
+        (
+            crate::rollout::profile_spec_json(&tree)
+                .map(|(j, _)| j)
+                .ok(),
+            crate::rollout::stages_json(&tree).map(|(j, _)| j).ok(),
+            // validateHealths order matters for the profile (appended checks), not for the hash.
+            v.pointer("/spec/validateHealths").cloned(),
+        )
+    };
+    spec_json(have) == spec_json(want)
 }
 
 impl Status {

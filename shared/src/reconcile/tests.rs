@@ -288,6 +288,35 @@ fn a_stage_whose_profile_is_missing_is_not_deployed_and_says_so() {
 }
 
 #[test]
+fn a_stage_profile_the_cache_holds_from_the_previous_rollout_is_not_deployed() {
+    // The reconcile after a restart's status write can run before the watch delivers the
+    // profile it applied: the cache still holds the previous rollout's profile, which its
+    // ClusterSummary reports Provisioned. That is not this rollout's deployment.
+    let p = provisioning_dev();
+    let mut previous = p.clone();
+    previous["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"] = json!("0.9.0");
+    let old = profile(&previous, 0, &["c1"]);
+    let sum = summary(&old, "c1", "Provisioned");
+    let d = decide_now(p.clone(), vec![old], vec![sum.clone()]);
+    assert_eq!(
+        dev_failure(&d),
+        "ClusterProfile p-dev does not have this rollout's spec yet: it is being applied."
+    );
+    assert_eq!(
+        stage_status(&d, "dev")["lastSuccessfulAppliedTime"],
+        Value::Null
+    );
+    assert_eq!(applied_names(&d), ["p-dev"]);
+    // Once the cache has this rollout's profile, the same ClusterSummary is out of sync with it.
+    let new = profile(&p, 0, &["c1"]);
+    let d = decide_now(p, vec![new], vec![sum]);
+    assert_eq!(
+        dev_failure(&d),
+        "ClusterSummary HelmCharts p-dev-sveltos-c1 is not in sync."
+    );
+}
+
+#[test]
 fn a_status_without_current_stage_restarts() {
     // D1: upstream stores the hashes before the restart, so a failed first apply leaves a status
     // with equal hashes and no current stage, and the promotion never moves again.
