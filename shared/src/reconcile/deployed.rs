@@ -99,6 +99,16 @@ pub struct KeptSpec {
     /// addon-controller hashes for it ([`feature_inputs`]).
     #[serde(rename = "featureInputDigests", default)]
     pub feature_inputs: BTreeMap<String, String>,
+    /// When the API server last wrote anything but the status, if the status was written in an
+    /// earlier second (its managed fields' latest times, whole seconds): a spec update the status
+    /// provably predates, which [`unconfirmed_until`] gives Sveltos time to answer. Writes in
+    /// the same second cannot be ordered and leave it unset.
+    #[serde(
+        rename = "specWrittenAt",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub written_at: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -199,6 +209,7 @@ impl Kept {
                 cluster_type: spec_field("clusterType"),
                 digests,
                 feature_inputs,
+                written_at: status_predates_spec(summary).map(|t| t.to_rfc3339()),
             },
             status,
         }
@@ -296,24 +307,60 @@ fn feature_inputs(summary: &Value) -> BTreeMap<String, String> {
 /// of an entry on the status subresource is later than that of every entry on the main resource
 /// (the API server's clock, whole seconds).
 fn status_written_after_spec(summary: &Value) -> bool {
-    let entries = summary
-        .pointer("/metadata/managedFields")
-        .and_then(Value::as_array);
-    let latest = |on_status: bool| {
-        entries
-            .into_iter()
-            .flatten()
-            .filter(|e| {
-                (e.get("subresource").and_then(Value::as_str) == Some("status")) == on_status
-            })
-            .filter_map(|e| e.get("time").and_then(Value::as_str))
-            .filter_map(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-            .max()
-    };
-    match (latest(true), latest(false)) {
+    match (latest_write(summary, true), latest_write(summary, false)) {
         (Some(status), Some(main)) => status > main,
         _ => false,
     }
+}
+
+/// The time of the object's latest spec write when its latest status write was in an earlier
+/// second ([`KeptSpec::written_at`]).
+fn status_predates_spec(summary: &Value) -> Option<chrono::DateTime<chrono::Utc>> {
+    match (latest_write(summary, true), latest_write(summary, false)) {
+        (Some(status), Some(main)) if status < main => Some(main),
+        _ => None,
+    }
+}
+
+/// The latest time the managed fields record for the status (`on_status`) or the rest.
+fn latest_write(summary: &Value, on_status: bool) -> Option<chrono::DateTime<chrono::Utc>> {
+    summary
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|e| (e.get("subresource").and_then(Value::as_str) == Some("status")) == on_status)
+        .filter_map(|e| e.get("time").and_then(Value::as_str))
+        .filter_map(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .max()
+}
+
+/// How long after a ClusterSummary's spec update an unconfirmed `Provisioned` (no known history:
+/// [`unconfirmed`]) written before that update is not yet taken for a deployment of that spec.
+/// addon-controller answers a spec update that changes a feature's hash with `Provisioning` of
+/// the new hash (its ClusterSummary reconciler watches the spec), and writes nothing when the
+/// hash did not change: a status still unchanged this long after the update is one Sveltos kept
+/// on purpose. Before, the old `Provisioned` may be the previous spec's, which a controller that
+/// just started (or took over without having watched the summary change) cannot tell — taking it
+/// for deployed promoted stages Sveltos had not deployed (found by the chaos suite's long run).
+/// A status written in the same second as the spec cannot be ordered after or before it and is
+/// not held back: a deployment that quick is the common case, and holding it would delay every
+/// stage a restarted controller finds deployed by two minutes.
+pub const UNCONFIRMED_GRACE: chrono::TimeDelta = chrono::TimeDelta::minutes(2);
+
+/// When the unconfirmed ClusterSummaries among `summaries` ([`retained`] ones) may be taken for
+/// deployed: [`UNCONFIRMED_GRACE`] after the latest spec update their status provably predates
+/// ([`KeptSpec::written_at`]); `None` when none is unconfirmed or none has such an update.
+pub fn unconfirmed_until(summaries: &[&Value]) -> Option<chrono::DateTime<chrono::Utc>> {
+    let names = unconfirmed(summaries);
+    summaries
+        .iter()
+        .filter(|s| names.iter().any(|n| n == name_of(s)))
+        .filter_map(|s| s.pointer("/spec/specWrittenAt").and_then(Value::as_str))
+        .filter_map(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.with_timezone(&chrono::Utc) + UNCONFIRMED_GRACE)
+        .max()
 }
 
 /// How the ClusterSummaries of a stage fail, if any does.
@@ -873,5 +920,36 @@ mod follow_tests {
             entry(Some("status"), "2026-03-01T10:00:00Z")
         ]);
         assert_eq!(unconfirmed(&[&retained(&s)]), ["p-dev-sveltos-c1"]);
+    }
+
+    /// An unconfirmed status written before the summary's latest spec update is not taken for
+    /// deployed until two minutes after that update: until then it may be the previous spec's (a
+    /// controller that started, or took over, while Sveltos had not answered the update yet).
+    #[test]
+    fn an_unconfirmed_status_waits_two_minutes_from_the_spec_update() {
+        let p = profile("1.0");
+        let mut s = summary(&p, "Provisioned", "h1");
+        s["metadata"]["managedFields"] = json!([
+            {"manager": "addon-controller", "operation": "Update", "time": "2026-03-01T10:00:00Z"},
+            {"manager": "addon-controller", "operation": "Update", "subresource": "status",
+             "time": "2026-03-01T09:59:00Z"},
+        ]);
+        let kept = retained(&s);
+        assert_eq!(unconfirmed(&[&kept]), ["p-dev-sveltos-c1"]);
+        assert_eq!(
+            unconfirmed_until(&[&kept]).map(|t| t.to_rfc3339()),
+            Some("2026-03-01T10:02:00+00:00".to_string())
+        );
+        // Written in the same second as the spec: not ordered, not held back (unconfirmed).
+        s["metadata"]["managedFields"][1]["time"] = json!("2026-03-01T10:00:00Z");
+        assert_eq!(unconfirmed(&[&retained(&s)]), ["p-dev-sveltos-c1"]);
+        assert_eq!(unconfirmed_until(&[&retained(&s)]), None);
+        // Confirmed (the status written after the spec): nothing to wait for.
+        s["metadata"]["managedFields"][1]["time"] = json!("2026-03-01T10:00:01Z");
+        assert_eq!(unconfirmed_until(&[&retained(&s)]), None);
+        // No managed fields: nothing says when the spec changed; deployed, unconfirmed.
+        let bare = retained(&summary(&p, "Provisioned", "h1"));
+        assert_eq!(unconfirmed(&[&bare]), ["p-dev-sveltos-c1"]);
+        assert_eq!(unconfirmed_until(&[&bare]), None);
     }
 }

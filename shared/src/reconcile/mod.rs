@@ -620,6 +620,18 @@ impl<'a> Reconcile<'a> {
                 .map(deployed::retained_form)
                 .collect();
             let found: Vec<&Value> = found.iter().collect();
+            if let Some(until) = deployed::unconfirmed_until(&found).filter(|u| self.now < *u) {
+                // A status of unknown history, this soon after a spec update, may be the
+                // previous spec's: wait for Sveltos to answer, or for the grace to pass.
+                d.wake_at = Some(d.wake_at.map_or(until, |w| w.min(until)));
+                return Deployment::NotDeployed(format!(
+                    "ClusterSummaries {} report Provisioned, but this controller has not seen \
+                     them since their spec changed: waiting until {} for Sveltos to report the \
+                     current spec.",
+                    deployed::unconfirmed(&found).join(", "),
+                    until.to_rfc3339()
+                ));
+            }
             for summary in deployed::unconfirmed(&found) {
                 if !d.unconfirmed.contains(&summary) {
                     d.unconfirmed.push(summary);

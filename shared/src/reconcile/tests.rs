@@ -316,6 +316,36 @@ fn a_stage_profile_the_cache_holds_from_the_previous_rollout_is_not_deployed() {
     );
 }
 
+/// A controller without history of a ClusterSummary (it just started, or took over) whose
+/// `Provisioned` provably predates the summary's spec update (the managed fields' times) waits
+/// two minutes from that update for Sveltos to answer it; then counts it deployed, unconfirmed.
+#[test]
+fn a_provisioned_written_before_the_spec_update_waits_for_sveltos_to_answer_it() {
+    let p = provisioning_dev();
+    let prof = profile(&p, 0, &["c1"]);
+    let mut sum = summary(&prof, "c1", "Provisioned");
+    sum["status"]["featureSummaries"][0]["hash"] = json!("aGFzaA==");
+    sum["metadata"]["managedFields"] = json!([
+        {"manager": "addon-controller", "operation": "Update", "time": "2026-03-02T09:59:30Z"},
+        {"manager": "addon-controller", "operation": "Update", "subresource": "status",
+         "time": "2026-03-02T09:58:00Z"},
+    ]);
+    let snap = snapshot(p, vec![prof], vec![deployed::retained(&sum)]);
+    let d = decide_at(&snap, NOW);
+    assert!(
+        dev_failure(&d).contains("waiting until 2026-03-02T10:01:30+00:00"),
+        "{}",
+        dev_failure(&d)
+    );
+    assert_eq!(d.wake_at, Some(at("2026-03-02T10:01:30Z")));
+    let d = decide_at(&snap, "2026-03-02T10:01:30Z");
+    assert_eq!(
+        stage_status(&d, "dev")["lastSuccessfulAppliedTime"],
+        "2026-03-02T10:01:30Z"
+    );
+    assert_eq!(d.unconfirmed, ["p-dev-sveltos-c1"]);
+}
+
 #[test]
 fn a_status_without_current_stage_restarts() {
     // D1: upstream stores the hashes before the restart, so a failed first apply leaves a status
