@@ -42,9 +42,9 @@ pub struct AddonController<'a> {
     /// Every `Provisioned` this double reported: the summary, the hash of the spec it deployed,
     /// in order. Invariants are checked against it, not against the controller's own rule.
     deployed: std::sync::Mutex<Vec<Deployed>>,
-    /// Profiles whose deployments fail for now: their summaries report `Failed` where they would
-    /// report `Provisioned` ([`AddonController::fail`]).
-    failing: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// Profiles whose deployments fail for now, with the state their summaries report where they
+    /// would report `Provisioned` ([`AddonController::fail`], [`AddonController::fail_for_good`]).
+    failing: std::sync::Mutex<BTreeMap<String, &'static str>>,
 }
 
 /// One deployment the double reported.
@@ -104,22 +104,35 @@ impl<'a> AddonController<'a> {
     /// `Failed` with a `failureMessage` and a growing `consecutiveFailures` where they would
     /// report `Provisioned`; `failed: false` lets them succeed again.
     pub fn fail(&self, profile: &str, failed: bool) {
+        self.set_failure(profile, failed.then_some("Failed"));
+    }
+
+    /// From now on, deployments of `profile` fail for good (`failed: true`): its summaries report
+    /// `FailedNonRetriable` with a `failureMessage` (a template that cannot be instantiated),
+    /// written once per hash, as addon-controller does not retry it until the hash changes
+    /// (controllers/clustersummary_deployer.go `handleDeployerError`, `shouldRedeploy`).
+    pub fn fail_for_good(&self, profile: &str, failed: bool) {
+        self.set_failure(profile, failed.then_some("FailedNonRetriable"));
+    }
+
+    fn set_failure(&self, profile: &str, state: Option<&'static str>) {
         let mut failing = self
             .failing
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if failed {
-            failing.insert(profile.to_string());
-        } else {
-            failing.remove(profile);
-        }
+        match state {
+            Some(state) => failing.insert(profile.to_string(), state),
+            None => failing.remove(profile),
+        };
     }
 
-    fn failing(&self, profile: &str) -> bool {
+    /// The state `profile`'s deployments end in instead of `Provisioned`, if they fail.
+    fn failure(&self, profile: &str) -> Option<&'static str> {
         self.failing
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .contains(profile)
+            .get(profile)
+            .copied()
     }
 
     /// Sveltos' time between two steps of a deployment: the scenario's lag, spent (a simulated
@@ -363,10 +376,9 @@ impl AddonController<'_> {
                 .get(CLUSTER_PROFILE_NAME_LABEL)
                 .cloned()
                 .unwrap_or_default();
-            let state = if state == "Provisioned" && self.failing(&profile) {
-                "Failed"
-            } else {
-                state
+            let state = match self.failure(&profile) {
+                Some(failed) if state == "Provisioned" => failed,
+                _ => state,
             };
             let features = features(&s);
             let current = s
@@ -403,6 +415,11 @@ impl AddonController<'_> {
                         f["failureMessage"] =
                             json!("chart install failed: context deadline exceeded");
                         f["consecutiveFailures"] = json!(before + 1);
+                    }
+                    if state == "FailedNonRetriable" {
+                        f["failureMessage"] = json!(
+                            "failed to instantiate template: map has no entry for key \"region\""
+                        );
                     }
                     f
                 })

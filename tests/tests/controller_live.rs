@@ -95,6 +95,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
         "an_approval_given_between_the_commit_and_the_status_is_not_credited_with_the_promotion",
         approval_after_the_commit,
     ),
+    (
+        "a_non_retriable_failure_is_for_good_only_for_the_spec_it_was_reported_for",
+        non_retriable_until_the_spec_changes,
+    ),
 ];
 
 fn main() {
@@ -1583,4 +1587,69 @@ fn approval_after_the_commit(cluster: &Cluster) -> Result<(), String> {
         return Err(format!("staging in describe -o json: {staging:#}"));
     }
     Ok(())
+}
+
+/// Sveltos does not retry a `FailedNonRetriable` until the feature's hash changes, and then
+/// deploys again (addon-controller `shouldRedeploy`): the stage is `failed` for the spec it failed
+/// on, and `progressing` — not `failed` — from the moment the promotion's spec changes, while
+/// Sveltos has neither updated the summary's spec nor answered the update; the new deployment
+/// then passes the stage. The phase is the one each decision logs (the metric's, set from it
+/// once the decision's writes are done).
+fn non_retriable_until_the_spec_changes(cluster: &Cluster) -> Result<(), String> {
+    clusters(cluster)?;
+    let addon = AddonController::new(cluster);
+    let mut ctl = controller(cluster, &[])?;
+    let original = promotion(cluster, "forgood");
+    let name = original["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let dev = format!("{name}-dev");
+    apply(cluster, "promotion.yaml", &original)?;
+    until_profile(cluster, &dev, "the dev profile applied")?;
+    addon.fail_for_good(&dev, true);
+    addon.sync(true).map_err(e("addon double"))?;
+    let metrics = ctl.metrics.parse().map_err(e("metrics address"))?;
+    eventually("the promotion failed", WAIT, || {
+        promotion_e2e::envtest::http::get(metrics, "/metrics")
+            .ok()
+            .filter(|m| {
+                m.1.contains("promotion_controller_promotions{phase=\"failed\"} 1")
+            })
+    })?;
+    let mut fixed = original.clone();
+    fixed["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"] = json!("3.6.3");
+    apply(cluster, "fixed.yaml", &fixed)?;
+    // The summary still carries the previous spec and reports its failure.
+    let phase = decided_phase(&mut ctl, "is not in sync")?;
+    // Sveltos' ClusterProfile reconciler: the summary gets the new spec, its status untouched.
+    addon.update_specs().map_err(e("addon double"))?;
+    let updated = decided_phase(&mut ctl, "is not yet provisioned")?;
+    if phase != "progressing" || updated != "progressing" {
+        return Err(format!(
+            "a FailedNonRetriable of the previous spec counted for the new one: phase {phase} \
+             before Sveltos updated the summary, {updated} after"
+        ));
+    }
+    addon.fail_for_good(&dev, false);
+    addon.sync(true).map_err(e("addon double"))?;
+    until_profile(
+        cluster,
+        &format!("{name}-staging"),
+        "staging's profile applied",
+    )?;
+    Ok(())
+}
+
+/// The phase of the next decision on dev whose explanation contains `reason`.
+fn decided_phase(ctl: &mut ControllerProcess, reason: &str) -> Result<String, String> {
+    let line = ctl
+        .wait_next_line(&format!("a decision on dev: {reason}"), WAIT, |l| {
+            l.get("message").and_then(Value::as_str) == Some("decided")
+                && l.get("explanation")
+                    .and_then(Value::as_str)
+                    .is_some_and(|x| x.starts_with("dev is being deployed") && x.contains(reason))
+        })
+        .map_err(|e| e.to_string())?;
+    Ok(line["phase"].as_str().unwrap_or_default().to_string())
 }

@@ -196,7 +196,11 @@ async fn reconcile_one(
         let snapshot = snapshot(&ctx.stores, promotion, &name);
         let now = Utc::now();
         let decision = decide(&snapshot, now, &ctx.options);
-        debug!(explanation = %decision.explanation, "decided");
+        debug!(
+            explanation = %decision.explanation,
+            phase = decision.phase.as_ref().map_or("", |p| p.label()),
+            "decided"
+        );
         match carry_out(&ctx, &object, &snapshot.promotion, &decision).await {
             Ok(()) => {
                 ctx.failures

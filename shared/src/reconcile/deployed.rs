@@ -372,13 +372,36 @@ pub enum Failing {
     ForGood,
 }
 
-/// The worst failure among `summaries`' features (whole objects or [`retained`] ones).
-pub fn failing(summaries: &[&Value]) -> Option<Failing> {
-    let statuses = summaries.iter().flat_map(|s| {
+/// The worst failure among `summaries`' features (whole objects or [`retained`] ones) that report
+/// on `profile`'s spec. A failure reported for an earlier spec — the summary does not carry the
+/// profile's spec yet, or [`Kept::follow`] knows the status describes other inputs — is not one:
+/// addon-controller deploys again when a feature's hash changed, `FailedNonRetriable` included
+/// (projectsveltos/addon-controller controllers/clustersummary_deployer.go `shouldRedeploy`:
+/// only an unchanged hash keeps a non-retriable failure), so it is a deployment in progress.
+pub fn failing(profile: Option<&Value>, summaries: &[&Value]) -> Option<Failing> {
+    let wanted = profile.map(Wanted::of);
+    let current = summaries.iter().filter(|s| {
+        let s = retained_form(s);
+        wanted
+            .as_ref()
+            .is_none_or(|w| out_of_sync(&s, w, false).is_none())
+    });
+    let statuses = current.flat_map(|s| {
+        let inputs = |id: Option<&str>| {
+            id.and_then(|id| {
+                s.pointer(&format!("/spec/featureInputDigests/{id}"))
+                    .and_then(Value::as_str)
+            })
+        };
         s.pointer("/status/featureSummaries")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
+            .filter(move |f| {
+                let describes = f.get("describesInputs").and_then(Value::as_str);
+                let id = f.get("featureID").and_then(Value::as_str);
+                describes.is_none_or(|d| Some(d) == inputs(id))
+            })
             .filter_map(|f| f.get("status").and_then(Value::as_str))
     });
     let mut worst = None;
@@ -850,6 +873,56 @@ mod follow_tests {
 
     fn judge(profile: &Value, kept: Value) -> Deployment {
         check("p-dev", &stage(), Some(profile), &[kept], None, false)
+    }
+
+    /// A `FailedNonRetriable` of the spec before the update is not a failure for good: Sveltos
+    /// deploys again when the hash changes. Once it reports the new hash, it is.
+    #[test]
+    fn a_non_retriable_failure_of_an_earlier_spec_is_a_deployment_in_progress() {
+        let (old, new) = (profile("1.0"), profile("2.0"));
+        let failed = summary(&old, "FailedNonRetriable", "h1");
+        let spec_updated = summary(&new, "FailedNonRetriable", "h1");
+        // Before Sveltos updated the summary's spec: it reports on the previous profile.
+        assert_eq!(failing(Some(&old), &[&failed]), Some(Failing::ForGood));
+        assert_eq!(failing(Some(&new), &[&failed]), None);
+        let window = kept_in_order(&[failed.clone(), spec_updated.clone()]);
+        assert_eq!(failing(Some(&new), &[&window]), None);
+        let again = kept_in_order(&[
+            failed,
+            spec_updated,
+            summary(&new, "FailedNonRetriable", "h2"),
+        ]);
+        assert_eq!(failing(Some(&new), &[&again]), Some(Failing::ForGood));
+        // Without history it cannot be told apart: reported as it stands.
+        let fresh = retained(&summary(&new, "FailedNonRetriable", "h1"));
+        assert_eq!(failing(Some(&new), &[&fresh]), Some(Failing::ForGood));
+    }
+
+    /// Pull mode (projectsveltos/addon-controller controllers/clustersummary_deployer.go
+    /// `proceedDeployingFeature`, `proceedDeployingFeatureInPullMode`): the deployer's
+    /// `Provisioned` only means the agent's configuration is ready, so addon-controller writes
+    /// `Provisioning` (again, same hash) and `Provisioned` only once the agent in the managed
+    /// cluster reports it deployed. The same signals as push mode: nothing counts before that.
+    #[test]
+    fn pull_mode_counts_only_the_agents_provisioned() {
+        let (old, new) = (profile("1.0"), profile("2.0"));
+        let mut history = vec![
+            summary(&old, "Provisioned", "h1"),
+            summary(&new, "Provisioned", "h1"),
+        ];
+        for step in [
+            summary(&new, "Provisioning", "h2"),
+            summary(&new, "Provisioning", "h2"),
+        ] {
+            history.push(step);
+            let kept = kept_in_order(&history);
+            assert!(matches!(judge(&new, kept), Deployment::NotDeployed(_)));
+        }
+        history.push(summary(&new, "Provisioned", "h2"));
+        assert!(matches!(
+            judge(&new, kept_in_order(&history)),
+            Deployment::Deployed(_)
+        ));
     }
 
     /// addon-controller updates a ClusterSummary's spec first and its status later: in between,

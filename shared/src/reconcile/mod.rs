@@ -581,7 +581,7 @@ impl<'a> Reconcile<'a> {
     /// (Sveltos retries) or `failed` (for good).
     fn deploying(&self, profile_name: &str) -> Phase {
         let found = deployed::summaries_of(profile_name, &self.snapshot.summaries);
-        match deployed::failing(&found) {
+        match deployed::failing(self.profile(profile_name), &found) {
             Some(deployed::Failing::ForGood) => Phase::Failed,
             Some(deployed::Failing::Retrying) => Phase::Degraded,
             None => Phase::Progressing,
