@@ -211,7 +211,10 @@ pub fn inject(world: &World<'_>, kind: Kind, lasting: Duration, seed: u64) -> Re
             let index = world
                 .replicas
                 .iter()
-                .position(|r| lock(r).identity().is_some() && lock(r).identity() == holder)
+                .position(|r| {
+                    let identity = lock(r).identity();
+                    identity.is_some() && identity == holder
+                })
                 .unwrap_or(replica);
             lock(&world.replicas[index]).kill();
             std::thread::sleep(lasting);
