@@ -244,6 +244,14 @@ fn gated<'c>(
     Ok((addon, ctl, name))
 }
 
+/// A promotion manifest's name.
+fn name_of(promotion: &Value) -> String {
+    promotion["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
 /// The last `n` lines of `log`.
 fn tail(log: &str, n: usize) -> String {
     let lines: Vec<&str> = log.lines().collect();
@@ -332,24 +340,23 @@ fn kubectl_ok(cluster: &Cluster, user: User, args: &[&str]) -> Result<String, St
     cluster.kubectl_ok(user, args)
 }
 
+/// Sveltos deploys what is applied (one pass of the double); then the controller applies
+/// `next`, the next stage's profile.
+fn deployed_then(cluster: &Cluster, addon: &AddonController, next: &str) -> Result<(), String> {
+    addon.sync(true).map_err(e("addon double"))?;
+    until_profile(cluster, next, "the next stage's profile applied")
+}
+
 /// Bring a promotion to staging's gate: applied, dev deployed and promoted, staging deployed.
 fn to_the_gate(
     cluster: &Cluster,
     addon: &AddonController,
     promotion: &Value,
 ) -> Result<String, String> {
-    let name = promotion["metadata"]["name"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let name = name_of(promotion);
     apply(cluster, "promotion.yaml", promotion)?;
     until_profile(cluster, &format!("{name}-dev"), "the dev profile applied")?;
-    addon.sync(true).map_err(e("addon double"))?;
-    until_profile(
-        cluster,
-        &format!("{name}-staging"),
-        "staging's profile applied",
-    )?;
+    deployed_then(cluster, addon, &format!("{name}-staging"))?;
     addon.sync(true).map_err(e("addon double"))?;
     until(cluster, &name, "staging awaiting approval", |p| {
         description(p, "staging").starts_with("Paused: Awaiting Manual Approval")
@@ -801,10 +808,7 @@ fn hand_made_profile(cluster: &Cluster) -> Result<(), String> {
     clusters(cluster)?;
     let _ctl = controller(cluster, &[])?;
     let promotion = promotion(cluster, "handmade");
-    let name = promotion["metadata"]["name"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let name = name_of(&promotion);
     let profile = format!("{name}-dev");
     let theirs = json!({"matchLabels": {"team": "someone-else"}});
     cluster
@@ -983,10 +987,7 @@ fn capi_not_listed(cluster: &Cluster) -> Result<(), String> {
     .map_err(e("controller"))?;
     let addon = AddonController::new(cluster);
     let promotion = promotion(cluster, "blind");
-    let name = promotion["metadata"]["name"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let name = name_of(&promotion);
     apply(cluster, "promotion.yaml", &promotion)?;
     // Two failed lists of CAPI Clusters after the promotion was stored: a reconcile that did
     // not wait for them would have added the finalizer and applied dev's profile by now.
@@ -1600,10 +1601,7 @@ fn non_retriable_until_the_spec_changes(cluster: &Cluster) -> Result<(), String>
     let addon = AddonController::new(cluster);
     let mut ctl = controller(cluster, &[])?;
     let original = promotion(cluster, "forgood");
-    let name = original["metadata"]["name"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let name = name_of(&original);
     let dev = format!("{name}-dev");
     apply(cluster, "promotion.yaml", &original)?;
     until_profile(cluster, &dev, "the dev profile applied")?;
@@ -1632,12 +1630,7 @@ fn non_retriable_until_the_spec_changes(cluster: &Cluster) -> Result<(), String>
         ));
     }
     addon.fail_for_good(&dev, false);
-    addon.sync(true).map_err(e("addon double"))?;
-    until_profile(
-        cluster,
-        &format!("{name}-staging"),
-        "staging's profile applied",
-    )?;
+    deployed_then(cluster, &addon, &format!("{name}-staging"))?;
     Ok(())
 }
 
