@@ -59,6 +59,15 @@ pub enum Activity {
     Phase(Phase),
 }
 
+/// The manual gates of a promotion as `approve` names them in a refusal: the ones it can open
+/// ([`approvable`]), and the ones the current rollout already went past, which only the next
+/// rollout can use — so that "no stage has a manual trigger" is said only when none has.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Approvable {
+    pub open: Vec<String>,
+    pub passed: Vec<String>,
+}
+
 /// Why `approve` will not approve, with what its message names.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Refusal {
@@ -71,13 +80,13 @@ pub enum Refusal {
     /// No stage was named and no gate waits.
     NothingAwaiting {
         activity: Activity,
-        approvable: Vec<String>,
+        approvable: Approvable,
     },
     /// The named stage is not in the spec.
     UnknownStage {
         requested: String,
         stages: Vec<String>,
-        approvable: Vec<String>,
+        approvable: Approvable,
     },
     /// The stage's trigger is auto: it promotes by itself.
     AutoTrigger {
@@ -85,13 +94,13 @@ pub enum Refusal {
         next: Option<String>,
         /// Boxed: the largest part of any refusal, and only this one carries it.
         trigger: Box<TriggerView>,
-        approvable: Vec<String>,
+        approvable: Approvable,
     },
     /// The stage has no trigger: it promotes as soon as it is provisioned.
     NoTrigger {
         stage: String,
         next: Option<String>,
-        approvable: Vec<String>,
+        approvable: Approvable,
     },
     /// Both auto and manual: Sveltos rejects such a stage.
     BothTriggers { stage: String },
@@ -184,12 +193,18 @@ pub fn revoke_target(pipeline: &Pipeline, requested: &str) -> Result<Gate, Revok
 /// spec order: a manual trigger without an auto one, on the first stage of its name, and not a
 /// stage the current rollout has passed whose approval would reset ([`Refusal::AlreadyPromoted`]).
 pub fn approvable(pipeline: &Pipeline) -> Vec<&StageView> {
+    gates(pipeline)
+        .filter(|s| !passed_for_good(pipeline, s))
+        .collect()
+}
+
+/// The stages with a manual gate, each name once (Sveltos reads a name's status from its first
+/// stage).
+fn gates(pipeline: &Pipeline) -> impl Iterator<Item = &StageView> {
     pipeline
         .stages
         .iter()
         .filter(|s| is_gate(&s.trigger.kind) && is_first_of_name(pipeline, s))
-        .filter(|s| !passed_for_good(pipeline, s))
-        .collect()
 }
 
 /// The current rollout went past the stage, which is not approved, and an approval would reset:
@@ -301,11 +316,14 @@ pub fn approval_target(
     })
 }
 
-fn approvable_names(pipeline: &Pipeline) -> Vec<String> {
-    approvable(pipeline)
-        .into_iter()
-        .map(|s| s.name.clone())
-        .collect()
+fn approvable_names(pipeline: &Pipeline) -> Approvable {
+    let (passed, open): (Vec<&StageView>, Vec<&StageView>) =
+        gates(pipeline).partition(|s| passed_for_good(pipeline, s));
+    let names = |v: Vec<&StageView>| v.into_iter().map(|s| s.name.clone()).collect();
+    Approvable {
+        open: names(open),
+        passed: names(passed),
+    }
 }
 
 fn is_first_of_name(pipeline: &Pipeline, stage: &StageView) -> bool {
@@ -387,8 +405,16 @@ mod tests {
         Err(Refusal::NoTrigger {
             stage: stage.into(),
             next: Some(next.into()),
-            approvable: vec![],
+            approvable: Approvable::default(),
         })
+    }
+
+    /// Gates that can all be approved, none passed.
+    fn open(v: &[&str]) -> Approvable {
+        Approvable {
+            open: names(v),
+            passed: vec![],
+        }
     }
 
     fn names(v: &[&str]) -> Vec<String> {
@@ -441,7 +467,7 @@ mod tests {
                     stage: "dev".into(),
                     state: StageState::Provisioning,
                 },
-                approvable: names(&["dev"]),
+                approvable: open(&["dev"]),
             })
         );
     }
@@ -474,7 +500,7 @@ mod tests {
                     stage: "prod".into(),
                     state: StageState::Complete,
                 },
-                approvable: names(&["prod"]),
+                approvable: open(&["prod"]),
             })
         );
     }
@@ -486,7 +512,7 @@ mod tests {
             Err(Refusal::UnknownStage {
                 requested: "uat".into(),
                 stages: names(&["dev", "staging", "qa", "production"]),
-                approvable: names(&["staging", "qa", "production"]),
+                approvable: open(&["staging", "qa", "production"]),
             })
         );
     }
@@ -505,7 +531,7 @@ mod tests {
         };
         assert_eq!((stage.as_str(), next.as_deref()), ("dev", Some("staging")));
         assert_eq!(trigger.summary(), "auto: delay 2m");
-        assert_eq!(approvable, names(&["staging", "qa", "production"]));
+        assert_eq!(approvable, open(&["staging", "qa", "production"]));
 
         let p = pipeline(
             json!([

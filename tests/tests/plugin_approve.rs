@@ -114,6 +114,38 @@ fn refusals_name_what_can_be_approved_and_write_nothing() {
     assert!(env.requests("PATCH", "").is_empty());
 }
 
+/// A promotion whose only manual gate the current rollout already passed is not one "with no
+/// manual trigger": the refusal says the gate was passed and the next rollout needs its own.
+#[test]
+fn a_gate_the_rollout_passed_is_named_not_denied() {
+    let mut p = example("kyverno-manual-gate.yaml");
+    p["status"]["currentStageName"] = json!("production");
+    p["status"]["stages"][1]["currentStatusDescription"] =
+        json!("Successfully provisioned (2026-02-16T07:40:02Z)");
+    p["status"]["stages"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "production",
+                     "currentStatusDescription": "Clusters are being provisioned (2026-02-16T07:40:02Z)",
+                     "lastUpdateReconciledTime": "2026-02-16T07:40:02Z"}));
+    let env = Env::start(vec![p]);
+    let passed = "no manual gate is left to approve in the current rollout: it already passed \
+                  staging; the next rollout needs its own approval";
+    for args in [
+        &["approve", "kyverno-rollout-man", "--stage", "dev"][..],
+        &["approve", "kyverno-rollout-man", "--stage", "nope"][..],
+    ] {
+        let out = env.run(args).expect(1);
+        assert!(out.stderr.contains(passed), "{args:?}: {}", out.stderr);
+        assert!(
+            !out.stderr.contains("no stage with a manual trigger"),
+            "{}",
+            out.stderr
+        );
+    }
+    assert!(env.requests("PATCH", "").is_empty());
+}
+
 #[test]
 fn already_approved_changes_nothing() {
     let mut p = four_stage_gate();

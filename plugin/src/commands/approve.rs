@@ -15,7 +15,7 @@ use serde_json::Value;
 use promotion_shared::admission::{approval_records, APPROVAL_REASON_ANNOTATION};
 use promotion_shared::api_error::{classify, Failure};
 use promotion_shared::gate::{
-    self, approval_target, revoke_target, Activity, Gate, Refusal, RevokeRefusal,
+    self, approval_target, revoke_target, Activity, Approvable, Gate, Refusal, RevokeRefusal,
 };
 use promotion_shared::model::ClusterPromotion;
 use promotion_shared::patch;
@@ -227,12 +227,19 @@ pub fn refusal(name: &str, refusal: &Refusal) -> String {
     }
 }
 
-/// What the stages that can be approved are, for refusals.
-fn approvable_hint(approvable: &[String]) -> String {
-    if approvable.is_empty() {
-        "this promotion has no stage with a manual trigger, so nothing can be approved".into()
-    } else {
-        format!("stages that can be approved: {}", approvable.join(", "))
+/// What the stages that can be approved are, for refusals: "no manual trigger" only when no
+/// stage has one; gates the current rollout already passed are named as such.
+fn approvable_hint(approvable: &Approvable) -> String {
+    match (approvable.open.as_slice(), approvable.passed.as_slice()) {
+        ([], []) => {
+            "this promotion has no stage with a manual trigger, so nothing can be approved".into()
+        }
+        ([], passed) => format!(
+            "no manual gate is left to approve in the current rollout: it already passed {}; \
+             the next rollout needs its own approval",
+            passed.join(", ")
+        ),
+        (open, _) => format!("stages that can be approved: {}", open.join(", ")),
     }
 }
 
@@ -683,7 +690,7 @@ mod tests {
         );
         let no_stage_reached = Refusal::NothingAwaiting {
             activity: Activity::Phase(Phase::Progressing),
-            approvable: vec![],
+            approvable: Approvable::default(),
         };
         assert_eq!(
             refusal("p", &no_stage_reached),
