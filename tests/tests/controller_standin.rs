@@ -70,3 +70,62 @@ fn a_conflict_is_decided_again_from_a_direct_read() {
         "{log}"
     );
 }
+
+/// `--log-format text` writes colour only to a terminal: logs collected from a pipe (a file, a
+/// log shipper) carry no escape codes.
+#[test]
+fn text_logs_into_a_pipe_carry_no_colour_codes() {
+    use std::io::BufRead;
+    let env = Env::start(vec![example("payment-four-stages.yaml")]);
+    let binary =
+        promotion_e2e::bins::binary("promotion-controller").unwrap_or_else(|e| panic!("{e}"));
+    let mut child = std::process::Command::new(binary)
+        .args(["run", "--log-format", "text", "--resync-period", "1h"])
+        .arg("--kubeconfig")
+        .arg(env.kubeconfig())
+        .args([
+            "--metrics-listen",
+            "127.0.0.1:0",
+            "--health-listen",
+            "127.0.0.1:0",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starting promotion-controller");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // Up to the first profile applied: the start-up lines and a reconcile's.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut lines = Vec::new();
+    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+        let Ok(line) = rx.recv_timeout(left) else {
+            break;
+        };
+        let done = line.contains("ClusterProfile applied");
+        lines.push(line);
+        if done {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let log = lines.join("\n");
+    assert!(log.contains("listening"), "{log}");
+    assert!(log.contains("ClusterProfile applied"), "{log}");
+    assert!(
+        !log.contains('\u{1b}'),
+        "escape codes in a piped log:\n{log:?}"
+    );
+}

@@ -39,7 +39,10 @@ fn init_logging(args: &RunArgs) -> Result<()> {
             .flatten_event(true)
             .with_current_span(true)
             .try_init(),
-        LogFormat::Text => builder.try_init(),
+        // Colour only on a terminal: piped into a file or a log shipper, escape codes are noise.
+        LogFormat::Text => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .try_init(),
     };
     installed.map_err(|e| Error::Cluster(format!("installing the logger: {e}")))
 }
