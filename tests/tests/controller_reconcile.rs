@@ -145,10 +145,7 @@ fn a_promotion_walked_from_its_first_reconcile_to_its_gate() {
         assert!(d.get(key).is_some(), "missing {key}: {d}");
     }
     assert_eq!(d["apply"][0]["metadata"]["name"], "shop-dev");
-    assert_eq!(
-        d["events"][0]["message"],
-        "Provisioning stage dev (Restart)"
-    );
+    assert_eq!(d["events"][0]["message"], "Provisioning stage dev");
     assert_eq!(d["wakeAt"], Value::Null);
     promo["status"] = d["status"].clone();
     let dev_profile = stored_profile(&d["apply"][0], &["dev-1"]);

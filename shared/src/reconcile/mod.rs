@@ -415,7 +415,12 @@ impl<'a> Reconcile<'a> {
                 d.delete_profile(pre);
             }
         }
-        d.event(format!("Provisioning stage {} (Restart)", first.name));
+        // Upstream says "(Restart)" also of a promotion's very first rollout; here only a new
+        // rollout restarts, and the first is announced with upstream's plain string.
+        d.event(match recorded {
+            None => format!("Provisioning stage {}", first.name),
+            Some(_) => format!("Provisioning stage {} (Restart)", first.name),
+        });
         status.reset();
         status.add_stage(&first.name);
         status.describe(&first.name, descriptions::PROVISIONING);

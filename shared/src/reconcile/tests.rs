@@ -212,7 +212,7 @@ fn a_first_reconcile_starts_the_first_stage() {
         json!({"matchLabels": {"env": "dev"}})
     );
     assert_eq!(body["spec"]["tier"], 100);
-    assert_eq!(d.events[0].message, "Provisioning stage dev (Restart)");
+    assert_eq!(d.events[0].message, "Provisioning stage dev");
     assert_eq!(
         (d.events[0].event_type, d.events[0].reason),
         ("Normal", "Sveltos")
