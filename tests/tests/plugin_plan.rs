@@ -7,7 +7,9 @@ mod plugin_common;
 use std::collections::{BTreeMap, BTreeSet};
 
 use plugin_common::*;
-use promotion_e2e::fixtures::{self, stage_name, Cluster, FleetCluster, FLEET_PROMOTION};
+use promotion_e2e::fixtures::{
+    self, stage_name, Cluster, FleetCluster, WorldBuilder, FLEET_PROMOTION,
+};
 use serde_json::{json, Value};
 
 /// Run the plugin and parse its `-o json` plan.
@@ -389,11 +391,23 @@ fn describe_says_what_each_stage_not_started_will_reach() {
     );
 }
 
+/// `promotion` with the hashes of its spec in its status, as a reconciler writes them (the
+/// examples' statuses carry none: a timeline of such a status starts the rollout over).
+fn reconciled(mut promotion: Value) -> Value {
+    promotion["status"]["stagesHash"] = json!("");
+    fixtures::hash_status_as_sveltos(&mut promotion);
+    promotion
+}
+
 /// `plan NAME --timeline` reads the promotion and the fleet from the cluster and continues the
 /// rollout from the status: the manual-gate example waits at staging until it is approved.
 #[test]
 fn a_live_timeline_continues_from_the_status() {
-    let env = Env::start(example_world("kyverno-manual-gate.yaml"));
+    let file = "kyverno-manual-gate.yaml";
+    let env = Env::start(world_of(
+        WorldBuilder::new(),
+        vec![(file, reconciled(example(file)))],
+    ));
     let timeline = plan_json(
         &env,
         &[
@@ -416,6 +430,13 @@ fn a_live_timeline_continues_from_the_status() {
         "{timeline}"
     );
     assert_eq!(timeline.get("completes"), None);
+    // dev passed before the start: dated by its status, not by the start.
+    assert!(
+        steps.iter().any(|s| s["stage"] == "dev"
+            && s["what"] == "passes"
+            && s["time"] == "2026-02-16T07:29:41Z"),
+        "{timeline}"
+    );
     let approved = plan_json(
         &env,
         &[
@@ -428,4 +449,39 @@ fn a_live_timeline_continues_from_the_status() {
         ],
     );
     assert_eq!(approved["completes"], "2026-02-16T09:00:00Z", "{approved}");
+}
+
+/// `plan NAME --timeline` on a promotion whose status shows it complete says since when, not
+/// that it does not complete.
+#[test]
+fn a_complete_promotion_is_complete_since_its_last_stage_passed() {
+    let file = "kyverno-manual-gate.yaml";
+    let mut p = example(file);
+    p["status"]["currentStageName"] = json!("production");
+    p["status"]["stages"][1]["currentStatusDescription"] =
+        json!("Successfully provisioned (2026-02-16T07:40:02Z)");
+    p["status"]["stages"].as_array_mut().unwrap().push(json!({
+        "name": "production",
+        "currentStatusDescription": "Successfully provisioned (2026-02-16T07:45:00Z)",
+        "lastSuccessfulAppliedTime": "2026-02-16T07:45:00Z",
+        "lastUpdateReconciledTime": "2026-02-16T07:40:02Z"}));
+    let env = Env::start(world_of(WorldBuilder::new(), vec![(file, reconciled(p))]));
+    let args = [
+        "kyverno-rollout-man",
+        "--timeline",
+        "--start",
+        "2026-02-16T08:00:00Z",
+    ];
+    let timeline = plan_json(&env, &args);
+    assert_eq!(timeline["completes"], "2026-02-16T07:45:00Z", "{timeline}");
+    assert_eq!(timeline["alreadyComplete"], true, "{timeline}");
+    let mut text = vec!["plan"];
+    text.extend_from_slice(&args);
+    let out = env.run(&text).expect(0);
+    assert!(
+        out.stdout.contains("Complete since 2026-02-16T07:45:00Z"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("Does not complete"), "{}", out.stdout);
 }

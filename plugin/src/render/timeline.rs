@@ -160,6 +160,10 @@ pub fn render(name: &str, timeline: &Timeline, zone: chrono_tz::Tz, style: &Styl
     );
     out.push_str(&table::render(&["TIME", "STAGE", "EVENT"], &rows, false));
     match timeline.completes {
+        Some(t) if timeline.already_complete => out.push_str(&format!(
+            "Complete since {}: the status shows every stage passed in this rollout\n",
+            when(t, zone)
+        )),
         Some(t) => out.push_str(&format!(
             "Complete at {} ({} after the start)\n",
             when(t, zone),

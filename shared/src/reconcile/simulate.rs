@@ -57,6 +57,9 @@ pub struct Timeline {
     /// When the rollout completes, if it does.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub completes: Option<DateTime<Utc>>,
+    /// The status already shows the rollout complete: `completes` is when it did.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub already_complete: bool,
 }
 
 /// At most this many reconciles are simulated (a rollout takes a few per stage).
@@ -87,19 +90,18 @@ pub fn simulate(
     let mut now = start;
     let mut steps: Vec<Step> = Vec::new();
     let mut completes = None;
-    for _ in 0..MAX_RECONCILES {
+    let mut already_complete = false;
+    for reconcile in 0..MAX_RECONCILES {
         let d = decide(&snapshot, now, options);
         let progressed = play(&mut snapshot, &d, fleet);
         record(&mut steps, &d, &snapshot, now, fleet);
-        if d.explanation
-            .ends_with("the promotion is complete for this rollout")
-        {
-            if let Some(last) = steps.last() {
-                completes = Some(last.time);
-            }
+        if d.phase == Some(super::Phase::Complete) {
+            let at = steps.last().map_or(now, |last| last.time);
+            completes = Some(at);
+            already_complete = reconcile == 0 && d.status.is_none();
             push(
                 &mut steps,
-                now,
+                at,
                 last_stage(&snapshot),
                 StepKind::Completes,
                 None,
@@ -133,6 +135,7 @@ pub fn simulate(
         start,
         steps,
         completes,
+        already_complete,
     }
 }
 
@@ -317,8 +320,15 @@ fn record(
         .flatten()
     {
         let name = s["name"].as_str().unwrap_or_default();
-        if description(snapshot, name) == text::PROMOTED {
-            push(steps, now, name.to_string(), StepKind::Passes, None);
+        if crate::status::trigger_satisfied(s["currentStatusDescription"].as_str()) {
+            // A stage the status already shows passed is dated by its status, not the clock.
+            push(
+                steps,
+                passed_at(s).unwrap_or(now),
+                name.to_string(),
+                StepKind::Passes,
+                None,
+            );
         }
     }
     for e in &d.events {
@@ -348,6 +358,16 @@ fn record(
     } else if desc == text::AWAITING_APPROVAL {
         push(steps, now, stage, StepKind::WaitsForApproval, None);
     }
+}
+
+/// When a stage's status entry says its trigger was satisfied: the time its description was
+/// written with.
+fn passed_at(stage: &Value) -> Option<DateTime<Utc>> {
+    let description = stage["currentStatusDescription"].as_str()?;
+    let time = crate::status::description_time(description)?;
+    DateTime::parse_from_rfc3339(time)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
 }
 
 fn stage_clusters(snapshot: &Snapshot, stage: &str, fleet: &[Cluster]) -> usize {
