@@ -37,6 +37,26 @@ pub fn description_time(description: &str) -> Option<&str> {
         .then(|| description[text.len() + 2..description.len() - 1].trim())
 }
 
+/// A stage's waiting description (upstream's status strings, [`descriptions`]) in the words the
+/// views use: "soaking until …", "waiting for its promotion window until …".
+pub fn in_plain_words(description: &str) -> String {
+    use descriptions::*;
+    let text = strip_timestamp(description);
+    if let Some(until) = text.strip_prefix(SOAKING) {
+        return format!("soaking until {}", until.trim());
+    }
+    if let Some(rest) = text.strip_prefix(WINDOW_CLOSED) {
+        let until = rest.trim_end_matches('.').trim_end_matches(')').trim();
+        return format!("waiting for its promotion window until {until}");
+    }
+    match text {
+        RUNNING_CHECKS => "its post-delay health checks are being added to its profile".into(),
+        AWAITING_CHECKS => "waiting for its health checks to pass".into(),
+        AWAITING_APPROVAL => "awaiting manual approval".into(),
+        other => other.to_string(),
+    }
+}
+
 /// The stage's trigger has been satisfied (description "Successfully provisioned").
 pub fn trigger_satisfied(description: Option<&str>) -> bool {
     description.is_some_and(|d| strip_timestamp(d).starts_with(descriptions::PROMOTED))

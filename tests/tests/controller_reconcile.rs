@@ -177,6 +177,36 @@ fn a_promotion_walked_from_its_first_reconcile_to_its_gate() {
     );
     promo["status"] = d["status"].clone();
 
+    // 2b. Sveltos fails to deploy dev: the explanation names the failing ClusterSummary.
+    let mut failing = summary(&dev_profile, "dev-1");
+    failing["status"]["featureSummaries"][0]["status"] = json!("Failed");
+    let file = write_list(
+        dir.path(),
+        "2b.json",
+        &[
+            promo.clone(),
+            dev_profile.clone(),
+            failing,
+            fleet[0].clone(),
+            fleet[1].clone(),
+        ],
+    );
+    let d = decision(&[
+        "reconcile",
+        "--dry-run",
+        "-f",
+        &file,
+        "--now",
+        "2026-03-02T10:01:30Z",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(
+        d["explanation"],
+        "dev is failing to deploy: 1 ClusterSummary shop-dev-sveltos-dev-1 (Failed: Sveltos \
+         retries); ClusterSummary shop-dev-sveltos-dev-1 is not yet provisioned."
+    );
+
     // 3. Deployed: dev soaks for 5 minutes and asks to be woken at the end.
     let items = [
         promo.clone(),
@@ -200,7 +230,7 @@ fn a_promotion_walked_from_its_first_reconcile_to_its_gate() {
     assert_eq!(d["wakeAt"], "2026-03-02T10:07:00Z");
     assert_eq!(
         d["explanation"],
-        "dev waits: Delayed: Waiting for Time Window: 2026-03-02T10:07:00Z; nothing else blocks"
+        "dev waits: soaking until 2026-03-02T10:07:00Z; nothing else blocks"
     );
     promo["status"] = d["status"].clone();
 
@@ -251,7 +281,7 @@ fn a_promotion_walked_from_its_first_reconcile_to_its_gate() {
     ]);
     assert_eq!(
         d["explanation"],
-        "prod waits: Paused: Awaiting Manual Approval; nothing else blocks"
+        "prod waits: awaiting manual approval; nothing else blocks"
     );
     assert_eq!(d["consumeApprovals"], json!([]));
     promo["status"] = d["status"].clone();

@@ -379,40 +379,58 @@ pub enum Failing {
 /// (projectsveltos/addon-controller controllers/clustersummary_deployer.go `shouldRedeploy`:
 /// only an unchanged hash keeps a non-retriable failure), so it is a deployment in progress.
 pub fn failing(profile: Option<&Value>, summaries: &[&Value]) -> Option<Failing> {
+    failures(profile, summaries).0
+}
+
+/// [`failing`], with the names of the ClusterSummaries that fail (in `summaries`' order).
+pub fn failures(profile: Option<&Value>, summaries: &[&Value]) -> (Option<Failing>, Vec<String>) {
     let wanted = profile.map(Wanted::of);
-    let current = summaries.iter().filter(|s| {
-        let s = retained_form(s);
-        wanted
+    let mut worst = None;
+    let mut names = Vec::new();
+    for s in summaries {
+        let kept = retained_form(s);
+        if wanted
             .as_ref()
-            .is_none_or(|w| out_of_sync(&s, w, false).is_none())
-    });
-    let statuses = current.flat_map(|s| {
+            .is_some_and(|w| out_of_sync(&kept, w, false).is_some())
+        {
+            continue;
+        }
         let inputs = |id: Option<&str>| {
             id.and_then(|id| {
                 s.pointer(&format!("/spec/featureInputDigests/{id}"))
                     .and_then(Value::as_str)
             })
         };
-        s.pointer("/status/featureSummaries")
+        let statuses = s
+            .pointer("/status/featureSummaries")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
-            .filter(move |f| {
+            .filter(|f| {
                 let describes = f.get("describesInputs").and_then(Value::as_str);
                 let id = f.get("featureID").and_then(Value::as_str);
                 describes.is_none_or(|d| Some(d) == inputs(id))
             })
-            .filter_map(|f| f.get("status").and_then(Value::as_str))
-    });
-    let mut worst = None;
-    for status in statuses {
-        match status {
-            "FailedNonRetriable" => return Some(Failing::ForGood),
-            "Failed" => worst = Some(Failing::Retrying),
-            _ => {}
+            .filter_map(|f| f.get("status").and_then(Value::as_str));
+        let mut failed = false;
+        for status in statuses {
+            match status {
+                "FailedNonRetriable" => {
+                    worst = Some(Failing::ForGood);
+                    failed = true;
+                }
+                "Failed" => {
+                    worst = worst.or(Some(Failing::Retrying));
+                    failed = true;
+                }
+                _ => {}
+            }
+        }
+        if failed {
+            names.push(name_of(s).to_string());
         }
     }
-    worst
+    (worst, names)
 }
 
 /// A ClusterProfile name is copied into the label `projectsveltos.io/cluster-profile-name` of

@@ -486,7 +486,22 @@ impl<'a> Reconcile<'a> {
             match self.deployment(d, stage, false) {
                 Deployment::NotDeployed(why) => {
                     status.check(current, false, Some(why.clone()));
-                    d.explanation = format!("{current} is being deployed: {why}");
+                    let (failing, names) = self.failures(&profile_name);
+                    d.explanation = match failing {
+                        None => format!("{current} is being deployed: {why}"),
+                        Some(kind) => format!(
+                            "{current} is failing to deploy: {} {} ({}); {why}",
+                            plural(names.len(), "ClusterSummary", "ClusterSummaries"),
+                            names.join(", "),
+                            match kind {
+                                deployed::Failing::Retrying => "Failed: Sveltos retries",
+                                deployed::Failing::ForGood => {
+                                    "FailedNonRetriable: Sveltos retries only once the spec or \
+                                     the cluster changes"
+                                }
+                            }
+                        ),
+                    };
                     d.phase = Some(self.deploying(&profile_name));
                     return false;
                 }
@@ -513,9 +528,10 @@ impl<'a> Reconcile<'a> {
                 });
                 status.describe(current, &description);
                 d.wake_at = wake;
+                let waits = crate::status::in_plain_words(&description);
                 d.explanation = match d.note.take() {
-                    Some(note) => format!("{current} waits: {description}: {note}"),
-                    None => format!("{current} waits: {description}; nothing else blocks"),
+                    Some(note) => format!("{current} waits: {waits}: {note}"),
+                    None => format!("{current} waits: {waits}; nothing else blocks"),
                 };
                 return false;
             }
@@ -585,12 +601,17 @@ impl<'a> Reconcile<'a> {
     /// The phase of a stage that is not deployed yet: failing clusters make it `degraded`
     /// (Sveltos retries) or `failed` (for good).
     fn deploying(&self, profile_name: &str) -> Phase {
-        let found = deployed::summaries_of(profile_name, &self.snapshot.summaries);
-        match deployed::failing(self.profile(profile_name), &found) {
+        match self.failures(profile_name).0 {
             Some(deployed::Failing::ForGood) => Phase::Failed,
             Some(deployed::Failing::Retrying) => Phase::Degraded,
             None => Phase::Progressing,
         }
+    }
+
+    /// How the stage's ClusterSummaries fail, if they do ([`deployed::failures`]).
+    fn failures(&self, profile_name: &str) -> (Option<deployed::Failing>, Vec<String>) {
+        let found = deployed::summaries_of(profile_name, &self.snapshot.summaries);
+        deployed::failures(self.profile(profile_name), &found)
     }
 
     /// Whether the stage is deployed; when it is, and some of its ClusterSummaries report a
@@ -1006,4 +1027,9 @@ impl Status {
                 .and_then(|s| s.current_status_description.as_deref()),
         )
     }
+}
+
+/// "1 ClusterSummary", "2 ClusterSummaries".
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }

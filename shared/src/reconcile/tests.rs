@@ -573,7 +573,7 @@ fn a_manual_gate_waits_for_its_approval() {
     assert!(d.consume_approvals.is_empty());
     assert_eq!(
         d.explanation,
-        "staging waits: Paused: Awaiting Manual Approval; nothing else blocks"
+        "staging waits: awaiting manual approval; nothing else blocks"
     );
 }
 
@@ -962,7 +962,7 @@ fn a_committed_step_passes_its_gate_once_without_the_approval() {
     assert!(d.apply.is_empty(), "{:?}", applied_names(&d));
     assert_eq!(
         d.explanation,
-        "staging waits: Paused: Awaiting Manual Approval; nothing else blocks"
+        "staging waits: awaiting manual approval; nothing else blocks"
     );
     assert_eq!(d.clear_promoting.as_deref(), Some(other.as_str()));
 }
