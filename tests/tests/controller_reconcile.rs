@@ -102,6 +102,20 @@ fn write_list(dir: &Path, name: &str, items: &[Value]) -> String {
     path.display().to_string()
 }
 
+/// `reconcile --dry-run -f FILE --now NOW -o json`, decoded.
+fn dry_run(file: &str, now: &str) -> Value {
+    decision(&[
+        "reconcile",
+        "--dry-run",
+        "-f",
+        file,
+        "--now",
+        now,
+        "-o",
+        "json",
+    ])
+}
+
 fn decision(args: &[&str]) -> Value {
     let out = run(args, None);
     assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
@@ -123,16 +137,7 @@ fn a_promotion_walked_from_its_first_reconcile_to_its_gate() {
         "1.json",
         &[promo.clone(), fleet[0].clone(), fleet[1].clone()],
     );
-    let d = decision(&[
-        "reconcile",
-        "--dry-run",
-        "-f",
-        &file,
-        "--now",
-        "2026-03-02T10:00:00Z",
-        "-o",
-        "json",
-    ]);
+    let d = dry_run(&file, "2026-03-02T10:00:00Z");
     for key in [
         "apply",
         "delete",
@@ -161,16 +166,7 @@ fn a_promotion_walked_from_its_first_reconcile_to_its_gate() {
             fleet[1].clone(),
         ],
     );
-    let d = decision(&[
-        "reconcile",
-        "--dry-run",
-        "-f",
-        &file,
-        "--now",
-        "2026-03-02T10:01:00Z",
-        "-o",
-        "json",
-    ]);
+    let d = dry_run(&file, "2026-03-02T10:01:00Z");
     assert_eq!(
         d["explanation"],
         "dev is being deployed: ClusterSummary for SveltosCluster fleet/dev-1 is not created yet."
@@ -191,16 +187,7 @@ fn a_promotion_walked_from_its_first_reconcile_to_its_gate() {
             fleet[1].clone(),
         ],
     );
-    let d = decision(&[
-        "reconcile",
-        "--dry-run",
-        "-f",
-        &file,
-        "--now",
-        "2026-03-02T10:01:30Z",
-        "-o",
-        "json",
-    ]);
+    let d = dry_run(&file, "2026-03-02T10:01:30Z");
     assert_eq!(
         d["explanation"],
         "dev is failing to deploy: 1 ClusterSummary shop-dev-sveltos-dev-1 (Failed: Sveltos \
@@ -216,16 +203,7 @@ fn a_promotion_walked_from_its_first_reconcile_to_its_gate() {
         fleet[1].clone(),
     ];
     let file = write_list(dir.path(), "3.json", &items);
-    let d = decision(&[
-        "reconcile",
-        "--dry-run",
-        "-f",
-        &file,
-        "--now",
-        "2026-03-02T10:02:00Z",
-        "-o",
-        "json",
-    ]);
+    let d = dry_run(&file, "2026-03-02T10:02:00Z");
     assert_eq!(d["events"][0]["message"], "Stage dev provisioned");
     assert_eq!(d["wakeAt"], "2026-03-02T10:07:00Z");
     assert_eq!(
@@ -243,16 +221,7 @@ fn a_promotion_walked_from_its_first_reconcile_to_its_gate() {
         fleet[1].clone(),
     ];
     let file = write_list(dir.path(), "4.json", &items);
-    let d = decision(&[
-        "reconcile",
-        "--dry-run",
-        "-f",
-        &file,
-        "--now",
-        "2026-03-02T10:07:00Z",
-        "-o",
-        "json",
-    ]);
+    let d = dry_run(&file, "2026-03-02T10:07:00Z");
     assert_eq!(d["apply"][0]["metadata"]["name"], "shop-prod");
     assert_eq!(d["explanation"], "dev is done: promoting to prod");
     promo["status"] = d["status"].clone();
@@ -269,16 +238,7 @@ fn a_promotion_walked_from_its_first_reconcile_to_its_gate() {
         fleet[1].clone(),
     ];
     let file = write_list(dir.path(), "5.json", &items);
-    let d = decision(&[
-        "reconcile",
-        "--dry-run",
-        "-f",
-        &file,
-        "--now",
-        "2026-03-02T10:08:00Z",
-        "-o",
-        "json",
-    ]);
+    let d = dry_run(&file, "2026-03-02T10:08:00Z");
     assert_eq!(
         d["explanation"],
         "prod waits: awaiting manual approval; nothing else blocks"
@@ -298,16 +258,7 @@ fn a_promotion_walked_from_its_first_reconcile_to_its_gate() {
         fleet[1].clone(),
     ];
     let file = write_list(dir.path(), "6.json", &items);
-    let d = decision(&[
-        "reconcile",
-        "--dry-run",
-        "-f",
-        &file,
-        "--now",
-        "2026-03-02T10:09:00Z",
-        "-o",
-        "json",
-    ]);
+    let d = dry_run(&file, "2026-03-02T10:09:00Z");
     assert_eq!(d["consumeApprovals"], json!(["prod"]));
     assert_eq!(d["apply"][0]["metadata"]["name"], "shop-dr");
 
