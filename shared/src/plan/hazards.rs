@@ -154,7 +154,8 @@ fn named(ids: &[String]) -> String {
     }
 }
 
-fn plural(n: usize, one: &str, many: &str) -> String {
+/// "1 cluster", "2 clusters".
+pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
     if n == 1 {
         format!("1 {one}")
     } else {

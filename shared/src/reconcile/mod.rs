@@ -491,7 +491,11 @@ impl<'a> Reconcile<'a> {
                         None => format!("{current} is being deployed: {why}"),
                         Some(kind) => format!(
                             "{current} is failing to deploy: {} {} ({}); {why}",
-                            plural(names.len(), "ClusterSummary", "ClusterSummaries"),
+                            crate::plan::hazards::plural(
+                                names.len(),
+                                "ClusterSummary",
+                                "ClusterSummaries"
+                            ),
                             names.join(", "),
                             match kind {
                                 deployed::Failing::Retrying => "Failed: Sveltos retries",
@@ -1027,9 +1031,4 @@ impl Status {
                 .and_then(|s| s.current_status_description.as_deref()),
         )
     }
-}
-
-/// "1 ClusterSummary", "2 ClusterSummaries".
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
