@@ -211,9 +211,16 @@ fn gates(pipeline: &Pipeline) -> impl Iterator<Item = &StageView> {
 /// one given now would count as used at once, and the next rollout removes it.
 fn passed_for_good(pipeline: &Pipeline, stage: &StageView) -> bool {
     pipeline.stale.is_none()
-        && stage.state == StageState::Promoted
+        && passed_in_this_rollout(stage)
         && stage.trigger.approved != Some(true)
         && approval::resets_automatically(stage.trigger.automatic_reset)
+}
+
+/// The rollout went past the stage, or committed to (its approval used, the status not written
+/// yet: [`crate::model::ClusterPromotion::committed_step`]).
+fn passed_in_this_rollout(stage: &StageView) -> bool {
+    stage.state == StageState::Promoted
+        || (stage.state == StageState::ApprovedPending && stage.approval == Approval::Consumed)
 }
 
 /// [`approval::approvable`], read from the derived trigger kind.
@@ -252,7 +259,7 @@ pub fn approval_target(
                 pipeline
                     .stages
                     .iter()
-                    .find(|s| s.state == StageState::ApprovedPending)
+                    .find(|s| s.state == StageState::ApprovedPending && !passed_in_this_rollout(s))
             })
             .ok_or_else(|| Refusal::NothingAwaiting {
                 activity: activity(pipeline),
@@ -282,8 +289,9 @@ pub fn approval_target(
     }
     let already_approved = view.trigger.approved == Some(true);
     let ahead_of_time = pipeline.stale.is_some()
-        || matches!(view.state, StageState::NotStarted | StageState::Promoted);
-    let passed = pipeline.stale.is_none() && view.state == StageState::Promoted;
+        || view.state == StageState::NotStarted
+        || passed_in_this_rollout(view);
+    let passed = pipeline.stale.is_none() && passed_in_this_rollout(view);
     let persists = !approval::resets_automatically(view.trigger.automatic_reset);
     if passed_for_good(pipeline, view) {
         return Err(Refusal::AlreadyPromoted {

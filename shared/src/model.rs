@@ -266,6 +266,16 @@ impl ClusterPromotion {
         })
     }
 
+    /// The stage whose approval a reconciler has used and whose promotion it committed, in the
+    /// rollout the status is at, not yet recorded in the status ([`crate::promoting`]): between
+    /// the commit and the status write, that stage is promoting, not awaiting approval.
+    pub fn committed_step(&self) -> Option<String> {
+        let annotations = self.metadata.annotations.as_ref()?;
+        let object = serde_json::json!({"metadata": {"annotations": annotations}});
+        let step = crate::promoting::recorded(&object).0?;
+        (Some(&step.rollout) == self.status_rollout().as_ref()).then_some(step.stage)
+    }
+
     /// The webhook's record of the write that left stage `stage`'s approval as it is
     /// ([`crate::admission::credited`]), if there is one and it can be read.
     pub fn approval_record(&self, stage: &str) -> Option<crate::admission::ApprovalRecord> {

@@ -424,8 +424,13 @@ fn stage_view(
     let used = promotion.approval_used(index, status_is_specs).is_some()
         && (next_reached || (is_last && status.is_some()));
     let manual = stage.manual();
+    // The approval was used and the step committed; the status write has not landed yet.
+    let committed = manual.is_some()
+        && !next_reached
+        && promotion.committed_step().as_deref() == Some(stage.name.as_str());
     let approval = match manual {
         None => Approval::NotRequired,
+        Some(_) if committed => Approval::Consumed,
         Some(m) if !m.is_approved() => Approval::NotApproved,
         Some(_) if used => Approval::Consumed,
         Some(_) => Approval::Pending,
@@ -433,6 +438,7 @@ fn stage_view(
     let state = match status {
         None => StageState::NotStarted,
         Some(_) if next_reached => StageState::Promoted,
+        Some(_) if committed => StageState::ApprovedPending,
         Some(st) => frontier_state(stage, st, is_last, clusters.as_deref()),
     };
     StageView {

@@ -732,3 +732,42 @@ fn a_profile_name_collision_fails_the_victim_in_list_and_describe_alike() {
         "{text}"
     );
 }
+
+/// Between a reconciler's commit (the approval used and the `promoting` annotation written in one
+/// patch) and its status write, the stage is promoting: not awaiting approval, and `approve` is
+/// not what the next step says.
+#[test]
+fn a_committed_step_reads_as_promoting_not_awaiting_approval() {
+    use promotion_shared::promoting::{Promoting, PROMOTING_ANNOTATION};
+    let file = "kyverno-manual-gate.yaml";
+    let mut p = example(file);
+    // The status of a reconciler that writes the hashes.
+    p["status"]["stagesHash"] = json!("");
+    promotion_e2e::fixtures::hash_status_as_sveltos(&mut p);
+    let typed: promotion_shared::model::ClusterPromotion =
+        serde_json::from_value(p.clone()).expect("a ClusterPromotion");
+    let rollout = typed.status_rollout().expect("hashes in the status");
+    let step = Promoting {
+        stage: "staging".into(),
+        rollout,
+    };
+    p["metadata"]["annotations"][PROMOTING_ANNOTATION] = json!(step.to_annotation());
+    let env = Env::start(world_of(
+        promotion_e2e::fixtures::WorldBuilder::new(),
+        vec![(file, p)],
+    ));
+    let json: Value = serde_json::from_str(
+        &env.run(&["describe", "kyverno-rollout-man", "-o", "json"])
+            .expect(0)
+            .stdout,
+    )
+    .expect("describe -o json is JSON");
+    assert_eq!(json["phase"], "progressing", "{json}");
+    assert_eq!(json["stages"][1]["state"], "approvedPending", "{json}");
+    let text = env
+        .run(&["describe", "kyverno-rollout-man"])
+        .expect(0)
+        .stdout;
+    assert!(!text.contains("awaiting approval"), "{text}");
+    assert!(!text.contains("kubectl promotion approve"), "{text}");
+}

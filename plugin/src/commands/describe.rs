@@ -521,7 +521,21 @@ pub fn changes(prev: &Description, now: &Description, ctx: &Ctx) -> String {
                 .unwrap_or_default();
             line(format!("stage {name}: approved{by}"));
         } else if approved(before) && !approved(Some(stage)) {
-            line(format!("stage {name}: approval removed"));
+            // A reconciler that uses an approval removes it and commits the step in one write:
+            // until its status write, the stage is promoting, not stripped of its approval.
+            let used = matches!(
+                stage.view.state,
+                promotion_shared::pipeline::StageState::ApprovedPending
+                    | promotion_shared::pipeline::StageState::Promoted
+                    | promotion_shared::pipeline::StageState::Complete
+            );
+            match (used, stage.view.next_stage.as_deref()) {
+                (true, Some(next)) => {
+                    line(format!("stage {name}: approval used: promoting to {next}"))
+                }
+                (true, None) => line(format!("stage {name}: approval used: completing")),
+                (false, _) => line(format!("stage {name}: approval removed")),
+            }
         }
     }
     if prev.phase != now.phase {
