@@ -1480,8 +1480,9 @@ fn published_rules(cluster: &Cluster) -> Result<(), String> {
 
 /// Issue 31, item 9. The release manager approves staging and the controller commits (the
 /// approval removed, the step and whose approval it used recorded), then stops before the status;
-/// the status still shows staging awaiting approval, so the admin approves it again, and the
-/// webhook's record of staging now names the admin. The next controller completes the step:
+/// the status still shows staging awaiting approval. `kubectl promotion approve` reads the
+/// committed step and refuses (the gate is passed in this rollout); the admin sets `approved`
+/// directly instead, and the webhook's record of staging now names the admin. The next controller completes the step:
 /// `describe` credits the release manager's approval with opening staging → prod, and shows the
 /// admin's as not used (the webhook removed it with the controller's next write, as an approval
 /// whose stage the status shows passed).
@@ -1517,11 +1518,38 @@ fn approval_after_the_commit(cluster: &Cluster) -> Result<(), String> {
             &commit.to_string(),
         ],
     )?;
-    // A second approver, while the status still shows staging awaiting approval.
+    // The plugin reads the committed step: the gate is passed in this rollout, and an approval
+    // now is refused.
+    let refused = cluster
+        .kubectl(
+            User::Admin,
+            &["promotion", "approve", &name, "--stage", "staging"],
+        )
+        .map_err(e("kubectl promotion approve"))?;
+    if refused.code == 0
+        || !refused
+            .stderr
+            .contains("has already passed stage \"staging\"")
+    {
+        return Err(format!(
+            "approve during the committed step: exit {}\n{}",
+            refused.code, refused.stderr
+        ));
+    }
+    // A second approver who sets the field directly, while the status still shows staging
+    // awaiting approval: the webhook admits and records it.
     kubectl_ok(
         cluster,
         User::Admin,
-        &["promotion", "approve", &name, "--stage", "staging"],
+        &[
+            "patch",
+            "clusterpromotion",
+            &name,
+            "--type",
+            "json",
+            "-p",
+            r#"[{"op": "add", "path": "/spec/stages/1/trigger/manual/approved", "value": true}]"#,
+        ],
     )?;
 
     let _ctl = controller_as(cluster, User::Controller, &[])?;
