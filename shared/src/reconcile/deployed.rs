@@ -353,10 +353,9 @@ pub const UNCONFIRMED_GRACE: chrono::TimeDelta = chrono::TimeDelta::minutes(2);
 /// deployed: [`UNCONFIRMED_GRACE`] after the latest spec update their status provably predates
 /// ([`KeptSpec::written_at`]); `None` when none is unconfirmed or none has such an update.
 pub fn unconfirmed_until(summaries: &[&Value]) -> Option<chrono::DateTime<chrono::Utc>> {
-    let names = unconfirmed(summaries);
     summaries
         .iter()
-        .filter(|s| names.iter().any(|n| n == name_of(s)))
+        .filter(|s| is_unconfirmed(s))
         .filter_map(|s| s.pointer("/spec/specWrittenAt").and_then(Value::as_str))
         .filter_map(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
         .map(|t| t.with_timezone(&chrono::Utc) + UNCONFIRMED_GRACE)
@@ -395,23 +394,11 @@ pub fn failures(profile: Option<&Value>, summaries: &[&Value]) -> (Option<Failin
         {
             continue;
         }
-        let inputs = |id: Option<&str>| {
-            id.and_then(|id| {
-                s.pointer(&format!("/spec/featureInputDigests/{id}"))
-                    .and_then(Value::as_str)
-            })
-        };
-        let statuses = s
-            .pointer("/status/featureSummaries")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter(|f| {
-                let describes = f.get("describesInputs").and_then(Value::as_str);
-                let id = f.get("featureID").and_then(Value::as_str);
-                describes.is_none_or(|d| Some(d) == inputs(id))
-            })
-            .filter_map(|f| f.get("status").and_then(Value::as_str));
+        let features = features_in_use(&kept);
+        let statuses = features
+            .iter()
+            .filter(|f| !f.of_an_earlier_spec())
+            .filter_map(|f| f.status);
         let mut failed = false;
         for status in statuses {
             match status {
@@ -746,8 +733,8 @@ fn out_of_sync(summary: &Value, wanted: &Wanted<'_>, checks: bool) -> Option<Str
 fn reports_an_earlier_spec(summary: &Value) -> Option<String> {
     features_in_use(summary)
         .into_iter()
-        .find(|(_, describes, inputs)| describes.is_some_and(|d| Some(d) != *inputs))
-        .map(|(id, _, _)| id.to_string())
+        .find(Feature::of_an_earlier_spec)
+        .map(|f| f.id.to_string())
 }
 
 /// The ClusterSummaries among `summaries` ([`retained`] ones) whose deployment of the current spec
@@ -757,17 +744,37 @@ fn reports_an_earlier_spec(summary: &Value) -> Option<String> {
 pub fn unconfirmed(summaries: &[&Value]) -> Vec<String> {
     summaries
         .iter()
-        .filter(|s| {
-            features_in_use(s)
-                .iter()
-                .any(|(_, describes, _)| describes.is_none())
-        })
+        .filter(|s| is_unconfirmed(s))
         .map(|s| name_of(s).to_string())
         .collect()
 }
 
+/// One summary of [`unconfirmed`].
+fn is_unconfirmed(summary: &Value) -> bool {
+    features_in_use(summary)
+        .iter()
+        .any(|f| f.describes.is_none())
+}
+
+/// A feature a retained summary reports on.
+struct Feature<'a> {
+    id: &'a str,
+    status: Option<&'a str>,
+    /// The inputs its status was written for, when known ([`Kept::follow`]).
+    describes: Option<&'a str>,
+    /// The summary's current inputs for it.
+    inputs: Option<&'a str>,
+}
+
+impl Feature<'_> {
+    /// Its status is known to describe other inputs than the summary's current ones.
+    fn of_an_earlier_spec(&self) -> bool {
+        self.describes.is_some_and(|d| Some(d) != self.inputs)
+    }
+}
+
 /// The features a retained summary uses, with what each status describes and the current inputs.
-fn features_in_use(summary: &Value) -> Vec<(&str, Option<&str>, Option<&str>)> {
+fn features_in_use(summary: &Value) -> Vec<Feature<'_>> {
     summary
         .pointer("/status/featureSummaries")
         .and_then(Value::as_array)
@@ -778,8 +785,12 @@ fn features_in_use(summary: &Value) -> Vec<(&str, Option<&str>, Option<&str>)> {
             let inputs = summary
                 .pointer(&format!("/spec/featureInputDigests/{id}"))
                 .and_then(Value::as_str);
-            let describes = f.get("describesInputs").and_then(Value::as_str);
-            Some((id, describes, inputs))
+            Some(Feature {
+                id,
+                status: f.get("status").and_then(Value::as_str),
+                describes: f.get("describesInputs").and_then(Value::as_str),
+                inputs,
+            })
         })
         .collect()
 }

@@ -650,6 +650,7 @@ impl<'a> Reconcile<'a> {
                 .map(deployed::retained_form)
                 .collect();
             let found: Vec<&Value> = found.iter().collect();
+            let unconfirmed = deployed::unconfirmed(&found);
             if let Some(until) = deployed::unconfirmed_until(&found).filter(|u| self.now < *u) {
                 // A status of unknown history, this soon after a spec update, may be the
                 // previous spec's: wait for Sveltos to answer, or for the grace to pass.
@@ -658,11 +659,11 @@ impl<'a> Reconcile<'a> {
                     "ClusterSummaries {} report Provisioned, but this controller has not seen \
                      them since their spec changed: waiting until {} for Sveltos to report the \
                      current spec.",
-                    deployed::unconfirmed(&found).join(", "),
+                    unconfirmed.join(", "),
                     until.to_rfc3339()
                 ));
             }
-            for summary in deployed::unconfirmed(&found) {
+            for summary in unconfirmed {
                 if !d.unconfirmed.contains(&summary) {
                     d.unconfirmed.push(summary);
                 }
