@@ -71,6 +71,8 @@ pub struct Approvable {
 /// Why `approve` will not approve, with what its message names.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Refusal {
+    /// The promotion is being deleted: no stage starts and no approval is used any more.
+    Deleting { since: String },
     /// Sveltos has not picked up the latest change: the stage states are the previous rollout's,
     /// and approving now would approve the new rollout's gate ahead of time.
     Stale {
@@ -239,6 +241,11 @@ pub fn approval_target(
     requested: Option<&str>,
     pre_approve: bool,
 ) -> Result<Gate, Refusal> {
+    if let Some(since) = &pipeline.deleting {
+        return Err(Refusal::Deleting {
+            since: since.clone(),
+        });
+    }
     if let (Some(reason), false) = (&pipeline.stale, pre_approve) {
         return Err(Refusal::Stale {
             reason: reason.clone(),

@@ -203,6 +203,10 @@ pub enum Phase {
     Failed,
     /// Sveltos refuses to run this promotion (licence).
     Blocked,
+    /// `metadata.deletionTimestamp` is set: the reconciler is withdrawing (or, with
+    /// `preserveClusterProfilesOnDelete`, keeping) the stage profiles and then removes its
+    /// finalizer. No stage starts and no approval is used any more, whatever the stages say.
+    Deleting,
     /// What decides the phase could not be read (the clusters of a stage still provisioning,
     /// when ClusterSummaries are forbidden): set by a reader, never by [`derive`].
     Unknown,
@@ -219,13 +223,17 @@ impl Phase {
             Phase::Complete => "complete",
             Phase::Failed => "failed",
             Phase::Blocked => "blocked",
+            Phase::Deleting => "being deleted",
             Phase::Unknown => "unknown",
         }
     }
 
     /// Nothing will change without someone acting: complete, failed for good, or blocked.
     pub fn is_final(&self) -> bool {
-        matches!(self, Phase::Complete | Phase::Failed | Phase::Blocked)
+        matches!(
+            self,
+            Phase::Complete | Phase::Failed | Phase::Blocked | Phase::Deleting
+        )
     }
 }
 
@@ -241,6 +249,8 @@ pub struct Pipeline {
     /// Set when Sveltos has not picked up the latest change (`phase: stale`): why we know. The
     /// stage states then describe the previous rollout.
     pub stale: Option<String>,
+    /// `metadata.deletionTimestamp`, when the promotion is being deleted (phase `deleting`).
+    pub deleting: Option<String>,
     pub stages: Vec<StageView>,
 }
 
@@ -261,7 +271,9 @@ impl Pipeline {
                 retriable: false,
             };
         }
-        self.phase = phase_of(&self.stages, self.note.is_none(), self.stale.is_some());
+        if self.deleting.is_none() {
+            self.phase = phase_of(&self.stages, self.note.is_none(), self.stale.is_some());
+        }
     }
 
     pub fn stage(&self, name: &str) -> Option<&StageView> {
@@ -271,7 +283,7 @@ impl Pipeline {
     /// The stage (if any) whose manual gate blocks the current rollout right now. Never one of
     /// a stale status: approving it would pre-approve the new rollout's gate.
     pub fn awaiting_approval(&self) -> Option<&StageView> {
-        if self.stale.is_some() {
+        if self.stale.is_some() || self.deleting.is_some() {
             return None;
         }
         self.stages
@@ -328,7 +340,15 @@ pub fn derive(
         Freshness::Stale { reason, .. } => Some(reason.clone()),
         Freshness::Current => None,
     };
-    let phase = phase_of(&views, has_status, stale.is_some());
+    let deleting = promotion
+        .metadata
+        .deletion_timestamp
+        .as_ref()
+        .map(|t| t.0.to_string());
+    let phase = match deleting {
+        Some(_) => Phase::Deleting,
+        None => phase_of(&views, has_status, stale.is_some()),
+    };
     Pipeline {
         name: promotion.name().to_string(),
         phase,
@@ -338,6 +358,7 @@ pub fn derive(
             .and_then(|s| s.current_stage_name.clone()),
         note,
         stale,
+        deleting,
         stages: views,
     }
 }

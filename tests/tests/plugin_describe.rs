@@ -771,3 +771,66 @@ fn a_committed_step_reads_as_promoting_not_awaiting_approval() {
     assert!(!text.contains("awaiting approval"), "{text}");
     assert!(!text.contains("kubectl promotion approve"), "{text}");
 }
+
+/// A promotion being deleted (finalizer pending) waits for nothing: every view says it is being
+/// deleted and what that does to the clusters, and no approval is proposed or accepted.
+#[test]
+fn a_promotion_being_deleted_is_not_awaiting_approval() {
+    let mut world = example_world("kyverno-manual-gate.yaml");
+    let promotion = world.find_mut("ClusterPromotion", GATE).unwrap();
+    promotion["metadata"]["deletionTimestamp"] = json!("2026-02-16T08:00:00Z");
+    promotion["metadata"]["finalizers"] = json!([promotion_shared::model::FINALIZER]);
+    let env = Env::start(world);
+
+    let json: Value =
+        serde_json::from_str(&env.run(&["describe", GATE, "-o", "json"]).expect(0).stdout)
+            .expect("describe -o json is JSON");
+    assert_eq!(json["phase"], "deleting", "{json}");
+    assert_eq!(json["deleting"], "2026-02-16T08:00:00Z", "{json}");
+    assert!(json.get("awaitingApproval").is_none(), "{json}");
+
+    let t = env.run(&["describe", GATE]).expect(0).stdout;
+    assert!(t.contains("Phase:          being deleted"), "{t}");
+    assert!(!t.contains("kubectl promotion approve"), "{t}");
+    assert!(
+        t.contains("withdraws the add-on from every cluster of every stage"),
+        "{t}"
+    );
+
+    let list = env.run(&["list"]).expect(0).stdout;
+    let row = list.lines().find(|l| l.starts_with(GATE)).expect("a row");
+    assert!(row.contains("being deleted"), "{list}");
+    assert!(!row.contains("staging →"), "{list}");
+
+    let refused = env.run(&["approve", GATE, "--stage", "staging"]).expect(1);
+    assert!(
+        refused
+            .stderr
+            .contains("is being deleted (since 2026-02-16T08:00:00Z)"),
+        "{}",
+        refused.stderr
+    );
+    let wait = env.run(&["wait", GATE, "--for=approval", "--timeout=5s"]);
+    assert!(wait.stderr.contains("being deleted"), "{}", wait.stderr);
+    assert_ne!(wait.code, 0, "{}", wait.stderr);
+}
+
+/// Before deletion, describe says what deleting would do, and how to keep the add-ons.
+#[test]
+fn describe_says_what_deleting_does_to_the_clusters() {
+    let mut world = example_world("kyverno-manual-gate.yaml");
+    let env = Env::start(world.clone());
+    let t = env.run(&["describe", GATE]).expect(0).stdout;
+    assert!(
+        t.contains("On delete:      deleting this promotion deletes its stage ClusterProfiles, so Sveltos withdraws the add-on from every cluster of every stage at once; set spec.preserveClusterProfilesOnDelete: true first to keep them"),
+        "{t}"
+    );
+    let promotion = world.find_mut("ClusterPromotion", GATE).unwrap();
+    promotion["spec"]["preserveClusterProfilesOnDelete"] = json!(true);
+    let env = Env::start(world);
+    let t = env.run(&["describe", GATE]).expect(0).stdout;
+    assert!(
+        t.contains("On delete:      deleting this promotion keeps its stage ClusterProfiles"),
+        "{t}"
+    );
+}

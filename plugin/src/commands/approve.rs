@@ -147,6 +147,10 @@ pub fn resolve_revoke(pipeline: &Pipeline, stage: &str) -> Result<Gate> {
 /// The message of a refusal to approve a gate of the promotion `name`.
 pub fn refusal(name: &str, refusal: &Refusal) -> String {
     match refusal {
+        Refusal::Deleting { since } => format!(
+            "{name:?} is being deleted (since {since}): no stage starts and no approval is used \
+             any more, so there is nothing to approve"
+        ),
         Refusal::Stale { reason, requested } => {
             let stage_hint = requested.as_deref().unwrap_or("S");
             format!(

@@ -112,6 +112,8 @@ pub fn evaluate(cond: &WaitFor, d: &Description, fail_fast: bool) -> Verdict {
     match d.phase {
         // The status is the previous rollout's: nothing in it answers the condition.
         Phase::Stale => return Verdict::Pending(doing),
+        // Nothing starts any more: no condition of the rollout can be reached.
+        Phase::Deleting => return Verdict::Impossible(doing),
         Phase::Failed | Phase::Blocked => return Verdict::Failed(doing),
         Phase::Degraded if fail_fast => return Verdict::Failed(doing),
         _ => {}
@@ -152,6 +154,9 @@ pub fn evaluate(cond: &WaitFor, d: &Description, fail_fast: bool) -> Verdict {
 
 /// "at staging: soaking until T" / the empty-status note / the stale reason.
 fn doing(d: &Description) -> String {
+    if let Some(since) = &d.deleting {
+        return format!("{} is being deleted (since {since})", d.name);
+    }
     if let Some(why) = &d.stale {
         return format!("Sveltos has not picked up the latest change yet ({why})");
     }

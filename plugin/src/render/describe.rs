@@ -100,6 +100,9 @@ pub fn render(d: &Description, style: &Style, opts: &Options) -> String {
         field(&mut out, 0, "Next step", &style.paint(next, tone));
     }
     deploys(&mut out, d);
+    if d.deleting.is_none() {
+        field(&mut out, 0, "On delete", &d.on_delete);
+    }
     field(&mut out, 0, "Pipeline", &pipeline_line(d, style));
     out.push('\n');
 

@@ -496,6 +496,11 @@ pub struct Description {
     /// Another field manager writes the status, so promotion-controller leaves it alone.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub foreign_status_writer: bool,
+    /// `metadata.deletionTimestamp`, while the promotion is being deleted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deleting: Option<String>,
+    /// What deleting the promotion does (or, while `deleting`, is doing) to the clusters.
+    pub on_delete: String,
     /// What to do next, as a command or in words; absent when nothing needs doing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_step: Option<String>,
@@ -638,7 +643,9 @@ impl Description {
             .ok()
             .map(|evs| evs.iter().map(event_view).collect());
         let awaiting_approval = pipeline.awaiting_approval().map(|s| s.name.clone());
-        let next_step = next_step(&pipeline);
+        let preserve = promotion.spec.preserve_cluster_profiles_on_delete == Some(true);
+        let next_step = next_step(&pipeline, preserve);
+        let on_delete = on_delete(preserve, pipeline.deleting.is_some());
         let writer = promotion_shared::status_writer::status_writer(snap.object);
         let foreign_status_writer =
             matches!(
@@ -651,6 +658,7 @@ impl Description {
             current_stage,
             note,
             stale,
+            deleting,
             ..
         } = pipeline;
         Ok(Description {
@@ -675,6 +683,8 @@ impl Description {
             rollout,
             reconciled_by: writer.describe(),
             foreign_status_writer,
+            deleting,
+            on_delete,
             next_step,
             awaiting_approval,
             approval_right: None,
@@ -819,8 +829,9 @@ fn stage_details(
             let counts = view.clusters.as_deref().map(ClusterCounts::of);
             let from_previous = view.state == pipeline::StageState::NotStarted
                 && view.clusters.as_ref().is_some_and(|c| !c.is_empty());
-            let awaiting =
-                view.state == pipeline::StageState::AwaitingApproval && pipeline.stale.is_none();
+            let awaiting = view.state == pipeline::StageState::AwaitingApproval
+                && pipeline.stale.is_none()
+                && pipeline.deleting.is_none();
             let record = records.approvals.get(&view.name);
             // An approval now set is credited only to the record of the write that set it; one
             // gone is credited to nobody when the webhook saw it go unrecorded.
@@ -938,9 +949,15 @@ const APPROVE_COMMAND: &str = "kubectl promotion approve ";
 /// (the one `approve` without `--stage` opens, [`approval_target`]; never one of a stale
 /// status), run the health checks a stage waits on, fix what failed, or know that Sveltos will
 /// not act.
-fn next_step(pipeline: &Pipeline) -> Option<String> {
+fn next_step(pipeline: &Pipeline, preserve: bool) -> Option<String> {
     use pipeline::StageState;
     let name = &pipeline.name;
+    if let Some(since) = &pipeline.deleting {
+        return Some(format!(
+            "none: {name} is being deleted (since {since}); {}",
+            on_delete(preserve, true)
+        ));
+    }
     if pipeline.phase == Phase::Stale {
         return Some(format!(
             "wait for Sveltos to restart the pipeline with the change (kubectl promotion wait \
@@ -994,6 +1011,30 @@ fn next_step(pipeline: &Pipeline) -> Option<String> {
         }
     }
     None
+}
+
+/// What deleting the promotion does to the clusters (the reconciler's deletion step,
+/// docs/reference/promotion-controller.md §16): its stage ClusterProfiles are deleted, and
+/// Sveltos withdraws their add-ons (`stopMatchingBehavior: WithdrawPolicies`), unless
+/// `spec.preserveClusterProfilesOnDelete` keeps them. `now`: the deletion has begun.
+fn on_delete(preserve: bool, now: bool) -> String {
+    match (preserve, now) {
+        (false, false) => "deleting this promotion deletes its stage ClusterProfiles, so Sveltos \
+                           withdraws the add-on from every cluster of every stage at once; set \
+                           spec.preserveClusterProfilesOnDelete: true first to keep them"
+            .into(),
+        (false, true) => "the reconciler deletes its stage ClusterProfiles, so Sveltos withdraws \
+                          the add-on from every cluster of every stage, then removes its finalizer"
+            .into(),
+        (true, false) => "deleting this promotion keeps its stage ClusterProfiles \
+                          (spec.preserveClusterProfilesOnDelete: true): the clusters keep the \
+                          add-on"
+            .into(),
+        (true, true) => "the reconciler keeps its stage ClusterProfiles \
+                         (spec.preserveClusterProfilesOnDelete: true), so the clusters keep the \
+                         add-on, then removes its finalizer"
+            .into(),
+    }
 }
 
 /// What approving a stage's gate unblocks: `staging → production`, or for a gate on the last
