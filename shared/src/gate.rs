@@ -78,6 +78,8 @@ pub enum Refusal {
     Stale {
         reason: String,
         requested: Option<String>,
+        /// Who has not picked the change up ([`Pipeline::reconciler`]).
+        reconciler: String,
     },
     /// No stage was named and no gate waits.
     NothingAwaiting {
@@ -250,6 +252,7 @@ pub fn approval_target(
         return Err(Refusal::Stale {
             reason: reason.clone(),
             requested: requested.map(String::from),
+            reconciler: pipeline.reconciler.clone(),
         });
     }
     let view = match requested {
@@ -646,6 +649,7 @@ mod tests {
             Err(Refusal::Stale {
                 reason: "spec.profileSpec changed".into(),
                 requested: None,
+                reconciler: "the reconciler".into(),
             })
         );
         assert_eq!(
@@ -653,6 +657,7 @@ mod tests {
             Err(Refusal::Stale {
                 reason: "spec.profileSpec changed".into(),
                 requested: Some("staging".into()),
+                reconciler: "the reconciler".into(),
             })
         );
         // The gate of a stale status is never "the one waiting", even with --pre-approve.

@@ -251,6 +251,9 @@ pub struct Pipeline {
     pub stale: Option<String>,
     /// `metadata.deletionTimestamp`, when the promotion is being deleted (phase `deleting`).
     pub deleting: Option<String>,
+    /// Who runs the promotion, for messages that say who acts
+    /// ([`crate::status_writer::reconciler_name`]).
+    pub reconciler: String,
     pub stages: Vec<StageView>,
 }
 
@@ -335,7 +338,8 @@ pub fn derive(
         .collect();
 
     let has_status = !promotion.stage_statuses().is_empty();
-    let note = (!has_status).then(|| empty_status_reason(promotion));
+    let reconciler = reconciler_of(promotion);
+    let note = (!has_status).then(|| empty_status_reason(promotion, &reconciler));
     let stale = match freshness {
         Freshness::Stale { reason, .. } => Some(reason.clone()),
         Freshness::Current => None,
@@ -359,6 +363,7 @@ pub fn derive(
         note,
         stale,
         deleting,
+        reconciler,
         stages: views,
     }
 }
@@ -397,21 +402,41 @@ fn phase_of(views: &[StageView], has_status: bool, stale: bool) -> Phase {
     }
 }
 
-fn empty_status_reason(promotion: &ClusterPromotion) -> String {
+/// [`crate::status_writer::reconciler_name`] of the typed promotion: only its managed fields
+/// and status decide.
+fn reconciler_of(promotion: &ClusterPromotion) -> String {
+    let object = serde_json::json!({
+        "metadata": {"managedFields": promotion.metadata.managed_fields},
+        "status": promotion.status,
+    });
+    crate::status_writer::reconciler_name(&object)
+}
+
+/// Why the status is empty. Sveltos' finalizer added by promotion-controller is its first write
+/// to a new promotion: the status follows within the reconcile, so that is "starting", not "no
+/// reconciler". The finalizer added by another writer, and no status: a Sveltos build without
+/// the reconciler. Neither: nothing has taken the promotion on — one piece of advice covering
+/// both reconcilers.
+fn empty_status_reason(promotion: &ClusterPromotion, reconciler: &str) -> String {
     let has_finalizer = promotion
         .metadata
         .finalizers
         .as_ref()
         .is_some_and(|f| f.iter().any(|f| f == FINALIZER));
-    if has_finalizer {
+    if has_finalizer && reconciler == crate::status_writer::CONTROLLER_FIELD_MANAGER {
+        "promotion-controller took this promotion on (it added its finalizer) and writes its \
+         first status next"
+            .into()
+    } else if has_finalizer {
         "Sveltos added its finalizer but never wrote a status: this Sveltos build has no \
          ClusterPromotion reconciler (open-source Sveltos since v1.14 runs none): install \
          promotion-controller (`kubectl apply -k manifests/` of kubectl-promotion, see \
          docs/controller.md), or use Sveltos Enterprise"
             .into()
     } else {
-        "not reconciled yet: Sveltos has not processed this ClusterPromotion (is the \
-         addon-controller running?)"
+        "not reconciled yet: no reconciler has taken this promotion on (on open-source Sveltos, \
+         is promotion-controller installed and running? see docs/controller.md; with Sveltos \
+         Enterprise, is the addon-controller running?)"
             .into()
     }
 }

@@ -39,11 +39,8 @@ impl StatusWriter {
                                       (kubectl get -o yaml leaves them out; add \
                                       --show-managed-fields)"
                 .to_string(),
-            StatusWriter::Nobody => {
-                "nothing has reconciled this promotion; on open-source Sveltos \
-                                     install promotion-controller"
-                    .to_string()
-            }
+            // What to do about it is the empty status's note (`pipeline`), said once.
+            StatusWriter::Nobody => "nothing has reconciled this promotion yet".to_string(),
             StatusWriter::Us { .. } => format!("{CONTROLLER_FIELD_MANAGER} (kubectl-promotion)"),
             StatusWriter::Other { manager, .. } if looks_like_a_person(manager) => format!(
                 "a person's edit ({manager}) wrote the status last; promotion-controller leaves \
@@ -53,6 +50,35 @@ impl StatusWriter {
             StatusWriter::Other { manager, .. } => format!("another reconciler ({manager})"),
         }
     }
+}
+
+/// Who runs the promotion, named as `Reconciled by` names it, for every message that says who
+/// acts ("promotion-controller promotes on its next pass"): the status writer; before the first
+/// status, promotion-controller when it added the finalizer; otherwise, or when a person wrote
+/// the status last, "the reconciler".
+pub fn reconciler_name(promotion: &Value) -> String {
+    match status_writer(promotion) {
+        StatusWriter::Us { .. } => CONTROLLER_FIELD_MANAGER.to_string(),
+        StatusWriter::Other { manager, .. } if !looks_like_a_person(&manager) => manager,
+        StatusWriter::Nobody if finalizer_added_by_us(promotion) => {
+            CONTROLLER_FIELD_MANAGER.to_string()
+        }
+        _ => "the reconciler".to_string(),
+    }
+}
+
+/// Whether promotion-controller's field manager owns `metadata.finalizers`: it added the
+/// finalizer, its first write to a new promotion, before the first status.
+pub fn finalizer_added_by_us(promotion: &Value) -> bool {
+    promotion
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .is_some_and(|entries| {
+            entries.iter().any(|e| {
+                e.get("manager").and_then(Value::as_str) == Some(CONTROLLER_FIELD_MANAGER)
+                    && e.pointer("/fieldsV1/f:metadata/f:finalizers").is_some()
+            })
+        })
 }
 
 /// kubectl's own field managers: a status written by one of them is a person's edit.
@@ -190,9 +216,29 @@ mod tests {
             status_writer(&json!({"metadata": {}, "status": {"currentStageName": "dev"}})),
             StatusWriter::Unknown
         );
-        assert!(StatusWriter::Nobody
-            .describe()
-            .contains("install promotion-controller"));
+        assert_eq!(reconciler_name(&p), "the reconciler");
+    }
+
+    #[test]
+    fn the_reconciler_is_named_as_reconciled_by_names_it() {
+        let ours = json!({"metadata": {"managedFields": [
+            entry("promotion-controller", Some("status"), "2026-01-01T00:03:00Z"),
+        ]}});
+        assert_eq!(reconciler_name(&ours), "promotion-controller");
+        let theirs = json!({"metadata": {"managedFields": [
+            entry("addon-controller", Some("status"), "2026-01-01T00:03:00Z"),
+        ]}});
+        assert_eq!(reconciler_name(&theirs), "addon-controller");
+        // Before its first status write, the finalizer tells who took the promotion on.
+        let mut finalizer = entry("promotion-controller", None, "2026-01-01T00:00:00Z");
+        finalizer["fieldsV1"] = json!({"f:metadata": {"f:finalizers": {}}});
+        let starting = json!({"metadata": {"managedFields": [finalizer]}});
+        assert_eq!(status_writer(&starting), StatusWriter::Nobody);
+        assert_eq!(reconciler_name(&starting), "promotion-controller");
+        let person = json!({"metadata": {"managedFields": [
+            entry("kubectl-edit", Some("status"), "2026-01-01T00:03:00Z"),
+        ]}});
+        assert_eq!(reconciler_name(&person), "the reconciler");
     }
 
     #[test]

@@ -155,7 +155,7 @@ fn already_approved_changes_nothing() {
         .run(&["approve", GATE, "--stage", "staging", "--reason", "again"])
         .expect(0);
     assert!(
-        out.stdout.contains("unchanged: stage staging is already approved; Sveltos acts on it on its next pass (staging → qa)"),
+        out.stdout.contains("unchanged: stage staging is already approved; the reconciler acts on it on its next pass (staging → qa)"),
         "{}",
         out.stdout
     );

@@ -834,3 +834,69 @@ fn describe_says_what_deleting_does_to_the_clusters() {
         "{t}"
     );
 }
+
+/// Messages name who runs the promotion as `Reconciled by` does: promotion-controller once it
+/// wrote the status, or — before its first status — once it added the finalizer; then an empty
+/// status is "starting", not "no reconciler" (issue: `wait` said the build had no reconciler one
+/// second before promotion-controller wrote the status).
+#[test]
+fn messages_name_the_reconciler_that_runs_the_promotion() {
+    let controller_entry = |fields: Value| {
+        json!({"manager": "promotion-controller", "operation": "Apply",
+               "time": "2026-02-16T07:25:00Z", "fieldsType": "FieldsV1", "fieldsV1": fields})
+    };
+    // Written by promotion-controller, staging approved and not used yet.
+    let mut world = example_world("kyverno-manual-gate.yaml");
+    let promotion = world.find_mut("ClusterPromotion", GATE).unwrap();
+    promotion["spec"]["stages"][1]["trigger"]["manual"]["approved"] = json!(true);
+    let mut status_entry = controller_entry(json!({"f:status": {"f:stages": {}}}));
+    status_entry["subresource"] = json!("status");
+    promotion["metadata"]["managedFields"] = json!([status_entry]);
+    let env = Env::start(world);
+    let t = env.run(&["describe", GATE]).expect(0).stdout;
+    assert!(
+        t.contains("Reconciled by:  promotion-controller (kubectl-promotion)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("(pending: promotion-controller promotes on its next pass)"),
+        "{t}"
+    );
+    assert!(!t.contains("Sveltos promotes"), "{t}");
+
+    // Just created: promotion-controller added the finalizer, the status is not written yet.
+    let mut p = example("payment-four-stages.yaml");
+    p["metadata"]["finalizers"] = json!([promotion_shared::model::FINALIZER]);
+    p["metadata"]["managedFields"] =
+        json!([controller_entry(json!({"f:metadata": {"f:finalizers": {}}}))]);
+    env.put(p);
+    let t = env
+        .run(&["describe", "core-payment-processor-ci"])
+        .expect(0)
+        .stdout;
+    assert!(
+        t.contains(
+            "Status:         empty: promotion-controller took this promotion on (it added its \
+             finalizer) and writes its first status next"
+        ),
+        "{t}"
+    );
+    assert!(!t.contains("no ClusterPromotion reconciler"), "{t}");
+    assert!(!t.contains("addon-controller"), "{t}");
+    let wait = env.run(&[
+        "wait",
+        "core-payment-processor-ci",
+        "--for=complete",
+        "--timeout=1s",
+    ]);
+    assert!(!wait.stderr.contains("no ClusterPromotion reconciler"), "{}", wait.stderr);
+    assert!(wait.stderr.contains("promotion-controller took this promotion on"), "{}", wait.stderr);
+
+    // Nothing took it on: one piece of advice, covering both reconcilers.
+    env.put(example("payment-four-stages.yaml"));
+    let t = env
+        .run(&["describe", "core-payment-processor-ci"])
+        .expect(0)
+        .stdout;
+    assert_eq!(t.matches("promotion-controller").count(), 1, "{t}");
+}

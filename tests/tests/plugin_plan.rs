@@ -386,7 +386,9 @@ fn describe_says_what_each_stage_not_started_will_reach() {
     );
     // The last stage's selector has a typo: it reaches nothing, and describe says what follows.
     assert!(
-        text.contains("no cluster of the fleet (Sveltos will count the stage as deployed at once"),
+        text.contains(
+            "no cluster of the fleet (the reconciler will count the stage as deployed at once"
+        ),
         "{text}"
     );
 }

@@ -138,7 +138,8 @@ pub fn resolve_revoke(pipeline: &Pipeline, stage: &str) -> Result<Gate> {
             ),
             RevokeRefusal::Used { stage, transition } => format!(
                 "the approval of stage {stage:?} was already used ({transition}); there is \
-                 nothing left to revoke (Sveltos removes it, or the next update does)"
+                 nothing left to revoke ({} removes it, or the next update does)",
+                pipeline.reconciler
             ),
         })
     })
@@ -151,10 +152,14 @@ pub fn refusal(name: &str, refusal: &Refusal) -> String {
             "{name:?} is being deleted (since {since}): no stage starts and no approval is used \
              any more, so there is nothing to approve"
         ),
-        Refusal::Stale { reason, requested } => {
+        Refusal::Stale {
+            reason,
+            requested,
+            reconciler,
+        } => {
             let stage_hint = requested.as_deref().unwrap_or("S");
             format!(
-                "Sveltos has not picked up the latest change to {name:?} yet ({reason}): the \
+                "{reconciler} has not picked up the latest change to {name:?} yet ({reason}): the \
                  stage states are the previous rollout's, and approving now would approve the \
                  new rollout's gate ahead of time. Wait until the new rollout reaches the gate \
                  (kubectl promotion wait {name} --for=approval), or pass --stage {stage_hint} \
@@ -332,7 +337,10 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
                     "the approval was already used ({transition}; automaticReset: false keeps \
                      it for later rollouts)"
                 ),
-                _ => format!("Sveltos acts on it on its next pass ({transition})"),
+                _ => format!(
+                    "{} acts on it on its next pass ({transition})",
+                    pipeline.reconciler
+                ),
             };
             if matches!(format, OutputFormat::Default | OutputFormat::Wide) {
                 ctx.write_out(&format!(
@@ -688,9 +696,11 @@ mod tests {
         );
         assert_eq!(
             refused(resolve(&p, None, false)),
-            "no stage of \"p\" is awaiting approval: its status is empty (not reconciled yet: \
-             Sveltos has not processed this ClusterPromotion (is the addon-controller running?)). \
-             Pass --stage to choose one (stages that can be approved: dev)"
+            "no stage of \"p\" is awaiting approval: its status is empty (not reconciled yet: no \
+             reconciler has taken this promotion on (on open-source Sveltos, is \
+             promotion-controller installed and running? see docs/controller.md; with Sveltos \
+             Enterprise, is the addon-controller running?)). Pass --stage to choose one (stages \
+             that can be approved: dev)"
         );
         let no_stage_reached = Refusal::NothingAwaiting {
             activity: Activity::Phase(Phase::Progressing),
@@ -707,7 +717,8 @@ mod tests {
     fn a_stale_status_is_never_approved_by_default() {
         let mut p = gates();
         p.stale = Some("spec.profileSpec changed".into());
-        let stale = "Sveltos has not picked up the latest change to \"p\" yet (spec.profileSpec \
+        let stale =
+            "the reconciler has not picked up the latest change to \"p\" yet (spec.profileSpec \
                      changed): the stage states are the previous rollout's, and approving now \
                      would approve the new rollout's gate ahead of time. Wait until the new \
                      rollout reaches the gate (kubectl promotion wait p --for=approval), or pass \

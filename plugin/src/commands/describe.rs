@@ -464,9 +464,13 @@ pub fn changes(prev: &Description, now: &Description, ctx: &Ctx) -> String {
     };
     match (&prev.stale, &now.stale) {
         (None, Some(why)) => line(format!(
-            "Sveltos has not picked up the latest change yet ({why})"
+            "{} has not picked up the latest change yet ({why})",
+            now.reconciler
         )),
-        (Some(_), None) => line("Sveltos picked up the change: a new rollout".into()),
+        (Some(_), None) => line(format!(
+            "{} picked up the change: a new rollout",
+            now.reconciler
+        )),
         _ => {}
     }
     for stage in &now.stages {

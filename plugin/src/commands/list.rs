@@ -153,7 +153,7 @@ pub async fn rows(kube: &Kube, selector: Option<&str>) -> Result<(Vec<Row>, Vec<
     let profiles = profiles.map_err(|e| {
         let why = e.read_failure();
         warnings.push(format!(
-            "ClusterProfiles: {why}: STATE cannot tell a change Sveltos has not picked up yet"
+            "ClusterProfiles: {why}: STATE cannot tell a change not picked up yet from one that is"
         ));
         why
     });
@@ -325,7 +325,12 @@ pub fn row(d: &view::Description) -> Row {
     let message = d
         .stale
         .as_ref()
-        .map(|why| format!("Sveltos has not picked up the latest change yet: {why}"))
+        .map(|why| {
+            format!(
+                "{} has not picked up the latest change yet: {why}",
+                d.reconciler
+            )
+        })
         .or_else(|| d.note.clone())
         .or_else(|| {
             frontier.and_then(|f| match &f.view.state {

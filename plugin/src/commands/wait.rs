@@ -158,7 +158,10 @@ fn doing(d: &Description) -> String {
         return format!("{} is being deleted (since {since})", d.name);
     }
     if let Some(why) = &d.stale {
-        return format!("Sveltos has not picked up the latest change yet ({why})");
+        return format!(
+            "{} has not picked up the latest change yet ({why})",
+            d.reconciler
+        );
     }
     if let Some(n) = &d.note {
         return format!("status empty: {n}");

@@ -8,6 +8,7 @@ use promotion_shared::admission::used_approvals::UsedApproval;
 use promotion_shared::admission::ResetFlipRecord;
 use promotion_shared::cluster_summary::ClusterState;
 use promotion_shared::pipeline::{Approval, Phase, StageState, StageView, TriggerKind};
+use promotion_shared::status_writer::CONTROLLER_FIELD_MANAGER;
 
 use super::{table, Style, Tone};
 use crate::duration;
@@ -85,8 +86,9 @@ pub fn render(d: &Description, style: &Style, opts: &Options) -> String {
             "Status",
             &style.paint(
                 &format!(
-                    "Sveltos has not picked up this change yet: the status below is from the \
-                     previous rollout ({why})"
+                    "{} has not picked up this change yet: the status below is from the \
+                     previous rollout ({why})",
+                    d.reconciler
                 ),
                 Tone::Waiting,
             ),
@@ -201,8 +203,9 @@ fn stage_block(
         v.trigger.summary()
     };
     field(out, ind, "Trigger", &trigger);
+    let pending = format!(" (pending: {} promotes on its next pass)", d.reconciler);
     let state = match v.approval {
-        Approval::Pending => " (pending: Sveltos promotes on its next pass)",
+        Approval::Pending => pending.as_str(),
         Approval::Consumed => " (used)",
         Approval::NotApproved | Approval::NotRequired => " (no longer in effect)",
     };
@@ -259,7 +262,9 @@ fn stage_block(
     if let Some(flip) = &stage.automatic_reset_flip {
         field(out, ind, "Auto reset", &reset_flip(flip));
     }
-    if let Some(ahead) = pre_approved(v).filter(|_| stage.approval_for_earlier_rollout.is_none()) {
+    if let Some(ahead) =
+        pre_approved(v, &d.reconciler).filter(|_| stage.approval_for_earlier_rollout.is_none())
+    {
         field(out, ind, "Approval", &style.paint(&ahead, Tone::Active));
     }
     if let Some(taken) = &stage.cluster_profile_taken {
@@ -267,9 +272,9 @@ fn stage_block(
     }
     clusters(out, d, stage, style, opts);
     if let Some(r) = &stage.will_reach {
-        field(out, ind, "Will reach", &will_reach(r, style));
+        field(out, ind, "Will reach", &will_reach(r, &d.reconciler, style));
     }
-    if let Some(wait) = wait_line(v, opts.now) {
+    if let Some(wait) = wait_line(v, &d.reconciler, opts.now) {
         field(out, ind, "Waits", &wait);
     }
     for (label, t) in [
@@ -344,11 +349,13 @@ fn reset_flip(flip: &ResetFlipRecord) -> String {
 }
 
 /// What a stage not started will reach, as `plan` counts it.
-fn will_reach(r: &WillReach, style: &Style) -> String {
+fn will_reach(r: &WillReach, reconciler: &str, style: &Style) -> String {
     if r.clusters == 0 {
         return style.paint(
-            "no cluster of the fleet (Sveltos will count the stage as deployed at once; see \
-             kubectl promotion plan)",
+            &format!(
+                "no cluster of the fleet ({reconciler} will count the stage as deployed at once; \
+                 see kubectl promotion plan)"
+            ),
             Tone::Waiting,
         );
     }
@@ -360,7 +367,7 @@ fn will_reach(r: &WillReach, style: &Style) -> String {
 }
 
 /// For an approval given ahead of the pipeline: when it will be used.
-fn pre_approved(v: &StageView) -> Option<String> {
+fn pre_approved(v: &StageView, reconciler: &str) -> Option<String> {
     if v.approval != Approval::Pending || v.state != StageState::NotStarted {
         return None;
     }
@@ -375,14 +382,15 @@ fn pre_approved(v: &StageView) -> Option<String> {
         .map(|d| format!(" and its delay of {d} has passed"))
         .unwrap_or_default();
     Some(format!(
-        "approved ahead of time: when the pipeline reaches this stage, Sveltos {onward} as soon \
-         as its clusters are provisioned{delay}"
+        "approved ahead of time: when the pipeline reaches this stage, {reconciler} {onward} as \
+         soon as its clusters are provisioned{delay}"
     ))
 }
 
 /// When a soak or a closed promotion window ends, relative to now: "(in 26m)", or past it
-/// "(overdue by 2m: Sveltos re-checks every 2m)".
-fn wait_line(v: &StageView, now: DateTime<Utc>) -> Option<String> {
+/// "(overdue by 2m: addon-controller re-checks every 2m)". promotion-controller wakes the
+/// stage at that very time, so for it an overdue wait says where to look.
+fn wait_line(v: &StageView, reconciler: &str, now: DateTime<Utc>) -> Option<String> {
     let (what, until) = match &v.state {
         StageState::Soaking { until: Some(t) } => ("soak ends", t),
         StageState::WaitingForWindow { until: Some(t) } => ("promotion window opens", t),
@@ -392,9 +400,15 @@ fn wait_line(v: &StageView, now: DateTime<Utc>) -> Option<String> {
     let delta = at.with_timezone(&Utc).signed_duration_since(now);
     Some(if delta.num_seconds() > 0 {
         format!("{what} at {until} (in {})", duration::human(delta))
+    } else if reconciler == CONTROLLER_FIELD_MANAGER {
+        format!(
+            "{what} at {until} (overdue by {}: promotion-controller acts at that time; if this \
+             lasts, check that it runs: its Lease and its logs)",
+            duration::human(-delta)
+        )
     } else {
         format!(
-            "{what} at {until} (overdue by {}: Sveltos re-checks every {})",
+            "{what} at {until} (overdue by {}: {reconciler} re-checks every {})",
             duration::human(-delta),
             RECHECK_EVERY
         )

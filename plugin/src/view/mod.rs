@@ -493,6 +493,8 @@ pub struct Description {
     /// Which reconciler writes the status (`promotion-controller`, another field manager, a
     /// person, nobody), from `managedFields`.
     pub reconciled_by: String,
+    /// Who runs the promotion, as messages name it ([`Pipeline::reconciler`]).
+    pub reconciler: String,
     /// Another field manager writes the status, so promotion-controller leaves it alone.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub foreign_status_writer: bool,
@@ -659,6 +661,7 @@ impl Description {
             note,
             stale,
             deleting,
+            reconciler,
             ..
         } = pipeline;
         Ok(Description {
@@ -682,6 +685,7 @@ impl Description {
             stale,
             rollout,
             reconciled_by: writer.describe(),
+            reconciler,
             foreign_status_writer,
             deleting,
             on_delete,
@@ -960,9 +964,10 @@ fn next_step(pipeline: &Pipeline, preserve: bool) -> Option<String> {
     }
     if pipeline.phase == Phase::Stale {
         return Some(format!(
-            "wait for Sveltos to restart the pipeline with the change (kubectl promotion wait \
+            "wait for {} to restart the pipeline with the change (kubectl promotion wait \
              {name} --for=stage={} follows it); until then the stages below are the previous \
              rollout's",
+            pipeline.reconciler,
             pipeline
                 .stages
                 .first()

@@ -319,6 +319,10 @@ fn check(promotion: &ClusterPromotion, snap: SnapshotRef<'_>, d: &Description) {
         ),
         Phase::AwaitingApproval => assert!(d.awaiting_approval.is_some()),
         Phase::Stale => assert!(d.stale.is_some(), "stale without a reason"),
+        Phase::Deleting => assert!(
+            d.deleting.is_some() && d.awaiting_approval.is_none(),
+            "deleting without a deletion time, or with a gate awaiting approval"
+        ),
         Phase::NotStarted | Phase::Progressing => {}
         Phase::Unknown => assert!(
             online && !clusters_known,
