@@ -64,13 +64,17 @@ impl Status {
     }
 
     /// `updateStageStatus`, on every entry of that name: the failure message (removed when
-    /// `None`), the check time, and the success time when provisioned.
+    /// `None`), the check time, and the success time when provisioned — set once, when the stage
+    /// is first seen deployed in this rollout. Upstream overwrites it with the promotion time when
+    /// the stage advances (D16, `docs/reference/promotion-controller.md` §11.7), so `describe`'s
+    /// `Provisioned:` jumped to when the *next* stage started; the soak runs from the first time
+    /// either way (a stage that advances has soaked).
     pub fn check(&mut self, name: &str, provisioned: bool, failure: Option<String>) {
         for s in self.status.stages.iter_mut().flatten() {
             if s.name == name {
                 s.failure_message = failure.clone();
                 s.last_status_check_time = Some(self.now.clone());
-                if provisioned {
+                if provisioned && s.last_successful_applied_time.is_none() {
                     s.last_successful_applied_time = Some(self.now.clone());
                 }
             }

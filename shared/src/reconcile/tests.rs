@@ -532,7 +532,8 @@ fn after_the_soak_the_next_stage_is_provisioned() {
         dev["currentStatusDescription"],
         "Successfully provisioned (2026-03-02T10:00:00Z)"
     );
-    assert_eq!(dev["lastSuccessfulAppliedTime"], NOW);
+    // When dev was first seen deployed, not the promotion time (D16).
+    assert_eq!(dev["lastSuccessfulAppliedTime"], "2026-03-02T09:50:00Z");
     assert_eq!(stage_status(&d, "staging")["lastUpdateReconciledTime"], NOW);
     assert!(d.consume_approvals.is_empty());
     assert_eq!(d.explanation, "dev is done: promoting to staging");
