@@ -557,3 +557,63 @@ fn an_unclosed_flow_sequence_is_placed_where_kubectl_places_it() {
         );
     }
 }
+
+/// A `promotionWindow` on the last stage (issue 32 item 9): an info at the window's line, in text
+/// and JSON, that never fails the run, not even with `--strict`.
+#[test]
+fn a_window_on_the_last_stage_is_an_info_that_never_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rollout.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: config.projectsveltos.io/v1beta1
+kind: ClusterPromotion
+metadata:
+  name: web
+spec:
+  profileSpec:
+    syncMode: Continuous
+  stages:
+  - name: staging
+    clusterSelector: {matchLabels: {env: staging}}
+    trigger:
+      auto:
+        delay: 1h
+  - name: prod
+    clusterSelector: {matchLabels: {env: prod}}
+    trigger:
+      auto:
+        promotionWindow:
+          from: 0 9 * * 1
+          to: 0 17 * * 5
+",
+    )
+    .unwrap();
+    let file = file.display().to_string();
+    let o = lint(&["--strict", &file]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).starts_with(&format!(
+            "{file}:18:9: info[trigger-last-stage-window] \
+             spec.stages[1].trigger.auto.promotionWindow: the window (from \"0 9 * * 1\" to \
+             \"0 17 * * 5\") is on the last stage, prod: "
+        )),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stdout(&o).contains(
+            "move it to stage staging's trigger (spec.stages[0].trigger.auto.promotionWindow)"
+        ),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stderr(&o).contains("0 errors, 0 warnings, 1 info"),
+        "{}",
+        stderr(&o)
+    );
+    let json: Value = serde_json::from_str(&stdout(&lint(&["-o", "json", &file]))).unwrap();
+    assert_eq!(json[0]["severity"], "info", "{json}");
+    assert_eq!(json[0]["code"], "trigger-last-stage-window", "{json}");
+}

@@ -487,3 +487,100 @@ fn a_complete_promotion_is_complete_since_its_last_stage_passed() {
     );
     assert!(!out.stdout.contains("Does not complete"), "{}", out.stdout);
 }
+
+/// Issue 32 item 9: prod deployed on a Saturday, then "waiting for window until Monday". `plan`
+/// says, live and offline, that a window on the last stage holds back only the completion, and
+/// its timeline shows exactly that: prod deployed at once, complete when the window opens.
+#[test]
+fn a_window_on_the_last_stage_is_a_hazard_that_names_where_it_belongs() {
+    let promotion = json!({
+        "apiVersion": "config.projectsveltos.io/v1beta1",
+        "kind": "ClusterPromotion",
+        "metadata": {"name": "weekday-prod"},
+        "spec": {
+            "profileSpec": {"helmCharts": [{
+                "repositoryURL": "https://kyverno.github.io/kyverno/", "repositoryName": "kyverno",
+                "chartName": "kyverno/kyverno", "chartVersion": "3.6.2",
+                "releaseName": "kyverno-latest", "releaseNamespace": "kyverno",
+                "helmChartAction": "Install"}]},
+            "stages": [
+                {"name": "staging", "clusterSelector": {"matchLabels": {"env": "staging"}},
+                 "trigger": {"auto": {"delay": "1h"}}},
+                {"name": "prod", "clusterSelector": {"matchLabels": {"env": "prod"}},
+                 "trigger": {"auto": {"promotionWindow": {"from": "0 9 * * 1", "to": "0 17 * * 5"}}}}
+            ]
+        }
+    });
+    let clusters = vec![
+        Cluster::new("staging", "staging01", &[("env", "staging")]),
+        Cluster::new("prod", "prod01", &[("env", "prod")]),
+    ];
+    let mut builder = WorldBuilder::new().with_clusters(clusters);
+    builder
+        .add(fixtures::Example {
+            file: "weekday-prod.yaml".into(),
+            promotion,
+        })
+        .unwrap();
+    let env = Env::start(builder.build());
+
+    let plan = plan_json(&env, &["weekday-prod"]);
+    let hazards = plan["hazards"].as_array().unwrap();
+    assert_eq!(hazards.len(), 1, "{plan}");
+    assert_eq!(hazards[0]["code"], "last-stage-window");
+    assert_eq!(hazards[0]["stages"], json!(["prod"]));
+    let message = hazards[0]["message"].as_str().unwrap();
+    for part in [
+        "the window (from \"0 9 * * 1\" to \"0 17 * * 5\") is on the last stage, prod",
+        "it does not hold back prod's deployment",
+        "its clusters get the change as soon as stage staging lets the pipeline move on",
+        "only delays marking the promotion complete until the window opens",
+        "move it to stage staging's trigger (spec.stages[0].trigger.auto.promotionWindow)",
+    ] {
+        assert!(message.contains(part), "{part}: {message}");
+    }
+
+    let strict = env.run(&["plan", "weekday-prod", "--strict"]).expect(1);
+    assert!(
+        strict
+            .stdout
+            .contains("1 hazard:\n  warning[last-stage-window] the window"),
+        "{}",
+        strict.stdout
+    );
+    let (rollout, fleet) = offline_inputs(&env, "weekday-prod");
+    let offline = env
+        .run(&["plan", "-f", &rollout, "--clusters", &fleet, "--strict"])
+        .expect(1);
+    assert_eq!(offline.stdout, strict.stdout);
+
+    // What the hazard says, as the timeline computes it: started on Saturday 10:00, prod is
+    // deployed at 11:00 the same day, and the promotion completes on Monday at 09:00.
+    let timeline = plan_json(
+        &env,
+        &[
+            "-f",
+            &rollout,
+            "--clusters",
+            &fleet,
+            "--timeline",
+            "--start",
+            "2026-03-07T10:00:00Z",
+        ],
+    );
+    let steps = timeline["steps"].as_array().unwrap();
+    let prod = |what: &str| {
+        steps
+            .iter()
+            .find(|s| s["stage"] == "prod" && s["what"] == what)
+            .and_then(|s| s["time"].as_str())
+            .unwrap_or_else(|| panic!("no prod {what} in {timeline}"))
+    };
+    assert_eq!(prod("deployed"), "2026-03-07T11:00:00Z", "{timeline}");
+    assert!(
+        timeline["completes"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("2026-03-09T09:00")),
+        "{timeline}"
+    );
+}

@@ -9,6 +9,9 @@ use serde::Serialize;
 pub enum Severity {
     Error,
     Warning,
+    /// A setting that works as written but does less than its name suggests: said by `lint`,
+    /// never a failure (not even with `--strict`).
+    Info,
 }
 
 impl fmt::Display for Severity {
@@ -16,6 +19,7 @@ impl fmt::Display for Severity {
         f.write_str(match self {
             Severity::Error => "error",
             Severity::Warning => "warning",
+            Severity::Info => "info",
         })
     }
 }
@@ -51,6 +55,13 @@ impl Finding {
     ) -> Self {
         Finding {
             severity: Severity::Warning,
+            ..Finding::error(code, path, message)
+        }
+    }
+
+    pub fn info(code: &'static str, path: impl Into<String>, message: impl Into<String>) -> Self {
+        Finding {
+            severity: Severity::Info,
             ..Finding::error(code, path, message)
         }
     }

@@ -12,6 +12,7 @@ use super::suggest::{self, LabelIndex, Suggestion};
 use crate::fleet::{Cluster, ClusterType};
 use crate::model::ClusterPromotion;
 use crate::selector::{Selector, SelectorError};
+use crate::validation::{last_stage_window_note, PreviousGate};
 
 /// Clusters named in a message before "and N more" (the `clusters` field lists them all).
 const NAMED_IN_MESSAGE: usize = 3;
@@ -31,6 +32,8 @@ pub enum HazardCode {
     ClusterPaused,
     /// Clusters that are not ready are skipped by Sveltos.
     ClusterNotReady,
+    /// A `promotionWindow` on the last stage holds back only the promotion's completion.
+    LastStageWindow,
 }
 
 impl HazardCode {
@@ -41,6 +44,7 @@ impl HazardCode {
             HazardCode::ClusterInSeveralStages => "cluster-in-several-stages",
             HazardCode::ClusterPaused => "cluster-paused",
             HazardCode::ClusterNotReady => "cluster-not-ready",
+            HazardCode::LastStageWindow => "last-stage-window",
         }
     }
 }
@@ -118,7 +122,44 @@ pub(super) fn find(f: &Facts) -> Vec<Hazard> {
             out.push(several_stages(f, &stage_names, stages, clusters));
         }
     }
+    // It concerns the last stage, so it comes last in stage order whatever the fleet.
+    out.extend(last_stage_window(f.promotion));
     out
+}
+
+/// A `promotionWindow` on the last stage: it does not hold back that stage's deployment, only
+/// the promotion's completion (the same words as lint's info `trigger-last-stage-window`).
+fn last_stage_window(promotion: &ClusterPromotion) -> Option<Hazard> {
+    let stages = &promotion.spec.stages;
+    let last = stages.len().checked_sub(1)?;
+    let stage = &stages[last];
+    let window = stage
+        .trigger
+        .as_ref()?
+        .auto
+        .as_ref()?
+        .promotion_window
+        .as_ref()?;
+    let previous = match last.checked_sub(1).map(|i| &stages[i]) {
+        None => PreviousGate::None,
+        Some(before) if before.trigger.as_ref().is_some_and(|t| t.manual.is_some()) => {
+            PreviousGate::Manual(&before.name)
+        }
+        Some(before) => PreviousGate::Auto(&before.name),
+    };
+    Some(Hazard {
+        code: HazardCode::LastStageWindow,
+        stages: vec![stage.name.clone()],
+        clusters: Vec::new(),
+        message: last_stage_window_note(
+            &stage.name,
+            &window.from,
+            &window.to,
+            previous,
+            last.saturating_sub(1),
+        ),
+        suggestion: None,
+    })
 }
 
 /// Clusters matched by two or more stages, grouped by the exact set of stages (so a thousand

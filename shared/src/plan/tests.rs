@@ -371,3 +371,29 @@ fn a_cluster_in_three_stages_and_a_profile_that_deploys_nothing() {
         vec!["canary", "staging"]
     );
 }
+
+#[test]
+fn only_a_window_on_the_last_stage_is_a_hazard() {
+    let window = json!({"auto": {"promotionWindow": {"from": "0 9 * * 1", "to": "0 17 * * 5"}}});
+    let mut stages: Vec<Value> = DEV_STAGING_PRODUCTION
+        .iter()
+        .map(|(name, env)| stage(name, json!({ "env": env })))
+        .collect();
+    stages[1]["trigger"] = window.clone();
+    let gated = promotion(Value::Array(stages.clone()), kyverno());
+    assert_eq!(plan(&gated, &fleet()).hazards, vec![]);
+
+    stages[2]["trigger"] = window;
+    let late = plan(&promotion(Value::Array(stages), kyverno()), &fleet());
+    assert_eq!(
+        codes(&late),
+        vec![(HazardCode::LastStageWindow, vec!["production".to_string()])]
+    );
+    assert!(
+        late.hazards[0].message.contains(
+            "move it to stage staging's trigger (spec.stages[1].trigger.auto.promotionWindow)"
+        ),
+        "{}",
+        late.hazards[0].message
+    );
+}

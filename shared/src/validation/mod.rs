@@ -15,7 +15,10 @@ pub use go_text::duration::parse_go_duration;
 pub use promotion_findings::{
     on_parser_stack, segments, FieldPath, Finding, Segment, Severity, VALIDATION_STACK_BYTES,
 };
-pub use schedule::{parse_cron_standard, parse_std_duration};
+pub use schedule::{
+    last_stage_window_note, parse_cron_standard, parse_std_duration, PreviousGate,
+    LAST_STAGE_WINDOW,
+};
 
 pub use crate::tree::lookup;
 use crate::tree::{tree_of, Object, Tree};
@@ -45,9 +48,13 @@ pub fn validate_tree(object: &Tree) -> Vec<Finding> {
 }
 
 /// Everything lint reports for one ClusterPromotion document: the schema pass, then the Sveltos
-/// rules of [`validate`], merged ([`SchemaFindings::merge`]).
+/// rules of [`validate`], merged ([`SchemaFindings::merge`]), then lint's infos: settings that
+/// work as written but do less than they seem to. Infos are lint's alone; the webhook, which
+/// runs [`validate`], does not repeat them as a warning on every write.
 pub fn lint(crd: &crd_schema::Crd, object: &serde_json::Value) -> Vec<Finding> {
-    crd_schema::check(crd, object).merge(validate(object))
+    let mut findings = crd_schema::check(crd, object).merge(validate(object));
+    findings.extend(schedule::last_stage_window(object));
+    findings
 }
 
 /// Validate an UPDATE: like [`validate`], but a Lua script or CEL rule that is byte-for-byte the

@@ -121,16 +121,12 @@ pub fn run(ctx: &Ctx, args: &LintArgs) -> u8 {
             return 2;
         }
     };
-    let errors = located
-        .iter()
-        .filter(|f| f.severity == Severity::Error)
-        .count();
-    let warnings = located.len() - errors;
+    let count = Count::of(&located);
     if write_findings(ctx, &located, args.output, style).is_err() {
         // A closed pipe (`| head`) is not a lint failure worth a message.
-        return if errors > 0 { 1 } else { 0 };
+        return if count.errors > 0 { 1 } else { 0 };
     }
-    eprintln!("{}", summary(&tally, errors, warnings, args.strict));
+    eprintln!("{}", summary(&tally, &count, args.strict));
     if nothing_checked(&tally) {
         eprintln!("error: no ClusterPromotion in the inputs: nothing was checked");
     }
@@ -139,12 +135,30 @@ pub fn run(ctx: &Ctx, args: &LintArgs) -> u8 {
 
 /// 2 when some input could not be read or is not YAML; 1 on errors (or warnings with `strict`),
 /// or when no input held a ClusterPromotion.
+/// The findings of a run by severity.
+#[derive(Clone, Copy)]
+struct Count {
+    errors: usize,
+    warnings: usize,
+    infos: usize,
+}
+
+impl Count {
+    fn of(located: &[Located]) -> Count {
+        let of = |severity: Severity| located.iter().filter(|f| f.severity == severity).count();
+        Count {
+            errors: of(Severity::Error),
+            warnings: of(Severity::Warning),
+            infos: of(Severity::Info),
+        }
+    }
+}
+
+/// Infos never fail a run, not even with `strict`: they describe settings that work as written.
 pub fn exit_status(tally: &Tally, located: &[Located], strict: bool) -> u8 {
-    let errors = located
-        .iter()
-        .filter(|f| f.severity == Severity::Error)
-        .count();
-    let warnings = located.len() - errors;
+    let Count {
+        errors, warnings, ..
+    } = Count::of(located);
     if tally.unreadable > 0 || tally.not_yaml > 0 {
         2
     } else if errors > 0 || (strict && warnings > 0) {
@@ -240,6 +254,7 @@ pub fn render(f: &Located, style: Style) -> String {
     let severity = match f.severity {
         Severity::Error => style.paint(&format!("error[{}]", f.code), Tone::Bad),
         Severity::Warning => style.paint(&format!("warning[{}]", f.code), Tone::Waiting),
+        Severity::Info => style.paint(&format!("info[{}]", f.code), Tone::Dim),
     };
     let path = if f.path.is_empty() {
         String::new()
@@ -252,7 +267,12 @@ pub fn render(f: &Located, style: Style) -> String {
     )
 }
 
-fn summary(t: &Tally, errors: usize, warnings: usize, strict: bool) -> String {
+fn summary(t: &Tally, count: &Count, strict: bool) -> String {
+    let Count {
+        errors,
+        warnings,
+        infos,
+    } = *count;
     let plural =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let mut s = format!(
@@ -271,6 +291,10 @@ fn summary(t: &Tally, errors: usize, warnings: usize, strict: bool) -> String {
         plural(errors, "error", "errors"),
         plural(warnings, "warning", "warnings")
     ));
+    // Said only when there are some, so a run without keeps its familiar summary.
+    if infos > 0 {
+        s.push_str(&format!(", {}", plural(infos, "info", "infos")));
+    }
     if t.unreadable > 0 {
         s.push_str(&format!(
             "; {} could not be read",
@@ -378,6 +402,14 @@ mod tests {
         );
     }
 
+    fn count(errors: usize, warnings: usize, infos: usize) -> Count {
+        Count {
+            errors,
+            warnings,
+            infos,
+        }
+    }
+
     #[test]
     fn summary_counts() {
         let t = Tally {
@@ -388,8 +420,13 @@ mod tests {
             not_yaml: 0,
         };
         assert_eq!(
-            summary(&t, 1, 2, false),
+            summary(&t, &count(1, 2, 0), false),
             "3 ClusterPromotions checked in 2 files (1 other document skipped): 1 error, 2 warnings"
+        );
+        assert_eq!(
+            summary(&t, &count(0, 0, 2), true),
+            "3 ClusterPromotions checked in 2 files (1 other document skipped): 0 errors, 0 \
+             warnings, 2 infos"
         );
         let t = Tally {
             files: 2,
@@ -399,7 +436,7 @@ mod tests {
             not_yaml: 1,
         };
         assert_eq!(
-            summary(&t, 0, 0, false),
+            summary(&t, &count(0, 0, 0), false),
             "1 ClusterPromotion checked in 2 files: 0 errors, 0 warnings; 1 input could not be read; 1 file is not YAML"
         );
     }
