@@ -138,7 +138,22 @@ async fn an_update_that_drops_an_approval_warns_once_naming_who_gave_it() {
         .remove("approved");
     let result = chain(&server, "drop", &new, Some(&old), &BOB).await;
     assert!(result.allowed(), "{}", result.denial());
-    assert_eq!(patch_of(&result.mutate), None, "{}", result.mutate);
+    // The only change: alice's record says who took her approval away, when and how.
+    let mutated = apply(&new, &result.mutate);
+    let record = &annotation(&mutated, APPROVALS).expect("records")["staging"];
+    assert_eq!(
+        (
+            &record["user"],
+            &record["removed"]["user"],
+            &record["removed"]["how"]
+        ),
+        (&json!("alice"), &json!("bob"), &json!("update")),
+        "{record}"
+    );
+    let mut unmarked = mutated.clone();
+    unmarked["metadata"]["annotations"] = old["metadata"]["annotations"].clone();
+    assert_eq!(unmarked, new);
+    assert_idempotent(&server, Some(&old), &result.mutate, &mutated, &BOB).await;
     assert_eq!(
         warnings(&result.mutate),
         [

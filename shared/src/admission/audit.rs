@@ -12,9 +12,12 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use serde_with::skip_serializing_none;
 
-/// Who turned a stage's approval on, when, and why.
+/// Who turned a stage's approval on, when, and why; or, [`ApprovalRecord::revoked`], who
+/// withdrew it. Fields added since the first version are optional, so records written before
+/// them still parse.
 #[skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ApprovalRecord {
     pub user: String,
     #[serde(default)]
@@ -41,6 +44,80 @@ pub struct ApprovalRecord {
     /// record's author.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub superseded: bool,
+    /// Of a revocation: the record of the approval it withdrew, when the stage's record was
+    /// that approval's ([`credited`]); `None` when the approval had no record of its own (or the
+    /// revocation was recorded before this was kept). Kept because the revocation's record
+    /// replaces the approval's: without it, who had approved would be lost.
+    pub revoked_approval: Option<Box<ApprovalRecord>>,
+    /// The approval this record is about (or, [`ApprovalRecord::superseded`], the unrecorded one
+    /// given after it) was taken away by a write that did not revoke it: who wrote it, when, and
+    /// how it took the approval away. Absent while the approval is in effect, and in records
+    /// written before this was kept.
+    pub removed: Option<RemovalRecord>,
+}
+
+/// Who took an approval away without revoking it, when, and how: a write that left `approved`
+/// out (a client-side `kubectl apply` of a manifest without it, say), that removed the stage, or
+/// on which the webhook reset the approval (used, or a new rollout).
+#[skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RemovalRecord {
+    /// The user of the write.
+    pub user: String,
+    /// RFC 3339, second resolution, UTC.
+    pub time: String,
+    pub how: RemovalHow,
+    /// For [`RemovalHow::Reset`]: why the webhook reset it, in the words of its warning
+    /// ([`super::ResetCause::describe`]).
+    pub detail: Option<String>,
+}
+
+/// How a write took an approval away ([`super::RemovalCause`], as recorded).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum RemovalHow {
+    /// The write left `approved` out (setting it `false` is a revocation, recorded as one).
+    Update,
+    /// The write removed the stage from `spec.stages`.
+    StageRemoved,
+    /// The webhook reset it on that write: it had been used, or the write started a new rollout.
+    Reset,
+}
+
+impl RemovalRecord {
+    /// The record of `removal`, by `user` at `now`.
+    pub(crate) fn for_request(
+        removal: &super::RemovalCause,
+        user: &UserInfo,
+        now: DateTime<Utc>,
+    ) -> Self {
+        let (how, detail) = match removal {
+            super::RemovalCause::Update => (RemovalHow::Update, None),
+            super::RemovalCause::StageRemoved => (RemovalHow::StageRemoved, None),
+            super::RemovalCause::Reset(cause) => (RemovalHow::Reset, Some(cause.describe())),
+        };
+        RemovalRecord {
+            user: username(user).to_string(),
+            time: format_time(now),
+            how,
+            detail,
+        }
+    }
+
+    /// Could have been written by the mutation for this request, for `removal`.
+    pub(crate) fn matches_request(
+        &self,
+        removal: &super::RemovalCause,
+        user: &UserInfo,
+        now: DateTime<Utc>,
+    ) -> bool {
+        let expected = RemovalRecord::for_request(removal, user, now);
+        self.user == expected.user
+            && self.how == expected.how
+            && self.detail == expected.detail
+            && is_current(&self.time, now)
+    }
 }
 
 /// Whether `record` (a stage's approval record) is the record of the write that left the stage's
@@ -205,6 +282,8 @@ impl ApprovalRecord {
             generation,
             revoked: false,
             superseded: false,
+            revoked_approval: None,
+            removed: None,
         }
     }
 
@@ -287,6 +366,52 @@ mod tests {
             ..record
         };
         assert!(credited(&legacy, Some(4)));
+    }
+
+    #[test]
+    fn records_written_before_the_new_fields_still_parse() {
+        // A revocation as recorded before it kept the approval it withdrew, and an approval
+        // before removals were recorded.
+        let old = r#"{"staging":{"user":"bob","groups":[],"time":"2026-02-16T07:29:41Z","revoked":true},
+                      "prod":{"user":"alice","time":"2026-02-16T07:00:00Z","generation":3}}"#;
+        let object = json!({"metadata": {"annotations": {APPROVALS_ANNOTATION: old}}});
+        let records = approval_records(&object).unwrap();
+        assert!(records["staging"].revoked);
+        assert_eq!(records["staging"].revoked_approval, None);
+        assert_eq!(
+            (
+                records["prod"].removed.as_ref(),
+                records["prod"].groups.len()
+            ),
+            (None, 0)
+        );
+        // The new fields, as they are written: camelCase, left out when empty.
+        let revocation = ApprovalRecord {
+            revoked: true,
+            revoked_approval: Some(Box::new(records["prod"].clone())),
+            ..records["staging"].clone()
+        };
+        let text = serde_json::to_value(&revocation).unwrap();
+        assert_eq!(text["revokedApproval"]["user"], "alice");
+        assert!(text.get("removed").is_none(), "{text}");
+        let removed = ApprovalRecord {
+            removed: Some(RemovalRecord {
+                user: "carol".into(),
+                time: "2026-02-16T08:00:00Z".into(),
+                how: RemovalHow::StageRemoved,
+                detail: None,
+            }),
+            ..records["prod"].clone()
+        };
+        let text = serde_json::to_value(&removed).unwrap();
+        assert_eq!(
+            text["removed"],
+            json!({"user": "carol", "time": "2026-02-16T08:00:00Z", "how": "stageRemoved"})
+        );
+        assert_eq!(
+            serde_json::from_value::<ApprovalRecord>(text).unwrap(),
+            removed
+        );
     }
 
     #[test]

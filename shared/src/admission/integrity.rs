@@ -12,8 +12,9 @@ use std::collections::BTreeSet;
 use super::audit::{
     annotations, approval_records_in, reset_flip_records_in, spec_change_record_in, StageRecords,
 };
-use super::gates::{gates_by_name, generation, newly_approved, newly_revoked};
-use super::mutation::reset_flips;
+use super::gates::{generation, newly_approved, newly_revoked};
+use super::mutation::{marked, marks, reset_flips, revoked_approval};
+use super::removed::{removed_approvals_tree, RemovalCause};
 use super::{
     annotation_path, groups, username, ApprovalRecord, UserInfo, Violation, APPROVALS_ANNOTATION,
     AUDIT_PREFIX, RESET_FLIPS_ANNOTATION, SPEC_CHANGE_ANNOTATION,
@@ -110,13 +111,23 @@ impl Check<'_, '_> {
             return;
         };
         let (old, new) = (self.old, self.new);
-        let approving: BTreeSet<&str> = newly_approved(old, new)
-            .iter()
-            .chain(newly_revoked(old, new).iter())
-            .map(|g| g.name)
-            .collect();
+        let approving: BTreeSet<&str> = newly_approved(old, new).iter().map(|g| g.name).collect();
+        let revoking: BTreeSet<&str> = newly_revoked(old, new).iter().map(|g| g.name).collect();
         let stored_generation = old.and_then(generation);
+        let stored_records = old
+            .and_then(|old| approval_records_in(old).ok())
+            .unwrap_or_default();
+        // The approvals this request takes away without revoking them, as the mutation marks
+        // their records (the same list before and after the mutation: see `removed`).
+        let removals: Vec<(String, RemovalCause)> = old
+            .map(|old| removed_approvals_tree(old, new))
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|r| !revoking.contains(r.stage.as_str()))
+            .map(|r| (r.stage, r.cause))
+            .collect();
         for (stage, stored, record) in changed {
+            let writes = approving.contains(stage.as_str()) || revoking.contains(stage.as_str());
             // The mutation carries the record of an approval that stays on to the next
             // generation; nothing else about it may change. (Only the webhook's credit of the
             // record depends on it, and a carried record that does not match the object's
@@ -130,26 +141,35 @@ impl Check<'_, '_> {
                         ..record.clone()
                     } == *stored
             });
-            // The mutation marks the record of a stage whose unrecorded approval this request
-            // takes away; nothing else about it may change.
+            // The mutation marks the record of a stage whose approval this request takes away
+            // (who, when, how; superseded when the record was not the approval's); nothing
+            // else about it may change.
             let marked = stored.as_ref().is_some_and(|stored| {
-                !stored.superseded
-                    && !super::audit::credited(stored, stored_generation)
-                    && old.is_some_and(|old| approval_taken(old, new, &stage))
-                    && ApprovalRecord {
-                        superseded: false,
-                        ..record.clone()
-                    } == *stored
-                    && record.superseded
+                removals.iter().any(|(removed, cause)| {
+                    *removed == stage
+                        && marks(stored, stored_generation)
+                        && ApprovalRecord {
+                            removed: stored.removed.clone(),
+                            superseded: stored.superseded,
+                            ..record.clone()
+                        } == *stored
+                        && record.superseded
+                            == marked(stored, stored_generation, cause, self.user, self.now)
+                                .superseded
+                        && record
+                            .removed
+                            .as_ref()
+                            .is_some_and(|r| r.matches_request(cause, self.user, self.now))
+                })
             });
-            if (carried || marked) && !approving.contains(stage.as_str()) {
+            if (carried || marked) && !writes {
                 continue;
             }
-            let problem = if !approving.contains(stage.as_str()) {
+            let problem = if !writes {
                 Some(format!(
                     "the approval record of stage {stage:?} was written by the client, but this \
-                     request does not approve that stage; only the promotion webhook writes audit \
-                     records"
+                     request does not approve that stage (nor revoke its approval, nor take it \
+                     away); only the promotion webhook writes audit records"
                 ))
             } else {
                 let author = Author {
@@ -157,11 +177,19 @@ impl Check<'_, '_> {
                     groups: Some(&record.groups),
                     time: &record.time,
                 };
-                author.forged(
-                    &format!("the approval record of stage {stage:?}"),
-                    self.user,
-                    self.now,
-                )
+                author
+                    .forged(
+                        &format!("the approval record of stage {stage:?}"),
+                        self.user,
+                        self.now,
+                    )
+                    .or_else(|| {
+                        let revokes = revoking.contains(stage.as_str());
+                        let withdrawn = revokes
+                            .then(|| revoked_approval(&stored_records, &stage, stored_generation))
+                            .flatten();
+                        written_fields(&stage, &record, revokes, withdrawn.as_ref())
+                    })
             };
             if let Some(problem) = problem {
                 self.forged(problem);
@@ -271,12 +299,40 @@ impl Check<'_, '_> {
     }
 }
 
-/// Stage `stage` is approved in `old` and, in `new`, neither approved nor revoked.
-fn approval_taken(old: &Tree, new: &Tree, stage: &str) -> bool {
-    let was = gates_by_name(old).get(stage).is_some_and(|g| g.approved);
-    was && gates_by_name(new)
-        .get(stage)
-        .is_some_and(|g| !g.approved && !g.refused)
+/// Why a record the mutation writes for a request that approves the stage (or, `revokes`,
+/// withdraws its approval, `withdrawn` being the record of that approval) is not as it writes
+/// it, in the fields beyond its author; `None` when it is.
+fn written_fields(
+    stage: &str,
+    record: &ApprovalRecord,
+    revokes: bool,
+    withdrawn: Option<&ApprovalRecord>,
+) -> Option<String> {
+    let what = format!("the approval record of stage {stage:?}");
+    if record.revoked != revokes {
+        let (says, does) = if revokes {
+            ("an approval", "withdraws it")
+        } else {
+            ("a revocation", "approves it")
+        };
+        Some(format!("{what} says {says}, but this request {does}"))
+    } else if record.superseded || record.removed.is_some() {
+        Some(format!(
+            "{what} is written by this request, so it can be neither superseded nor removed yet"
+        ))
+    } else if record.revoked_approval.as_deref() != withdrawn {
+        let named = |r: Option<&ApprovalRecord>| match r {
+            Some(r) => format!("the approval given by {:?} at {:?}", r.user, r.time),
+            None => "no recorded approval".to_string(),
+        };
+        Some(format!(
+            "{what} says it withdraws {}, but the stored records show it withdraws {}",
+            named(record.revoked_approval.as_deref()),
+            named(withdrawn)
+        ))
+    } else {
+        None
+    }
 }
 
 /// Who and when a record says wrote it.

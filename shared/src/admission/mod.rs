@@ -31,8 +31,8 @@ pub mod used_approvals;
 
 pub use audit::{
     approval_records, credited, recorded_for_another_rollout, reset_flip_records,
-    spec_change_record, ApprovalRecord, AuditParseError, ResetFlipRecord, SpecChangeRecord,
-    StageRecords,
+    spec_change_record, ApprovalRecord, AuditParseError, RemovalHow, RemovalRecord,
+    ResetFlipRecord, SpecChangeRecord, StageRecords,
 };
 pub use gates::{is_deleting, newly_approved_stages};
 pub use governance::{
@@ -57,7 +57,9 @@ use serde::Serialize;
 pub const AUDIT_PREFIX: &str = "audit.kubectl-promotion.dev/";
 
 /// JSON object: stage name → [`ApprovalRecord`] of the last time that stage's `approved` was
-/// turned on (or withdrawn with `approved: false`, [`ApprovalRecord::revoked`]).
+/// turned on (or withdrawn with `approved: false`, [`ApprovalRecord::revoked`], keeping the
+/// record of the approval withdrawn), marked with who took the approval away otherwise
+/// ([`ApprovalRecord::removed`]).
 pub const APPROVALS_ANNOTATION: &str = "audit.kubectl-promotion.dev/approvals";
 
 /// JSON [`SpecChangeRecord`] of the last request that changed `spec.profileSpec`.

@@ -6,8 +6,10 @@
 //! - when the change starts a new rollout ([`crate::rollout::restart`]: `spec.profileSpec`, or
 //!   stage names, order or selectors), Sveltos restarts the pipeline: every approval that resets
 //!   automatically is removed, unless this very request turns it on;
-//! - turning an approval on records who, when and why; starting a new rollout records who and
-//!   when (a CREATE counts as one).
+//! - turning an approval on records who, when and why; withdrawing it (`approved: false`)
+//!   records who, when and why, with the record of the approval withdrawn; taking it away
+//!   otherwise (left out, its stage removed, or reset as above) marks its record with who, when
+//!   and how; starting a new rollout records who and when (a CREATE counts as one).
 //!
 //! The plan is idempotent: applying it and planning again for the result gives an empty patch,
 //! which keeps the webhook safe under `reinvocationPolicy: IfNeeded`.
@@ -22,12 +24,13 @@ use serde_json::{Map, Value};
 
 use super::audit::{
     annotation, annotations, approval_records_in, credited, reset_flip_records_in,
-    spec_change_record_in, ApprovalRecord, ResetFlipRecord, SpecChangeRecord,
+    spec_change_record_in, ApprovalRecord, RemovalRecord, ResetFlipRecord, SpecChangeRecord,
 };
 use super::gates::{
     approval_used, gates, gates_by_name, generation, is_deleting, newly_approved, newly_revoked,
     status_rollout, Gate,
 };
+use super::removed::{removed_approvals_tree, RemovalCause};
 use super::{
     UserInfo, APPROVALS_ANNOTATION, APPROVAL_REASON_ANNOTATION, MAX_REASON_CHARS,
     RESET_FLIPS_ANNOTATION, SPEC_CHANGE_ANNOTATION,
@@ -383,9 +386,11 @@ struct Changes<'r, 'a> {
     resets: &'r [ApprovalReset],
 }
 
-/// Approval records: a new one for every approval this request gives or revokes; and, for an
-/// approval that stays on through a spec change, its record (when it is the approval's:
-/// [`credited`] at the stored generation) carried forward to the generation this write produces.
+/// Approval records: a new one for every approval this request gives or revokes (a revocation's
+/// keeping the record of the approval it withdrew); for an approval that stays on through a spec
+/// change, its record (when it is the approval's: [`credited`] at the stored generation) carried
+/// forward to the generation this write produces; and, for an approval this request takes away
+/// otherwise, its stage's record marked with who took it, when and how.
 fn record_approvals(
     old: Option<&Tree>,
     new: &Tree,
@@ -416,33 +421,28 @@ fn record_approvals(
         }
         _ => Vec::new(),
     };
-    // An approval the webhook did not record (its stage's record is not the approval's) that
-    // this request takes away: the record is marked, so that the history does not credit its
-    // author with the approval that was in effect.
-    let superseded: Vec<&str> = match old {
-        Some(old) => {
-            let after = gates_by_name(new);
-            gates(old)
-                .into_iter()
-                .filter(|g| g.approved)
-                .filter(|g| {
-                    changes.resets.iter().any(|r| r.stage == g.name)
-                        || after.get(g.name).is_some_and(|n| !n.approved && !n.refused)
-                })
-                .map(|g| g.name)
-                .filter(|name| {
-                    before
-                        .get(*name)
-                        .is_some_and(|r| !r.superseded && !credited(r, stored_generation))
-                })
-                .collect()
-        }
+    // Every approval this request takes away without revoking it is marked on its stage's
+    // record with who took it and how, so that the history says who removed it instead of only
+    // that it is gone. An approval the webhook did not record (the stage's record is not the
+    // approval's) also marks that record superseded, so that the history does not credit the
+    // record's author with the approval that was in effect.
+    let removals: Vec<(String, RemovalCause)> = match old {
+        Some(old) => removed_approvals_tree(old, new)
+            .into_iter()
+            .filter(|r| !changes.revoking.iter().any(|g| g.name == r.stage))
+            .filter(|r| {
+                before
+                    .get(&r.stage)
+                    .is_some_and(|record| marks(record, stored_generation))
+            })
+            .map(|r| (r.stage, r.cause))
+            .collect(),
         None => Vec::new(),
     };
     if changes.approving.is_empty()
         && changes.revoking.is_empty()
         && carried.is_empty()
-        && superseded.is_empty()
+        && removals.is_empty()
     {
         return;
     }
@@ -474,6 +474,10 @@ fn record_approvals(
                 writer.generation,
             );
             record.revoked = revoked;
+            if revoked {
+                record.revoked_approval =
+                    revoked_approval(&before, gate.name, stored_generation).map(Box::new);
+            }
             desired.insert(gate.name.to_string(), record);
         }
     }
@@ -485,14 +489,52 @@ fn record_approvals(
             }
         }
     }
-    for name in superseded {
-        if let (Some(stored), Some(record)) = (before.get(name), desired.get_mut(name)) {
+    for (stage, cause) in removals {
+        // Only a record the request left as stored is marked (on reinvocation it already is).
+        if let (Some(stored), Some(record)) = (before.get(&stage), desired.get_mut(&stage)) {
             if stored == record {
-                record.superseded = true;
+                *record = marked(stored, stored_generation, &cause, user, now);
             }
         }
     }
     edits.set_json(new, APPROVALS_ANNOTATION, &desired);
+}
+
+/// The record of the approval a revocation of `stage` withdraws: the stage's stored record, when
+/// it is that approval's ([`credited`] at the stored generation, and not itself a revocation).
+pub(crate) fn revoked_approval(
+    before: &BTreeMap<String, ApprovalRecord>,
+    stage: &str,
+    stored_generation: Option<i64>,
+) -> Option<ApprovalRecord> {
+    before
+        .get(stage)
+        .filter(|r| !r.revoked && credited(r, stored_generation))
+        .cloned()
+}
+
+/// Whether the removal of a stage's approval marks the stage's stored `record`: the approval's
+/// own record (not a revocation), or a record that is not the approval's (the approval had none).
+/// A record written before generations were recorded that says "revoked" is neither: it is
+/// credited with the approval state, so the approval now gone was never its.
+pub(crate) fn marks(record: &ApprovalRecord, stored_generation: Option<i64>) -> bool {
+    !(record.revoked && credited(record, stored_generation))
+}
+
+/// `stored` as the mutation marks it when `user`'s request at `now` takes the stage's approval
+/// away by `cause`: the removal recorded, and a record that was not the approval's superseded.
+pub(crate) fn marked(
+    stored: &ApprovalRecord,
+    stored_generation: Option<i64>,
+    cause: &RemovalCause,
+    user: &UserInfo,
+    now: DateTime<Utc>,
+) -> ApprovalRecord {
+    ApprovalRecord {
+        superseded: stored.superseded || !credited(stored, stored_generation),
+        removed: Some(RemovalRecord::for_request(cause, user, now)),
+        ..stored.clone()
+    }
 }
 
 fn record_spec_change(
@@ -654,7 +696,7 @@ fn annotation_pointer(key: &str) -> PointerBuf {
 mod tests {
     use super::*;
     use crate::admission::test_support::{self, now};
-    use crate::admission::{approval_records, spec_change_record};
+    use crate::admission::{approval_records, spec_change_record, RemovalHow};
     use chrono::TimeDelta;
     use serde_json::json;
 
@@ -916,6 +958,8 @@ mod tests {
                 generation: Some(5),
                 revoked: false,
                 superseded: false,
+                revoked_approval: None,
+                removed: None,
             }
         );
         let annotations = mutated["metadata"]["annotations"].as_object().unwrap();
@@ -1002,10 +1046,70 @@ mod tests {
             ),
             ("erin", Some("wrong build"), Some(5))
         );
+        // The approval had no record: nobody is named as having given it.
+        assert_eq!(record.revoked_approval, None);
         assert!(integrity(&old, &mutated, &user("erin")).is_empty());
         // Leaving `approved` out is no revocation: nothing is recorded.
         let dropped = without_staging_approval(&old);
         assert!(plan_mutation(Some(&old), &dropped, &user("erin"), now()).is_empty());
+    }
+
+    #[test]
+    fn a_revocation_keeps_the_record_of_the_approval_it_withdrew() {
+        // alice's approval, recorded at the stored generation; bob revokes it.
+        let mut old = promotion(Some(true), &["dev", "staging"], "3.6.2");
+        let alice = ApprovalRecord {
+            reason: Some("CAB-7".into()),
+            ..alices_approval(4)
+        };
+        set_approval_records(&mut old, &BTreeMap::from([("staging", alice.clone())]));
+        let mut new = old.clone();
+        new["spec"]["stages"][1]["trigger"]["manual"]["approved"] = json!(false);
+        new["metadata"]["annotations"][APPROVAL_REASON_ANNOTATION] = json!("wrong build");
+        let mutated = assert_idempotent(Some(&old), &new, &user("bob"));
+        let record = &approval_records(&mutated).unwrap()["staging"];
+        assert_eq!(
+            (
+                record.user.as_str(),
+                record.revoked,
+                record.reason.as_deref()
+            ),
+            ("bob", true, Some("wrong build"))
+        );
+        assert_eq!(record.revoked_approval.as_deref(), Some(&alice));
+        assert!(integrity(&old, &mutated, &user("bob")).is_empty());
+        // The client cannot name another approval as the one withdrawn, nor leave it out.
+        for withdrawn in [
+            Some(ApprovalRecord {
+                user: "mallory".into(),
+                ..alice.clone()
+            }),
+            None,
+        ] {
+            let mut forged = mutated.clone();
+            let mut records = approval_records(&mutated).unwrap();
+            records.get_mut("staging").unwrap().revoked_approval = withdrawn.map(Box::new);
+            set_approval_records(&mut forged, &records);
+            let violations = integrity(&old, &forged, &user("bob"));
+            assert!(
+                violations[0].message.contains(
+                    "the stored records show it withdraws the \
+                                                 approval given by \"alice\""
+                ),
+                "{violations:?}"
+            );
+        }
+        // A record that is not the approval's (a write the webhook did not see came since)
+        // names nobody.
+        let mut unseen = old.clone();
+        unseen["metadata"]["generation"] = json!(6);
+        let mut new = unseen.clone();
+        new["spec"]["stages"][1]["trigger"]["manual"]["approved"] = json!(false);
+        let mutated = assert_idempotent(Some(&unseen), &new, &user("bob"));
+        assert_eq!(
+            approval_records(&mutated).unwrap()["staging"].revoked_approval,
+            None
+        );
     }
 
     #[test]
@@ -1089,18 +1193,102 @@ mod tests {
         let record = &approval_records(&mutated).unwrap()["staging"];
         assert!(record.superseded, "{record:?}");
         assert_eq!(record.user, "alice");
+        // Who took the unrecorded approval away is known all the same.
+        assert_eq!(
+            record.removed.as_ref().map(|r| (r.user.as_str(), r.how)),
+            Some(("sveltos", RemovalHow::Update))
+        );
         assert!(integrity(&old, &mutated, &user("sveltos")).is_empty());
-        // A record that is the approval's is not marked.
+        // A record that is the approval's is not superseded, only marked removed.
         let mut credited_old = old.clone();
         credited_old["metadata"]["generation"] = json!(2);
         let removed = without_staging_approval(&credited_old);
-        assert!(plan_mutation(Some(&credited_old), &removed, &user("x"), now()).is_empty());
+        let mutated = assert_idempotent(Some(&credited_old), &removed, &user("x"));
+        let record = &approval_records(&mutated).unwrap()["staging"];
+        assert!(!record.superseded, "{record:?}");
+        assert_eq!(record.removed.as_ref().map(|r| r.user.as_str()), Some("x"));
         // Nor may a client mark it.
         let mut forged = removed.clone();
         let mut records = approval_records(&credited_old).unwrap();
         records.get_mut("staging").unwrap().superseded = true;
         set_approval_records(&mut forged, &records);
         assert!(!integrity(&credited_old, &forged, &user("x")).is_empty());
+    }
+
+    #[test]
+    fn an_approval_taken_away_is_marked_with_who_when_and_how() {
+        // alice's approval, recorded at the stored generation (4): the record is the approval's.
+        let mut old = promotion(Some(true), &["dev", "staging"], "3.6.2");
+        set_approval_records(&mut old, &BTreeMap::from([("staging", alices_approval(4))]));
+        let removal = |record: &ApprovalRecord| record.removed.clone().expect("marked removed");
+
+        // A client-side apply of a manifest without `approved`.
+        let left_out = without_staging_approval(&old);
+        let mutated = assert_idempotent(Some(&old), &left_out, &user("carol"));
+        let record = &approval_records(&mutated).unwrap()["staging"];
+        assert_eq!(
+            removal(record),
+            RemovalRecord {
+                user: "carol".into(),
+                time: "2026-03-01T12:00:00Z".into(),
+                how: RemovalHow::Update,
+                detail: None,
+            }
+        );
+        // The rest of the record is alice's, as stored: still the approval's author.
+        assert_eq!(
+            ApprovalRecord {
+                removed: None,
+                ..record.clone()
+            },
+            alices_approval(4)
+        );
+        assert!(integrity(&old, &mutated, &user("carol")).is_empty());
+        // Only as the mutation writes it: for the requester, now, the way it went.
+        for (who, at, how) in [
+            ("mallory", now(), RemovalHow::Update),
+            ("carol", now() - TimeDelta::hours(1), RemovalHow::Update),
+            ("carol", now(), RemovalHow::StageRemoved),
+        ] {
+            let mut forged = mutated.clone();
+            let mut records = approval_records(&mutated).unwrap();
+            let marked = records
+                .get_mut("staging")
+                .unwrap()
+                .removed
+                .as_mut()
+                .unwrap();
+            (marked.user, marked.time, marked.how) =
+                (who.to_string(), super::super::audit::format_time(at), how);
+            set_approval_records(&mut forged, &records);
+            assert!(
+                !integrity(&old, &forged, &user("carol")).is_empty(),
+                "{who} {at} {how:?}"
+            );
+        }
+        // A request that keeps the approval may not mark its record.
+        let mut kept = old.clone();
+        set_approval_records(&mut kept, &approval_records(&mutated).unwrap());
+        let violations = integrity(&old, &kept, &user("carol"));
+        assert!(
+            violations[0].message.contains("nor take it away"),
+            "{violations:?}"
+        );
+
+        // A new rollout: the webhook resets it, and says why in the record.
+        let mut rollout = old.clone();
+        rollout["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"] = json!("3.7.0");
+        let mutated = assert_idempotent(Some(&old), &rollout, &user("dave"));
+        let marked = removal(&approval_records(&mutated).unwrap()["staging"]);
+        assert_eq!(
+            (marked.user.as_str(), marked.how, marked.detail.as_deref()),
+            (
+                "dave",
+                RemovalHow::Reset,
+                Some("reset: spec.profileSpec changed, the new rollout needs a new approval")
+            )
+        );
+        assert!(integrity(&old, &mutated, &user("dave")).is_empty());
     }
 
     #[test]

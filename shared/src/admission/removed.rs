@@ -146,6 +146,8 @@ mod tests {
             generation: None,
             revoked: false,
             superseded: false,
+            revoked_approval: None,
+            removed: None,
         }
     }
 

@@ -147,6 +147,8 @@ mod tests {
             generation: Some(generation),
             revoked: false,
             superseded: false,
+            revoked_approval: None,
+            removed: None,
         }
     }
 
