@@ -9,10 +9,18 @@
 //! - four eyes (`forbid_self_approval`): the user who started the current rollout (last changed
 //!   `spec.profileSpec`, or stage names, order or selectors) may not approve it. The changer is
 //!   the requester when this request starts a new rollout
-//!   (or creates the object), otherwise the one recorded in the stored object's audit record.
+//!   (or creates the object), otherwise the one recorded in the stored object's audit record;
+//! - revoking (`approved` turned from `true` to `false`, what `kubectl promotion approve
+//!   --revoke` writes) takes the right to approve, under the approver groups: withdrawing
+//!   someone's approval overrides their decision, which only another approver may do. Whoever
+//!   gave the approval in effect (by its record) may always withdraw it, approver or no longer:
+//!   saying "not any more" to one's own approval never opens a gate. Four eyes does not apply to
+//!   a revocation, which promotes nothing. An approval taken away without `approved: false` (a
+//!   manifest applied without it, Sveltos' own reset) is not a revocation and is not checked
+//!   here: the mutation records who took it away.
 
-use super::audit::spec_change_record_in;
-use super::gates::newly_approved;
+use super::audit::{approval_records_in, credited, spec_change_record_in};
+use super::gates::{generation, newly_approved, newly_revoked};
 use super::{approved_path, groups, username, UserInfo, Violation};
 use crate::tree::{tree_of, Tree};
 use serde::Serialize;
@@ -62,6 +70,7 @@ pub fn check_governance_tree(
     if !policy.is_enforcing() {
         return outcome;
     }
+    revocations(old, new, user, policy, &mut outcome);
     let approving = newly_approved(old, new);
     if approving.is_empty() {
         return outcome;
@@ -143,6 +152,83 @@ pub fn approver_refusals(
         refusals.push(ApproverRefusal::SelfApproval);
     }
     refusals
+}
+
+/// Why `user` may not withdraw an approval under `policy`, where `giver` gave it (by its
+/// record; `None`: no record of who did): the one rule the webhook enforces and `describe`
+/// predicts. `None` when they may.
+pub fn revoker_refusal(
+    policy: &GovernancePolicy,
+    user: &UserInfo,
+    giver: Option<&str>,
+) -> Option<RevokerRefusal> {
+    let own = giver.is_some_and(|giver| giver == username(user));
+    let approver = policy.approver_groups.is_empty()
+        || groups(user)
+            .iter()
+            .any(|g| policy.approver_groups.contains(g));
+    (!own && !approver).then(|| RevokerRefusal {
+        approver_groups: policy.approver_groups.clone(),
+        giver: giver.map(str::to_string),
+    })
+}
+
+/// A revocation refused: the user is in none of the approver groups, and the approval is not
+/// theirs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RevokerRefusal {
+    pub approver_groups: Vec<String>,
+    /// Who gave the approval, by its record; `None`: no record of who did.
+    pub giver: Option<String>,
+}
+
+impl RevokerRefusal {
+    /// The refusal of `user`'s revocation of `stage`'s approval, naming the stage, the user and
+    /// the rule.
+    pub fn message(&self, user: &str, stage: &str) -> String {
+        let given = match &self.giver {
+            Some(giver) => format!("given by {giver:?}"),
+            None => "given without a record of who gave it".to_string(),
+        };
+        format!(
+            "user {user:?} may not revoke the approval of stage {stage:?} ({given}): revoking \
+             another user's approval requires the right to approve, membership in {}; whoever \
+             gave an approval may always withdraw their own",
+            group_list(&self.approver_groups)
+        )
+    }
+}
+
+/// Check every revocation `new` makes (compared with `old`) against [`revoker_refusal`], the
+/// giver of each approval being the one its stored record names ([`credited`]: only the record
+/// of the write that set the approval now in effect names who gave it).
+fn revocations(
+    old: Option<&Tree>,
+    new: &Tree,
+    user: &UserInfo,
+    policy: &GovernancePolicy,
+    outcome: &mut GovernanceOutcome,
+) {
+    let revoking = newly_revoked(old, new);
+    let Some(old) = old.filter(|_| !revoking.is_empty()) else {
+        return;
+    };
+    let records = approval_records_in(old).unwrap_or_default();
+    let stored_generation = generation(old);
+    for gate in revoking {
+        let giver = records
+            .get(gate.name)
+            .filter(|r| !r.revoked && credited(r, stored_generation))
+            .map(|r| r.user.as_str());
+        if let Some(refusal) = revoker_refusal(policy, user, giver) {
+            outcome.violations.push(Violation::new(
+                "revoker-not-approver",
+                approved_path(gate.index),
+                refusal.message(username(user), gate.name),
+            ));
+        }
+    }
 }
 
 /// promotion-controller's annotations that stand for approvals it used, each with the code of
@@ -376,6 +462,109 @@ mod tests {
         // Not approving anything (approval already on) is not checked.
         assert!(
             check_governance(Some(&new), &new, &outsider, &groups_only())
+                .violations
+                .is_empty()
+        );
+    }
+
+    /// staging approved by `giver` (recorded at the stored generation; `None`: approved without
+    /// a record), as stored, and the same with the approval revoked.
+    fn revocation(giver: Option<&str>) -> (Value, Value) {
+        let mut old = promotion(true, "1", Some("alice"));
+        old["metadata"]["generation"] = json!(3);
+        if let Some(giver) = giver {
+            let record = json!({"user": giver, "groups": [], "time": "2026-03-01T11:30:00Z",
+                                "generation": 3});
+            old["metadata"]["annotations"][crate::admission::APPROVALS_ANNOTATION] =
+                json!(json!({ "staging": record }).to_string());
+        }
+        let mut new = old.clone();
+        new["spec"]["stages"][1]["trigger"]["manual"]["approved"] = json!(false);
+        (old, new)
+    }
+
+    #[test]
+    fn revoking_takes_the_right_to_approve_except_for_ones_own_approval() {
+        let approvers = groups_only();
+        let both = GovernancePolicy {
+            forbid_self_approval: true,
+            ..groups_only()
+        };
+        let manager = || user("rm", &["release-managers"]);
+        let developer = || user("dev", &["developers"]);
+        let former = || user("former", &["developers"]);
+        // (policy, approval given by, revoker, refused)
+        let table: [(&GovernancePolicy, Option<&str>, UserInfo, bool); 9] = [
+            // No approver groups: anyone RBAC lets update the object may revoke.
+            (&four_eyes(), Some("rm"), developer(), false),
+            (&GovernancePolicy::default(), Some("rm"), developer(), false),
+            // An approver may revoke anyone's approval.
+            (&approvers, Some("other-rm"), manager(), false),
+            (&approvers, None, manager(), false),
+            // Someone else may not.
+            (&approvers, Some("rm"), developer(), true),
+            (&approvers, None, developer(), true),
+            // Whoever gave the approval may withdraw it, approver or no longer.
+            (&approvers, Some("former"), former(), false),
+            // Four eyes does not apply: the starter (alice) withdraws as an approver.
+            (
+                &both,
+                Some("rm"),
+                user("alice", &["release-managers"]),
+                false,
+            ),
+            (&both, Some("rm"), user("alice", &[]), true),
+        ];
+        for (policy, giver, revoker, refused) in table {
+            let (old, new) = revocation(giver);
+            let outcome = check_governance(Some(&old), &new, &revoker, policy);
+            let name = revoker.username.clone().unwrap_or_default();
+            assert_eq!(
+                !outcome.violations.is_empty(),
+                refused,
+                "{giver:?} revoked by {name}: {outcome:?}"
+            );
+            // The plugin's prediction is the webhook's rule.
+            assert_eq!(
+                revoker_refusal(policy, &revoker, giver).is_some(),
+                refused,
+                "{giver:?} revoked by {name}"
+            );
+        }
+        let (old, new) = revocation(Some("rm"));
+        let outcome = check_governance(Some(&old), &new, &developer(), &approvers);
+        assert_eq!(outcome.violations.len(), 1);
+        let violation = &outcome.violations[0];
+        assert_eq!(
+            (violation.code, violation.path.as_str()),
+            (
+                "revoker-not-approver",
+                "spec.stages[1].trigger.manual.approved"
+            )
+        );
+        assert_eq!(
+            violation.message,
+            "user \"dev\" may not revoke the approval of stage \"staging\" (given by \"rm\"): \
+             revoking another user's approval requires the right to approve, membership in group \
+             \"release-managers\"; whoever gave an approval may always withdraw their own"
+        );
+        // Only the record of the approval in effect names its giver: a record of an earlier
+        // generation (a write the webhook did not see came since) names nobody.
+        let (mut old, mut new) = revocation(Some("former"));
+        old["metadata"]["generation"] = json!(5);
+        new["metadata"]["generation"] = json!(5);
+        let outcome = check_governance(Some(&old), &new, &former(), &approvers);
+        assert!(
+            outcome.violations[0]
+                .message
+                .contains("(given without a record of who gave it)"),
+            "{outcome:?}"
+        );
+        // Leaving `approved` out is not a revocation, and not this rule's.
+        let mut dropped = old.clone();
+        dropped["spec"]["stages"][1]["trigger"]["manual"] = json!({});
+        assert!(
+            check_governance(Some(&old), &dropped, &developer(), &approvers)
                 .violations
                 .is_empty()
         );

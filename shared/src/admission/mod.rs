@@ -12,8 +12,8 @@
 //!   new rollout are removed; audit annotations record who approved and who changed the rollout);
 //! - [`check_audit_integrity`]: audit annotations may only change the way [`plan_mutation`]
 //!   changes them, for the user making the request; anything else is a forgery;
-//! - [`check_governance`]: who may approve (approver groups, four eyes), with the rules as the
-//!   install publishes them ([`PublishedGovernance`]).
+//! - [`check_governance`]: who may approve (approver groups, four eyes) and who may revoke an
+//!   approval, with the rules as the install publishes them ([`PublishedGovernance`]).
 //!
 //! [`used_approvals`] is the record of whose approval the controller used to pass a gate, which
 //! only the controller may write.
@@ -36,8 +36,8 @@ pub use audit::{
 };
 pub use gates::{is_deleting, newly_approved_stages};
 pub use governance::{
-    approver_refusals, check_governance, check_governance_tree, group_list, ApproverRefusal,
-    GovernanceOutcome, GovernancePolicy,
+    approver_refusals, check_governance, check_governance_tree, group_list, revoker_refusal,
+    ApproverRefusal, GovernanceOutcome, GovernancePolicy, RevokerRefusal,
 };
 pub use integrity::{check_audit_integrity, check_audit_integrity_tree};
 pub use k8s_openapi::api::authentication::v1::UserInfo;
