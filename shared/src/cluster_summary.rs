@@ -37,6 +37,13 @@ pub struct ClusterState {
     pub summary_name: Option<String>,
     pub features: Vec<FeatureState>,
     pub failure_message: Option<String>,
+    /// The ClusterSummary does not deploy its ClusterProfile's spec yet: Sveltos has not copied
+    /// the spec into it, or its status reports on an earlier spec
+    /// ([`crate::reconcile::deployed::behind`]). What it reports is the previous configuration's,
+    /// so it is neither provisioned nor failed for this one. Set by the reader that knows the
+    /// profile.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub previous_spec: bool,
 }
 
 impl ClusterState {
@@ -67,6 +74,7 @@ impl ClusterState {
             summary_name: Some(str_at(summary, "/metadata/name").unwrap_or_default()),
             features,
             failure_message: str_at(summary, "/status/failureMessage"),
+            previous_spec: false,
         })
     }
 
@@ -87,11 +95,16 @@ impl ClusterState {
             summary_name: None,
             features: Vec::new(),
             failure_message: None,
+            previous_spec: false,
         })
     }
 
-    /// The feature that failed worst (non-retriable before retriable), if any.
+    /// The feature that failed worst (non-retriable before retriable), if any. A failure
+    /// reported for an earlier spec is none: Sveltos deploys again when the spec changes.
     pub fn failure(&self) -> Option<ClusterFailure> {
+        if self.previous_spec {
+            return None;
+        }
         let worst = self
             .features
             .iter()
@@ -108,9 +121,12 @@ impl ClusterState {
         })
     }
 
-    /// Upstream `isCluterSummaryProvisioned`: every feature reports Provisioned.
+    /// Upstream `isCluterSummaryProvisioned`: every feature reports Provisioned — for the
+    /// profile's spec, not an earlier one.
     pub fn is_provisioned(&self) -> bool {
-        !self.features.is_empty() && self.features.iter().all(|f| f.status == "Provisioned")
+        !self.previous_spec
+            && !self.features.is_empty()
+            && self.features.iter().all(|f| f.status == "Provisioned")
     }
 }
 
@@ -191,6 +207,7 @@ mod tests {
                 last_applied_time: None,
             }],
             failure_message: None,
+            previous_spec: false,
         }
     }
 

@@ -37,6 +37,7 @@ pub mod pipeline;
 pub mod plan;
 pub mod promoting;
 pub mod reconcile;
+pub mod revision;
 pub mod rollout;
 pub mod selector;
 pub mod status;

@@ -43,6 +43,24 @@ struct Spec {
     cluster_name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     cluster_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cluster_profile_spec: Option<ProfileLists>,
+}
+
+/// The lists of the profile spec a ClusterSummary carries that tell whether Sveltos has copied
+/// the ClusterProfile's current spec into it (`deployed::behind`): a summary still carrying the
+/// previous spec is not counted as provisioned for the new one.
+#[derive(Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ProfileLists {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    helm_charts: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    policy_refs: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    kustomization_refs: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    validate_healths: Option<Value>,
 }
 
 #[derive(Deserialize, Serialize)]
@@ -113,6 +131,13 @@ mod tests {
         );
         assert_eq!(reduced[0]["metadata"]["labels"], full["metadata"]["labels"]);
         assert!(reduced[0]["metadata"].get("managedFields").is_none());
+        // What tells a summary still on the previous spec is kept.
+        let profile = json!({"spec": full["spec"]["clusterProfileSpec"]});
+        let behind = promotion_shared::reconcile::deployed::behind;
+        assert!(!behind(&profile, &reduced[0]));
+        let newer = json!({"spec": {"helmCharts": [{"chartName": "kyverno/kyverno",
+                                                    "chartVersion": "3.6.3"}]}});
+        assert!(behind(&newer, &reduced[0]));
         assert!(decode(b"{\"items\": 3}").is_err());
         assert_eq!(decode(b"{}").unwrap(), Vec::<Value>::new());
     }

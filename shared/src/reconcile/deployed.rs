@@ -420,6 +420,16 @@ pub fn failures(profile: Option<&Value>, summaries: &[&Value]) -> (Option<Failin
     (worst, names)
 }
 
+/// Whether `summary` (a whole object or a [`retained`] one) does not deploy `profile`'s spec
+/// yet: it does not carry that spec (Sveltos has not updated the ClusterSummary), or its status
+/// reports a feature provisioned for an earlier spec. What it reports is then the previous
+/// configuration's.
+pub fn behind(profile: &Value, summary: &Value) -> bool {
+    let summary = retained_form(summary);
+    out_of_sync(&summary, &Wanted::of(profile), false).is_some()
+        || reports_an_earlier_spec(&summary).is_some()
+}
+
 /// A ClusterProfile name is copied into the label `projectsveltos.io/cluster-profile-name` of
 /// its ClusterSummaries: it must be a valid label value (at most 63 characters).
 pub fn label_value_problem(name: &str) -> Option<String> {
