@@ -289,7 +289,7 @@ fn stage_diff_shows_what_the_next_stage_receives() {
         "{d}"
     );
     assert!(
-        d.contains("+++ kyverno-rollout-man-staging/spec (stage staging)"),
+        d.contains("+++ kyverno-rollout-man/spec.profileSpec (what production receives)"),
         "{d}"
     );
     assert!(
@@ -438,4 +438,38 @@ fn a_manifest_apply_would_refuse_is_said_first_in_lints_words_then_diffed() {
         "{out}"
     );
     assert!(!out.stdout.contains("dealy"), "{out}");
+}
+
+/// After a spec change restarted the pipeline, a stage the new rollout has not reached still runs
+/// the previous rollout's configuration; promoting past it brings the next stage
+/// `spec.profileSpec`, not what it runs (issue: diff showed the previous rollout's version).
+#[test]
+fn stage_diff_after_a_restart_shows_the_spec_not_what_the_stage_ran_before() {
+    let mut world = progressive_world();
+    let staging = world
+        .find_mut("ClusterProfile", "kyverno-rollout-man-staging")
+        .expect("staging's profile");
+    staging["spec"]["helmCharts"][0]["chartVersion"] = json!("3.6.5");
+    let env = Env::start(world);
+    let out = env
+        .run(&["diff", "kyverno-rollout-man", "--stage", "staging"])
+        .expect(1);
+    let e = &out.stderr;
+    assert!(
+        e.contains(
+            "stage staging runs a previous rollout's configuration (kyverno/kyverno 3.6.5 → \
+             3.7.0): this rollout has not reached it yet; production receives spec.profileSpec, \
+             shown below"
+        ),
+        "{e}"
+    );
+    assert!(
+        e.contains("~ helmCharts[kyverno/kyverno-latest].chartVersion: 3.6.2 → 3.7.0"),
+        "{e}"
+    );
+    assert!(
+        out.stdout.contains("+  chartVersion: \"3.7.0\""),
+        "{}",
+        out.stdout
+    );
 }

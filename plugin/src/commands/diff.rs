@@ -19,6 +19,7 @@ use promotion_shared::diff::{
 };
 use promotion_shared::model::API_VERSION;
 use promotion_shared::model::{stage_profile_name, ClusterPromotion, GROUP, KIND, VERSION};
+use promotion_shared::revision;
 use promotion_shared::rollout::{self, Restart};
 use promotion_shared::validation::VALIDATION_STACK_BYTES;
 
@@ -670,19 +671,28 @@ async fn diff_stage(ctx: &Ctx, name: &str, stage: &str) -> Result<u8> {
     }
     let _ = writeln!(err);
     drop(err);
-    let label = |s: &str| format!("{}/spec (stage {s})", stage_profile_name(name, s));
+    let from_label = format!(
+        "{}/spec (stage {})",
+        stage_profile_name(name, &next.name),
+        next.name
+    );
+    let to_label = format!("{name}/spec.profileSpec (what {} receives)", next.name);
     if let Some(cmd) = std::env::var(EXTERNAL_DIFF_ENV)
         .ok()
         .filter(|c| !c.trim().is_empty())
     {
         return external(&cmd, &[(next_profile.clone(), old.as_str(), new.as_str())]);
     }
-    let text = render::diff::unified(&old, &new, &label(&next.name), &label(stage), &ctx.out);
+    let text = render::diff::unified(&old, &new, &from_label, &to_label, &ctx.out);
     ctx.write_out(&text)?;
     Ok(exit::DIFFERENCES)
 }
 
 /// The comparable specs (next stage now → what it receives), plus notes on where they came from.
+/// What the next stage receives is `spec.profileSpec`, whatever `here` runs: the reconciler
+/// applies the spec's configuration to every stage it promotes to. After a spec change restarted
+/// the pipeline, `here` may still run a previous rollout's configuration (not reached yet in this
+/// one); that is said, never offered as what the next stage gets.
 fn stage_specs(
     p: &ClusterPromotion,
     object: &Value,
@@ -693,27 +703,32 @@ fn stage_specs(
     // Only a profile that belongs to this promotion: a colliding name is another's.
     // Only which profiles are owned is used here, not why the others are taken.
     let owned = view::StageProfiles::of(p, profiles, &view::Owners::default());
-    let find = |stage: &str| owned.owned.get(stage).and_then(|v| v.get("spec")).cloned();
     let profile_spec = p.spec.profile_spec.as_ref();
     let mut notes = Vec::new();
-    let to = match find(&here.name) {
-        Some(spec) => comparable_profile_spec(&spec, &appended_check_names(here, profile_spec)),
-        None => {
+    let spec = object
+        .pointer("/spec/profileSpec")
+        .cloned()
+        .unwrap_or(Value::Object(Map::new()));
+    match owned.owned.get(&here.name) {
+        None => notes.push(format!(
+            "stage {} has no ClusterProfile yet: {} receives spec.profileSpec when the pipeline \
+             gets there",
+            here.name, next.name
+        )),
+        Some(profile) if revision::runs_the_spec(profile, object) == Some(false) => {
             notes.push(format!(
-                "stage {} has no ClusterProfile yet: comparing with spec.profileSpec, which it \
-                 will receive",
-                here.name
-            ));
-            comparable_profile_spec(
-                object
-                    .pointer("/spec/profileSpec")
-                    .unwrap_or(&Value::Object(Map::new())),
-                &BTreeSet::new(),
-            )
+                "stage {} runs a previous rollout's configuration ({}): this rollout has not \
+                 reached it yet; {} receives spec.profileSpec, shown below",
+                here.name,
+                revision::change(profile.get("spec"), Some(&spec)),
+                next.name
+            ))
         }
-    };
-    let from = match find(&next.name) {
-        Some(spec) => comparable_profile_spec(&spec, &appended_check_names(next, profile_spec)),
+        Some(_) => {}
+    }
+    let to = comparable_profile_spec(&spec, &BTreeSet::new());
+    let from = match owned.owned.get(&next.name).and_then(|v| v.get("spec")) {
+        Some(spec) => comparable_profile_spec(spec, &appended_check_names(next, profile_spec)),
         None => {
             notes.push(format!(
                 "stage {} has no ClusterProfile yet: everything is new to it",
