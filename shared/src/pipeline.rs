@@ -29,6 +29,10 @@ pub enum StageState {
     RunningHealthChecks,
     /// The auto trigger's promotion window is closed.
     WaitingForWindow { until: Option<String> },
+    /// The last stage is deployed and its auto trigger's promotion window is closed: the window
+    /// delays only marking the pipeline complete (there is no next stage to hold back), so the
+    /// stage does not wait for anything.
+    CompletesWhenWindowOpens { until: Option<String> },
     /// Manual trigger without `approved: true`.
     AwaitingApproval,
     /// `approved: true` and the next stage not reached yet: the controller promotes on its next pass.
@@ -59,6 +63,12 @@ impl StageState {
                 format!("waiting for window until {t}")
             }
             StageState::WaitingForWindow { until: None } => "waiting for window".into(),
+            StageState::CompletesWhenWindowOpens { until: Some(t) } => {
+                format!("deployed; marked complete when the window opens at {t}")
+            }
+            StageState::CompletesWhenWindowOpens { until: None } => {
+                "deployed; marked complete when the window opens".into()
+            }
             StageState::AwaitingApproval => "awaiting approval".into(),
             StageState::ApprovedPending => "approved and pending".into(),
             StageState::Promoted => "promoted".into(),
@@ -549,8 +559,11 @@ fn frontier_state(
         return StageState::RunningHealthChecks;
     }
     if let Some(rest) = description.strip_prefix(WINDOW_CLOSED) {
-        return StageState::WaitingForWindow {
-            until: non_empty(rest.trim_end_matches('.').trim_end_matches(')')),
+        let until = non_empty(rest.trim_end_matches('.').trim_end_matches(')'));
+        return if is_last {
+            StageState::CompletesWhenWindowOpens { until }
+        } else {
+            StageState::WaitingForWindow { until }
         };
     }
     if description.starts_with(PROMOTED) && is_last {

@@ -275,7 +275,12 @@ fn stage_block(
         field(out, ind, "Will reach", &will_reach(r, &d.reconciler, style));
     }
     if let Some(wait) = wait_line(v, &d.reconciler, opts.now) {
-        field(out, ind, "Waits", &wait);
+        // The last stage deployed waits for nothing: the window only delays "complete".
+        let label = match v.state {
+            StageState::CompletesWhenWindowOpens { .. } => "Completes",
+            _ => "Waits",
+        };
+        field(out, ind, label, &wait);
     }
     for (label, t) in [
         ("Reconciled", v.last_update_reconciled_time.as_deref()),
@@ -445,6 +450,7 @@ fn clusters(out: &mut String, d: &Description, stage: &StageDetail, style: &Styl
                 (Some(p), _) => {
                     format!("unknown (ClusterSummaries of {p} not readable: see Warnings)")
                 }
+        StageState::CompletesWhenWindowOpens { until: Some(t) } => ("promotion window opens", t),
             }
         };
         field(out, ind, "Clusters", &style.paint(&text, Tone::Dim));

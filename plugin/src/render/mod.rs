@@ -147,7 +147,9 @@ pub fn state_tone(state: &StageState) -> Tone {
         StageState::Soaking { .. }
         | StageState::WaitingForWindow { .. }
         | StageState::AwaitingApproval => Tone::Waiting,
-        StageState::Promoted | StageState::Complete => Tone::Good,
+        StageState::Promoted
+        | StageState::Complete
+        | StageState::CompletesWhenWindowOpens { .. } => Tone::Good,
         StageState::Failed {
             retriable: true, ..
         } => Tone::Waiting,
@@ -165,7 +167,9 @@ fn state_symbol(state: &StageState) -> (&'static str, Tone) {
         StageState::Soaking { .. } | StageState::WaitingForWindow { .. } => "◷",
         StageState::AwaitingApproval => "॥",
         StageState::ApprovedPending => "»",
-        StageState::Promoted | StageState::Complete => "✔",
+        StageState::Promoted
+        | StageState::Complete
+        | StageState::CompletesWhenWindowOpens { .. } => "✔",
         StageState::Failed {
             retriable: true, ..
         } => "⚠",

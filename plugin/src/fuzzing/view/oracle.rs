@@ -136,7 +136,9 @@ impl State {
             StageState::Provisioned => State::Provisioned,
             StageState::Soaking { .. } => State::Soaking,
             StageState::RunningHealthChecks => State::HealthChecks,
-            StageState::WaitingForWindow { .. } => State::Window,
+            StageState::WaitingForWindow { .. } | StageState::CompletesWhenWindowOpens { .. } => {
+                State::Window
+            }
             StageState::AwaitingApproval => State::AwaitingApproval,
             StageState::ApprovedPending => State::ApprovedPending,
             StageState::Promoted => State::Promoted,
@@ -737,7 +739,9 @@ fn frontier_state(
 /// Until when the view says a stage soaks or waits for its window.
 fn until(s: &StageState) -> Option<&Option<String>> {
     match s {
-        StageState::Soaking { until } | StageState::WaitingForWindow { until } => Some(until),
+        StageState::Soaking { until }
+        | StageState::WaitingForWindow { until }
+        | StageState::CompletesWhenWindowOpens { until } => Some(until),
         _ => None,
     }
 }
