@@ -176,6 +176,7 @@ fn a_promotion_walked_from_its_first_reconcile_to_its_gate() {
     // 2b. Sveltos fails to deploy dev: the explanation names the failing ClusterSummary.
     let mut failing = summary(&dev_profile, "dev-1");
     failing["status"]["featureSummaries"][0]["status"] = json!("Failed");
+    failing["status"]["featureSummaries"][0]["failureMessage"] = json!("chart not found");
     let file = write_list(
         dir.path(),
         "2b.json",
@@ -192,6 +193,13 @@ fn a_promotion_walked_from_its_first_reconcile_to_its_gate() {
         d["explanation"],
         "dev is failing to deploy: 1 ClusterSummary shop-dev-sveltos-dev-1 (Failed: Sveltos \
          retries); ClusterSummary shop-dev-sveltos-dev-1 is not yet provisioned."
+    );
+    // And a Warning Event names the cluster and Sveltos' message, so alerting on Events works.
+    assert_eq!(d["events"][0]["type"], "Warning", "{d}");
+    assert_eq!(d["events"][0]["reason"], "StageFailing", "{d}");
+    assert_eq!(
+        d["events"][0]["message"],
+        "Stage dev is failing: fleet/dev-1 Helm Failed: chart not found"
     );
 
     // 3. Deployed: dev soaks for 5 minutes and asks to be woken at the end.

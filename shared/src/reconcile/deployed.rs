@@ -28,6 +28,9 @@ pub enum Deployment {
     NotDeployed(String),
 }
 
+/// How upstream's message for a stage that matches no cluster starts.
+pub const NO_MATCHING_CLUSTERS: &str = "No matching clusters found";
+
 /// The ClusterSummaries Sveltos created for `profile_name`.
 pub fn summaries_of<'a>(profile_name: &str, summaries: &'a [Value]) -> Vec<&'a Value> {
     let mut found: Vec<&Value> = summaries
@@ -126,6 +129,13 @@ pub struct KeptFeature {
     /// The hash addon-controller computed when it last wrote this feature's status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hash: Option<Value>,
+    /// Why it failed, kept for a failed feature only (the Warning Event names it).
+    #[serde(
+        rename = "failureMessage",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub failure_message: Option<Value>,
     /// The feature inputs ([`KeptSpec::feature_inputs`]) this status was written for, when
     /// known ([`Kept::follow`]); `None`: unknown (no history, and the object's managed fields
     /// cannot order its status after its spec). A status without a hash is taken as written for
@@ -186,10 +196,16 @@ impl Kept {
                                     .and_then(|id| feature_inputs.get(id).cloned())
                             })
                             .flatten();
+                        let status = f.get("status").cloned();
+                        let failed = matches!(
+                            status.as_ref().and_then(Value::as_str),
+                            Some("Failed" | "FailedNonRetriable")
+                        );
                         KeptFeature {
                             feature_id,
-                            status: f.get("status").cloned(),
+                            status,
                             hash: f.get("hash").cloned(),
+                            failure_message: f.get("failureMessage").cloned().filter(|_| failed),
                             describes,
                         }
                     })
@@ -382,7 +398,7 @@ pub fn failing(profile: Option<&Value>, summaries: &[&Value]) -> Option<Failing>
 }
 
 /// [`failing`], with the names of the ClusterSummaries that fail (in `summaries`' order).
-pub fn failures(profile: Option<&Value>, summaries: &[&Value]) -> (Option<Failing>, Vec<String>) {
+pub fn failures(profile: Option<&Value>, summaries: &[&Value]) -> (Option<Failing>, Vec<Failed>) {
     let wanted = profile.map(Wanted::of);
     let mut worst = None;
     let mut names = Vec::new();
@@ -395,29 +411,65 @@ pub fn failures(profile: Option<&Value>, summaries: &[&Value]) -> (Option<Failin
             continue;
         }
         let features = features_in_use(&kept);
-        let statuses = features
-            .iter()
-            .filter(|f| !f.of_an_earlier_spec())
-            .filter_map(|f| f.status);
-        let mut failed = false;
-        for status in statuses {
-            match status {
-                "FailedNonRetriable" => {
-                    worst = Some(Failing::ForGood);
-                    failed = true;
-                }
-                "Failed" => {
-                    worst = worst.or(Some(Failing::Retrying));
-                    failed = true;
-                }
-                _ => {}
+        let mut failed: Option<Failed> = None;
+        for f in features.iter().filter(|f| !f.of_an_earlier_spec()) {
+            let for_good = match f.status {
+                Some("FailedNonRetriable") => true,
+                Some("Failed") => false,
+                _ => continue,
+            };
+            worst = if for_good {
+                Some(Failing::ForGood)
+            } else {
+                worst.or(Some(Failing::Retrying))
+            };
+            // The worst feature of the summary is the one named.
+            if failed
+                .as_ref()
+                .is_none_or(|x| for_good && x.status == "Failed")
+            {
+                let text = |p: &str| kept.pointer(p).and_then(Value::as_str).unwrap_or("");
+                failed = Some(Failed {
+                    summary: name_of(s).to_string(),
+                    cluster: format!(
+                        "{}/{}",
+                        text("/spec/clusterNamespace"),
+                        text("/spec/clusterName")
+                    ),
+                    feature: f.id.to_string(),
+                    status: f.status.unwrap_or_default().to_string(),
+                    message: f.message.map(str::to_string),
+                });
             }
         }
-        if failed {
-            names.push(name_of(s).to_string());
-        }
+        names.extend(failed);
     }
     (worst, names)
+}
+
+/// A ClusterSummary that fails, with its worst feature.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failed {
+    pub summary: String,
+    /// `namespace/name` of the cluster.
+    pub cluster: String,
+    pub feature: String,
+    /// `Failed` or `FailedNonRetriable`.
+    pub status: String,
+    pub message: Option<String>,
+}
+
+impl Failed {
+    /// `dev/dev01 Helm FailedNonRetriable: <message>`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} {} {}: {}",
+            self.cluster,
+            self.feature,
+            self.status,
+            self.message.as_deref().unwrap_or("no message")
+        )
+    }
 }
 
 /// Whether `summary` (a whole object or a [`retained`] one) does not deploy `profile`'s spec
@@ -509,7 +561,7 @@ pub fn check(
     }
     if found.is_empty() {
         return Deployment::Deployed(format!(
-            "No matching clusters found for ClusterProfile {profile_name}. Deployment considered \
+            "{NO_MATCHING_CLUSTERS} for ClusterProfile {profile_name}. Deployment considered \
              complete."
         ));
     }
@@ -770,6 +822,7 @@ fn is_unconfirmed(summary: &Value) -> bool {
 struct Feature<'a> {
     id: &'a str,
     status: Option<&'a str>,
+    message: Option<&'a str>,
     /// The inputs its status was written for, when known ([`Kept::follow`]).
     describes: Option<&'a str>,
     /// The summary's current inputs for it.
@@ -798,6 +851,7 @@ fn features_in_use(summary: &Value) -> Vec<Feature<'_>> {
             Some(Feature {
                 id,
                 status: f.get("status").and_then(Value::as_str),
+                message: f.get("failureMessage").and_then(Value::as_str),
                 describes: f.get("describesInputs").and_then(Value::as_str),
                 inputs,
             })

@@ -485,8 +485,16 @@ impl<'a> Reconcile<'a> {
         if !status.provisioned(current) {
             match self.deployment(d, stage, false) {
                 Deployment::NotDeployed(why) => {
-                    status.check(current, false, Some(why.clone()));
                     let (failing, names) = self.failures(&profile_name);
+                    // One Warning per new failure (the stage's failure message changes), so that
+                    // alerting on Events sees a failing stage without one per reconcile.
+                    let before = status
+                        .stage(current)
+                        .and_then(|s| s.failure_message.clone());
+                    if failing.is_some() && before.as_deref() != Some(why.as_str()) {
+                        d.warning("StageFailing", self.failing_warning(current, &profile_name));
+                    }
+                    status.check(current, false, Some(why.clone()));
                     d.explanation = match failing {
                         None => format!("{current} is being deployed: {why}"),
                         Some(kind) => format!(
@@ -496,7 +504,11 @@ impl<'a> Reconcile<'a> {
                                 "ClusterSummary",
                                 "ClusterSummaries"
                             ),
-                            names.join(", "),
+                            names
+                                .iter()
+                                .map(|f| f.summary.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", "),
                             match kind {
                                 deployed::Failing::Retrying => "Failed: Sveltos retries",
                                 deployed::Failing::ForGood => {
@@ -510,7 +522,11 @@ impl<'a> Reconcile<'a> {
                     return false;
                 }
                 Deployment::Deployed(msg) => {
-                    d.event(format!("Stage {current} provisioned"));
+                    if msg.starts_with(deployed::NO_MATCHING_CLUSTERS) {
+                        d.warning("StageMatchesNoCluster", self.no_cluster_warning(stage));
+                    } else {
+                        d.event(format!("Stage {current} provisioned"));
+                    }
                     status.check(current, true, None);
                     status.describe(current, &msg);
                 }
@@ -613,7 +629,57 @@ impl<'a> Reconcile<'a> {
     }
 
     /// How the stage's ClusterSummaries fail, if they do ([`deployed::failures`]).
-    fn failures(&self, profile_name: &str) -> (Option<deployed::Failing>, Vec<String>) {
+    /// The Warning about a stage whose clusters fail: each failing cluster with its feature's
+    /// message (the first few; the count of the rest).
+    fn failing_warning(&self, stage: &str, profile_name: &str) -> String {
+        const SHOWN: usize = 3;
+        let failures: Vec<String> = self
+            .failures(profile_name)
+            .1
+            .iter()
+            .map(deployed::Failed::describe)
+            .collect();
+        let mut text = format!(
+            "Stage {stage} is failing: {}",
+            failures
+                .iter()
+                .take(SHOWN)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+        if failures.len() > SHOWN {
+            text.push_str(&format!(" (and {} more)", failures.len() - SHOWN));
+        }
+        text
+    }
+
+    /// The Warning about a stage that matches no cluster: it counts as deployed with nothing
+    /// deployed. With the fleet known, the selector typo `plan` would name.
+    fn no_cluster_warning(&self, stage: &Stage) -> String {
+        let selector = stage
+            .cluster_selector
+            .as_ref()
+            .map(crate::selector::to_string)
+            .unwrap_or_default();
+        let mut text = format!(
+            "Stage {} matches no cluster (selector {selector}): it counts as deployed with \
+             nothing deployed",
+            stage.name
+        );
+        if let Some(fleet) = self.snapshot.fleet.as_deref() {
+            let plan = crate::plan::plan(self.promotion, fleet);
+            for hazard in plan.hazards.iter().filter(|h| {
+                h.code == crate::plan::hazards::HazardCode::SelectorTypo
+                    && h.stages.iter().any(|s| s == &stage.name)
+            }) {
+                text.push_str(&format!("; {}", hazard.message));
+            }
+        }
+        text
+    }
+
+    fn failures(&self, profile_name: &str) -> (Option<deployed::Failing>, Vec<deployed::Failed>) {
         let found = deployed::summaries_of(profile_name, &self.snapshot.summaries);
         deployed::failures(self.profile(profile_name), &found)
     }

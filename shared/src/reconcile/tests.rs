@@ -402,8 +402,22 @@ fn no_clusters_is_believed_only_when_something_says_so() {
         "Sveltos has not matched clusters to ClusterProfile p-dev yet."
     );
     // The fleet read says no cluster matches: upstream's "no matching clusters" path.
-    let d = decide_in_fleet(p, vec![prof], vec![cluster("x", "prod")]);
-    assert_eq!(d.events[0].message, "Stage dev provisioned");
+    let d = decide_in_fleet(p.clone(), vec![prof.clone()], vec![cluster("x", "prod")]);
+    // A stage that deploys nothing is a Warning, not "provisioned".
+    assert_eq!(d.events[0].event_type, "Warning");
+    assert_eq!(d.events[0].reason, "StageMatchesNoCluster");
+    assert_eq!(
+        d.events[0].message,
+        "Stage dev matches no cluster (selector env=dev): it counts as deployed with nothing \
+         deployed"
+    );
+    // With a near miss in the fleet, the respelling `plan` suggests.
+    let near = decide_in_fleet(p.clone(), vec![prof], vec![cluster("x", "deev")]);
+    assert!(
+        near.events[0].message.contains("did you mean"),
+        "{}",
+        near.events[0].message
+    );
     assert_eq!(
         stage_status(&d, "dev")["currentStatusDescription"],
         "Delayed: Waiting for Time Window: 2026-03-02T10:02:00Z (2026-03-02T10:00:00Z)"
@@ -1116,4 +1130,37 @@ fn an_approval_recorded_for_another_rollout_is_not_used() {
     kept[1]["trigger"]["manual"]["automaticReset"] = json!(false);
     let (d, _) = with_record(kept, other);
     assert_eq!(d.consume_approvals, ["staging"]);
+}
+
+/// A failing stage is a Warning Event naming the cluster and Sveltos' message, once per new
+/// failure: a reconcile that finds the same failure again adds none.
+#[test]
+fn a_failing_stage_is_a_warning_once_per_failure() {
+    let dev = provisioning_dev();
+    let prof = profile(&dev, 0, &["c1"]);
+    let mut failing = summary(&prof, "c1", "FailedNonRetriable");
+    failing["status"]["featureSummaries"][0]["failureMessage"] =
+        json!("chart kyverno/kyverno 9.9.9 not found");
+    let d = decide_now(dev.clone(), vec![prof.clone()], vec![failing.clone()]);
+    let warnings: Vec<_> = d
+        .events
+        .iter()
+        .filter(|e| e.event_type == "Warning")
+        .collect();
+    assert_eq!(warnings.len(), 1, "{:?}", d.events);
+    assert_eq!(warnings[0].reason, "StageFailing");
+    assert_eq!(
+        warnings[0].message,
+        "Stage dev is failing: fleet/c1 Helm FailedNonRetriable: chart kyverno/kyverno 9.9.9 not \
+         found"
+    );
+    // The status written, the same failure found again: no second Warning.
+    let mut again = dev.clone();
+    again["status"] = d.status.clone().expect("a status");
+    let d = decide_now(again, vec![prof], vec![failing]);
+    assert!(
+        d.events.iter().all(|e| e.event_type != "Warning"),
+        "{:?}",
+        d.events
+    );
 }
