@@ -406,3 +406,23 @@ fn a_promotion_read_live_by_name() {
         out.stderr
     );
 }
+
+/// A snapshot without the stage's ClusterProfile, read after the soak, explains what is missing:
+/// not health checks the promotion does not have (upstream's status words name them anyway).
+#[test]
+fn a_snapshot_without_profiles_does_not_blame_health_checks_that_do_not_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut promo = promotion();
+    let file = write_list(dir.path(), "1.json", std::slice::from_ref(&promo));
+    promo["status"] = dry_run(&file, "2026-03-02T10:00:00Z")["status"].clone();
+    promo["status"]["stages"][0]["lastSuccessfulAppliedTime"] = json!("2026-03-02T10:01:00Z");
+    let file = write_list(dir.path(), "2.json", std::slice::from_ref(&promo));
+    let d = dry_run(&file, "2026-03-02T11:00:00Z");
+    let explanation = d["explanation"].as_str().unwrap_or_default();
+    assert_eq!(
+        explanation,
+        "dev waits: its deployment to be confirmed again after the soak (it has no health \
+         checks): ClusterProfile shop-dev does not exist yet."
+    );
+    assert!(!explanation.contains("health checks to pass"), "{d}");
+}

@@ -548,7 +548,17 @@ impl<'a> Reconcile<'a> {
                 });
                 status.describe(current, &description);
                 d.wake_at = wake;
-                let waits = crate::status::in_plain_words(&description);
+                // Upstream's words for the check after the soak name health checks even for a
+                // stage that has none: then it is its deployment that is confirmed again.
+                let waits = if description == descriptions::AWAITING_CHECKS
+                    && !self.has_health_checks(stage)
+                {
+                    "its deployment to be confirmed again after the soak (it has no health \
+                     checks)"
+                        .to_string()
+                } else {
+                    crate::status::in_plain_words(&description)
+                };
                 d.explanation = match d.note.take() {
                     Some(note) => format!("{current} waits: {waits}: {note}"),
                     None => format!("{current} waits: {waits}; nothing else blocks"),
@@ -629,6 +639,18 @@ impl<'a> Reconcile<'a> {
     }
 
     /// How the stage's ClusterSummaries fail, if they do ([`deployed::failures`]).
+    /// Whether the stage's profile carries health checks: the promotion's own, or the stage's
+    /// post-delay ones.
+    fn has_health_checks(&self, stage: &Stage) -> bool {
+        !post_delay(stage).is_empty()
+            || self
+                .snapshot
+                .promotion
+                .pointer("/spec/profileSpec/validateHealths")
+                .and_then(Value::as_array)
+                .is_some_and(|c| !c.is_empty())
+    }
+
     /// The Warning about a stage whose clusters fail: each failing cluster with its feature's
     /// message (the first few; the count of the rest).
     fn failing_warning(&self, stage: &str, profile_name: &str) -> String {
@@ -810,6 +832,7 @@ impl<'a> Reconcile<'a> {
             }
         }
         if let Deployment::NotDeployed(why) = self.deployment(d, stage, !post.is_empty()) {
+            d.note = Some(why.clone());
             status.check(&stage.name, false, Some(why));
             return Gate::Wait {
                 description: descriptions::AWAITING_CHECKS.to_string(),
