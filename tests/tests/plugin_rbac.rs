@@ -379,3 +379,35 @@ fn describe_watch_and_file_advise_approvals_as_describe_does() {
         out.stdout
     );
 }
+
+/// `describe` lists the Events about a promotion in `default` only, where Kubernetes' recorders
+/// put the Events of cluster-scoped objects (so a viewer needs Event reads there alone), through
+/// `events.k8s.io` and, for a user who may read only core Events (the viewer of the users
+/// table, like the built-in `view`), through core `v1`.
+#[test]
+fn describe_reads_events_only_where_kubernetes_records_them() {
+    let env = rbac_env("kyverno-manual-gate.yaml");
+    let out = env.run(&["describe", MANUAL]).expect(0);
+    assert!(
+        out.stdout.contains("Provisioning stage staging"),
+        "{}",
+        out.stdout
+    );
+    let out = run_as(&env, User::Viewer, &["describe", MANUAL]).expect(0);
+    assert!(
+        out.stdout.contains("Provisioning stage staging"),
+        "{}",
+        out.stdout
+    );
+    let lists = env.requests("GET", "/events");
+    let paths: Vec<&str> = lists.iter().map(|r| r.path.as_str()).collect();
+    assert!(
+        paths.contains(&"/apis/events.k8s.io/v1/namespaces/default/events")
+            && paths.contains(&"/api/v1/namespaces/default/events"),
+        "{paths:?}"
+    );
+    assert!(
+        paths.iter().all(|p| p.contains("/namespaces/default/")),
+        "{paths:?}"
+    );
+}

@@ -21,6 +21,7 @@ use crate::cluster::resources::{
     PROMOTIONS, SELF_SUBJECT_REVIEW, SELF_SUBJECT_REVIEWS, SUMMARIES, SUMMARY,
 };
 use crate::error::{Error, Request, Result};
+use crate::view::events;
 
 #[derive(Clone)]
 pub struct Kube {
@@ -485,15 +486,20 @@ impl Kube {
 
     /// Events about the promotion, oldest first, as `kubectl describe` reads them: from
     /// `events.k8s.io/v1`, and from core `v1` when that group is not readable (the built-in
-    /// `view`, `edit` and `admin` roles grant core Events only) or not served. client-go records
-    /// the Events of cluster-scoped objects in `default`, so all namespaces are listed.
+    /// `view`, `edit` and `admin` roles grant core Events only) or not served. Only the namespace
+    /// the recorders put them in is listed ([`events::NAMESPACE`]), so reading them needs no
+    /// cluster-wide Event access.
     pub async fn list_events(&self, name: &str, uid: Option<&str>) -> Result<Vec<Value>> {
+        let in_namespace = |prefix: &str, plural: &str| {
+            format!("{prefix}/namespaces/{}/{plural}", events::NAMESPACE)
+        };
         let what = Request::new("list", EVENTS);
         let lp = ListParams::default().fields(&format!(
             "regarding.kind={},regarding.name={name}",
             PROMOTION.kind
         ));
-        let req = self.build(KubeRequest::new(EVENT.path).list(&lp), &what)?;
+        let path = in_namespace(EVENT.prefix, EVENT.plural);
+        let req = self.build(KubeRequest::new(&path).list(&lp), &what)?;
         let listed = match self.client.request::<Value>(req).await {
             Ok(list) => list,
             Err(kube::Error::Api(s))
@@ -504,17 +510,18 @@ impl Kube {
                     "involvedObject.kind={},involvedObject.name={name}",
                     PROMOTION.kind
                 ));
-                let req = self.build(KubeRequest::new(CORE_EVENT.path).list(&lp), &what)?;
+                let path = in_namespace(CORE_EVENT.prefix, CORE_EVENT.plural);
+                let req = self.build(KubeRequest::new(&path).list(&lp), &what)?;
                 self.send(req, &what).await?
             }
             Err(e) => return Err(self.error(e, &what)),
         };
-        let mut events: Vec<Value> = items(listed)
+        let mut found: Vec<Value> = items(listed)
             .into_iter()
-            .filter(|e| crate::view::events::regards(e, name, uid))
+            .filter(|e| events::regards(e, name, uid))
             .collect();
-        events.sort_by_key(|e| crate::view::events::event_time(e).unwrap_or_default());
-        Ok(events)
+        found.sort_by_key(|e| events::event_time(e).unwrap_or_default());
+        Ok(found)
     }
 
     /// A guarded write of a ClusterPromotion ([`promotion_shared::patch`]): a merge patch that
