@@ -138,8 +138,19 @@ impl Install {
             .collect()
     }
 
-    /// The install split into the webhook's objects and promotion-controller's (the component
-    /// `manifests/controller`, whose objects all carry its name label).
+    /// The install split into the user roles (the component `manifests/roles`, whose objects all
+    /// carry its component label) and the rest.
+    fn split_roles(&self) -> (Install, Install) {
+        let (roles, rest) =
+            self.objects.iter().cloned().partition(|o| {
+                o["metadata"]["labels"]["app.kubernetes.io/component"] == USER_ROLES
+            });
+        (Install { objects: rest }, Install { objects: roles })
+    }
+
+    /// The install split into the webhook's objects (with the user roles) and
+    /// promotion-controller's (the component `manifests/controller`, whose objects all carry its
+    /// name label).
     fn split(&self) -> (Install, Install) {
         let (controller, webhook) = self
             .objects
@@ -157,6 +168,19 @@ impl Install {
 
 /// The name of promotion-controller's objects and of the label they all carry.
 const CONTROLLER: &str = "promotion-controller";
+
+/// The component label of the user roles (`manifests/roles`).
+const USER_ROLES: &str = "user-roles";
+
+/// The user roles, as every install holds them (docs/roles.md).
+const ROLE_OBJECTS: [&str; 6] = [
+    "ClusterRole/promotion-aggregate-to-view",
+    "ClusterRole/promotion-approver",
+    "ClusterRole/promotion-author",
+    "ClusterRole/promotion-viewer",
+    "ClusterRole/promotion-viewer-controller",
+    "ClusterRole/promotion-viewer-events",
+];
 
 /// promotion-controller's objects, as every install holds them.
 const CONTROLLER_OBJECTS: [&str; 7] = [
@@ -300,11 +324,113 @@ impl Facts {
 /// (`check_controller`), nothing else. `extra_kinds` are the kinds the overlay adds to the
 /// webhook.
 fn check_install(install: &Install, extra_kinds: &[&str]) -> Facts {
-    let (webhook, controller) = install.split();
+    let (rest, controller) = install.split();
+    let (webhook, roles) = rest.split_roles();
     let facts = check_webhook(&webhook, extra_kinds);
     check_controller(&controller, &facts.namespace);
     check_controller_user(install);
+    check_roles(&roles);
     facts
+}
+
+/// `(apiGroup, resource, verb)` of every rule of a role, spelt out.
+fn grants(role: &Value) -> BTreeSet<(String, String, String)> {
+    let mut out = BTreeSet::new();
+    for rule in role["rules"].as_array().expect("rules") {
+        assert!(
+            rule.get("resourceNames").is_none() && rule.get("nonResourceURLs").is_none(),
+            "{}",
+            describe(role)
+        );
+        for group in strings(&rule["apiGroups"]) {
+            for resource in strings(&rule["resources"]) {
+                for verb in strings(&rule["verbs"]) {
+                    out.insert((group.to_string(), resource.to_string(), verb.to_string()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The user roles: exactly `ROLE_OBJECTS`, cluster-scoped (so a kustomize `namespace:` cannot
+/// move a grant), no wildcard and no Secret anywhere; only ClusterPromotion reads aggregated into
+/// `view`, nothing into `edit` or `admin`; the approver writes by patch only. What each role must
+/// let each command do is tested on a real API server (`tests/tests/plugin_rbac.rs`).
+fn check_roles(roles: &Install) {
+    assert_eq!(
+        roles.names(),
+        ROLE_OBJECTS.into_iter().map(String::from).collect(),
+        "the user roles"
+    );
+    let key = |g: &str, r: &str, v: &str| (g.to_string(), r.to_string(), v.to_string());
+    for role in &roles.objects {
+        let name = s(role, "/metadata/name");
+        assert!(role["metadata"].get("namespace").is_none(), "{name}");
+        let granted = grants(role);
+        for (group, resource, verb) in &granted {
+            assert!(
+                group != "*" && resource != "*" && verb != "*",
+                "{name}: a wildcard"
+            );
+            assert_ne!(resource, "secrets", "{name} grants Secrets");
+        }
+        let labels = &role["metadata"]["labels"];
+        for aggregate in ["edit", "admin"] {
+            assert!(
+                labels
+                    .get(format!(
+                        "rbac.authorization.k8s.io/aggregate-to-{aggregate}"
+                    ))
+                    .is_none(),
+                "{name} is aggregated into {aggregate}"
+            );
+        }
+        let into_view = labels.get("rbac.authorization.k8s.io/aggregate-to-view");
+        if name == "promotion-aggregate-to-view" {
+            assert_eq!(into_view, Some(&json!("true")), "{name}");
+            let promotions = "clusterpromotions";
+            let sveltos = "config.projectsveltos.io";
+            assert_eq!(
+                granted,
+                ["get", "list", "watch"]
+                    .into_iter()
+                    .map(|v| key(sveltos, promotions, v))
+                    .collect(),
+                "only ClusterPromotion reads go into view"
+            );
+        } else {
+            assert!(into_view.is_none(), "{name} is aggregated into view");
+        }
+    }
+    let approver = grants(roles.named("ClusterRole", "promotion-approver"));
+    let writes: BTreeSet<&(String, String, String)> = approver
+        .iter()
+        .filter(|(_, _, verb)| !matches!(verb.as_str(), "get" | "list" | "watch"))
+        .collect();
+    assert_eq!(
+        writes,
+        [key(
+            "config.projectsveltos.io",
+            "clusterpromotions",
+            "patch"
+        )]
+        .iter()
+        .collect(),
+        "the approver writes by patch only"
+    );
+    let viewer = grants(roles.named("ClusterRole", "promotion-viewer"));
+    assert!(
+        viewer
+            .iter()
+            .all(|(_, _, verb)| matches!(verb.as_str(), "get" | "list" | "watch")),
+        "the viewer only reads"
+    );
+    // The approver and the author read everything the viewer reads.
+    for role in ["promotion-approver", "promotion-author"] {
+        let granted = grants(roles.named("ClusterRole", role));
+        assert!(viewer.is_subset(&granted), "{role}");
+    }
 }
 
 /// The user the webhook lets write promotion-controller's committed-step annotation is the one
@@ -1559,8 +1685,10 @@ fn the_documented_overlay_without_the_controller_keeps_the_webhook_whole() {
         assert_eq!(
             install.objects,
             full.split().0.objects,
-            "{resource}: the webhook's objects, unchanged"
+            "{resource}: the webhook's objects and the user roles, unchanged"
         );
-        check_webhook(&install, extra);
+        let (webhook, roles) = install.split_roles();
+        check_webhook(&webhook, extra);
+        check_roles(&roles);
     }
 }

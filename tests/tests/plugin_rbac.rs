@@ -2,12 +2,85 @@
 //! evaluates the users table of `promotion_e2e::envtest::users` as the real RBAC authorizer
 //! would (`promotion_e2e::backend::users_table_rbac`), and the admin impersonates the user
 //! (`--as`/`--as-group`), as kubectl lets an operator check what someone else sees.
+//!
+//! Then the install's user roles (`manifests/roles`, docs/roles.md) on a real kube-apiserver
+//! (envtest): each bound to a user as the docs bind it, the real plugin run as that user for
+//! every command the role is meant for. That test needs `KUBEBUILDER_ASSETS` (see
+//! `scenarios.rs`): without it (and without `CI=true`) it is reported as ignored, never as
+//! passed, which is why this file has its own harness (libtest-mimic, `harness = false`).
 
 mod plugin_common;
 
+use libtest_mimic::{Arguments, Trial};
 use plugin_common::*;
 use promotion_e2e::apiserver::DenyRule;
 use promotion_e2e::envtest::users::User;
+use promotion_e2e::envtest::{self as envtest_server, Gate};
+
+/// The tests on the stand-in.
+const STAND_IN: &[(&str, fn())] = &[
+    (
+        "describe_without_clustersummaries_names_the_forbidden_read_and_claims_no_phase",
+        describe_without_clustersummaries_names_the_forbidden_read_and_claims_no_phase,
+    ),
+    (
+        "describe_with_no_cluster_data_readable_is_online_and_says_why",
+        describe_with_no_cluster_data_readable_is_online_and_says_why,
+    ),
+    (
+        "wait_without_clustersummaries_goes_on_from_what_it_can_read",
+        wait_without_clustersummaries_goes_on_from_what_it_can_read,
+    ),
+    (
+        "describe_advises_an_approval_only_to_who_may_give_it",
+        describe_advises_an_approval_only_to_who_may_give_it,
+    ),
+    (
+        "describe_says_who_may_approve_by_the_rules_the_webhook_enforces",
+        describe_says_who_may_approve_by_the_rules_the_webhook_enforces,
+    ),
+    (
+        "approver_rules_that_cannot_be_read_leave_the_right_unknown_and_say_why",
+        approver_rules_that_cannot_be_read_leave_the_right_unknown_and_say_why,
+    ),
+    (
+        "describe_watch_and_file_advise_approvals_as_describe_does",
+        describe_watch_and_file_advise_approvals_as_describe_does,
+    ),
+    (
+        "describe_reads_events_only_where_kubernetes_records_them",
+        describe_reads_events_only_where_kubernetes_records_them,
+    ),
+];
+
+fn main() {
+    let args = Arguments::from_args();
+    let gate = envtest_server::gate();
+    if let Gate::Skip(reason) = &gate {
+        eprintln!("envtest test ignored: {reason}");
+    }
+    let skip_real = matches!(gate, Gate::Skip(_));
+    let mut trials: Vec<Trial> = STAND_IN
+        .iter()
+        .map(|&(name, test)| {
+            Trial::test(format!("standin::{name}"), move || {
+                test();
+                Ok(())
+            })
+        })
+        .collect();
+    trials.push(
+        Trial::test(
+            "envtest::each_user_role_runs_the_commands_it_is_for_and_no_more",
+            || {
+                roles::each_user_role_runs_the_commands_it_is_for_and_no_more();
+                Ok(())
+            },
+        )
+        .with_ignored_flag(skip_real),
+    );
+    libtest_mimic::run(&args, trials).exit();
+}
 
 /// The example world, with the RBAC of the users table enforced.
 fn rbac_env(example: &str) -> Env {
@@ -33,7 +106,6 @@ const FAILED_DEV: &str = "kyverno-rollout-auto";
 const SUMMARIES_FORBIDDEN: &str = "ClusterSummaries: forbidden (User \"auditor\" cannot list \
      resource \"clustersummaries\" in API group \"config.projectsveltos.io\" at the cluster scope)";
 
-#[test]
 fn describe_without_clustersummaries_names_the_forbidden_read_and_claims_no_phase() {
     // STATES.md: dev of kyverno-failed-dev is failed once its ClusterSummaries are read.
     let env = rbac_env("kyverno-failed-dev.yaml");
@@ -85,7 +157,6 @@ fn describe_without_clustersummaries_names_the_forbidden_read_and_claims_no_phas
     assert!(row.contains(" unknown "), "{row}");
 }
 
-#[test]
 fn describe_with_no_cluster_data_readable_is_online_and_says_why() {
     let env = rbac_env("kyverno-failed-dev.yaml");
     env.server.deny(DenyRule {
@@ -104,7 +175,6 @@ fn describe_with_no_cluster_data_readable_is_online_and_says_why() {
     assert!(t.contains(&format!("\n  {SUMMARIES_FORBIDDEN}\n")), "{t}");
 }
 
-#[test]
 fn wait_without_clustersummaries_goes_on_from_what_it_can_read() {
     let env = rbac_env("kyverno-failed-dev.yaml");
     // Following (watches): the forbidden ClusterSummaries are followed without, and said once.
@@ -135,7 +205,6 @@ fn wait_without_clustersummaries_goes_on_from_what_it_can_read() {
     );
 }
 
-#[test]
 fn describe_advises_an_approval_only_to_who_may_give_it() {
     let env = rbac_env("kyverno-manual-gate.yaml");
     let advice =
@@ -213,7 +282,6 @@ fn advice_for(env: &Env, user: User, extra: &[&str]) -> (String, String) {
     (line("Next step:"), line("Approve:"))
 }
 
-#[test]
 fn describe_says_who_may_approve_by_the_rules_the_webhook_enforces() {
     let env = rbac_env("kyverno-manual-gate.yaml");
     publish_rules(&env, "release-managers", true);
@@ -290,7 +358,6 @@ fn describe_says_who_may_approve_by_the_rules_the_webhook_enforces() {
     );
 }
 
-#[test]
 fn approver_rules_that_cannot_be_read_leave_the_right_unknown_and_say_why() {
     let env = rbac_env("kyverno-manual-gate.yaml");
     publish_rules(&env, "release-managers", false);
@@ -334,7 +401,6 @@ fn approver_rules_that_cannot_be_read_leave_the_right_unknown_and_say_why() {
     );
 }
 
-#[test]
 fn describe_watch_and_file_advise_approvals_as_describe_does() {
     let env = rbac_env("kyverno-manual-gate.yaml");
     publish_rules(&env, "release-managers", false);
@@ -384,7 +450,6 @@ fn describe_watch_and_file_advise_approvals_as_describe_does() {
 /// put the Events of cluster-scoped objects (so a viewer needs Event reads there alone), through
 /// `events.k8s.io` and, for a user who may read only core Events (the viewer of the users
 /// table, like the built-in `view`), through core `v1`.
-#[test]
 fn describe_reads_events_only_where_kubernetes_records_them() {
     let env = rbac_env("kyverno-manual-gate.yaml");
     let out = env.run(&["describe", MANUAL]).expect(0);
@@ -410,4 +475,578 @@ fn describe_reads_events_only_where_kubernetes_records_them() {
         paths.iter().all(|p| p.contains("/namespaces/default/")),
         "{paths:?}"
     );
+}
+
+/// The user roles of `manifests/roles` on a real kube-apiserver.
+mod roles {
+    use std::collections::HashMap;
+    use std::path::Path;
+    use std::time::Duration;
+
+    use promotion_e2e::backend::{BackendKind, Cluster, SESSION_LABEL};
+    use promotion_e2e::bins::Output;
+    use promotion_e2e::envtest::User;
+    use promotion_e2e::fixtures::{self, Example, WorldBuilder};
+    use serde_json::{json, Value};
+
+    use super::plugin_common::{eventually, plugin_bin};
+
+    /// The controller's namespace in the install, where its Lease and revisions live.
+    const CONTROLLER_NAMESPACE: &str = "kubectl-promotion-system";
+
+    /// How long RBAC may take to see a new binding (its authorizer reads through informers).
+    const RBAC_PATIENCE: Duration = Duration::from_secs(30);
+
+    /// The objects of the default install (`kubectl kustomize manifests`) this test applies:
+    /// the user roles, and the approver rules every signed-in user may read (with their
+    /// namespace). The rest (Deployments, webhook configurations) needs cert-manager and images.
+    fn install_objects() -> Vec<Value> {
+        let manifests = Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests");
+        let out = std::process::Command::new("kubectl")
+            .arg("kustomize")
+            .arg(&manifests)
+            .output()
+            .expect("run `kubectl kustomize` (kubectl must be on PATH)");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).expect("UTF-8");
+        let objects: Vec<Value> = serde_saphyr::from_multiple(&text).expect("YAML");
+        let wanted = |o: &Value| {
+            let name = o["metadata"]["name"].as_str().unwrap_or_default();
+            o["metadata"]["labels"]["app.kubernetes.io/component"] == "user-roles"
+                || (o["kind"] == "Namespace" && name == CONTROLLER_NAMESPACE)
+                || name.starts_with("promotion-governance")
+        };
+        objects.into_iter().filter(wanted).collect()
+    }
+
+    /// The manual-gate example and what Sveltos made around it (ClusterProfiles,
+    /// ClusterSummaries, SveltosClusters and the Events, in `default`), plus a CAPI Cluster, all
+    /// this session's. Returns the promotion's name.
+    fn write_world(cluster: &Cluster) -> String {
+        let namespace = cluster.namespace();
+        let clusters = ["dev", "staging", "prod"]
+            .iter()
+            .map(|env| fixtures::Cluster::new(&namespace, &format!("{env}01"), &[("env", env)]))
+            .collect();
+        let mut promotion = fixtures::load_example("kyverno-manual-gate.yaml")
+            .unwrap_or_else(|e| panic!("{e}"))
+            .promotion;
+        let name = cluster.name("kyverno-rollout-man");
+        promotion["metadata"]["name"] = json!(name);
+        // No finalizer: nothing here would remove it when the author deletes promotions.
+        promotion["metadata"]
+            .as_object_mut()
+            .map(|m| m.remove("finalizers"));
+        let mut builder = WorldBuilder::new().with_clusters(clusters);
+        builder
+            .add(Example {
+                file: "kyverno-manual-gate.yaml".into(),
+                promotion,
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+        // Owners first: the server assigns uids, and generated objects name their owners by uid.
+        const ORDER: [&str; 5] = [
+            "SveltosCluster",
+            "ClusterPromotion",
+            "ClusterProfile",
+            "ClusterSummary",
+            "Event",
+        ];
+        let mut objects: Vec<Value> = builder
+            .build()
+            .into_iter()
+            .filter(|o| o["kind"] != "Namespace")
+            .collect();
+        objects.sort_by_key(|o| ORDER.iter().position(|k| o["kind"] == *k));
+        let mut uids: HashMap<String, String> = HashMap::new();
+        for mut object in objects {
+            let real = |uid: &Value| uid.as_str().and_then(|u| uids.get(u)).cloned();
+            for owner in object["metadata"]["ownerReferences"]
+                .as_array_mut()
+                .into_iter()
+                .flatten()
+            {
+                if let Some(uid) = real(&owner["uid"]) {
+                    owner["uid"] = json!(uid);
+                }
+            }
+            if let Some(uid) = real(&object["involvedObject"]["uid"]) {
+                object["involvedObject"]["uid"] = json!(uid);
+            }
+            let meta = &mut object["metadata"];
+            if !meta["labels"].is_object() {
+                meta["labels"] = json!({});
+            }
+            meta["labels"][SESSION_LABEL] = json!(cluster.session());
+            let fixture_uid = meta["uid"].as_str().map(String::from);
+            let stored = cluster
+                .put(&object)
+                .unwrap_or_else(|e| panic!("writing {}: {e}", object["kind"]));
+            if let (Some(fixture), Some(real)) = (fixture_uid, stored["metadata"]["uid"].as_str()) {
+                uids.insert(fixture, real.to_string());
+            }
+        }
+        // A Cluster API cluster too, so that reading the fleet covers both kinds.
+        cluster
+            .put(&json!({
+                "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": "clusters.cluster.x-k8s.io"},
+                "spec": {
+                    "group": "cluster.x-k8s.io", "scope": "Namespaced",
+                    "names": {"kind": "Cluster", "listKind": "ClusterList",
+                              "plural": "clusters", "singular": "cluster"},
+                    "versions": [{"name": "v1beta1", "served": true, "storage": true,
+                                  "subresources": {"status": {}},
+                                  "schema": {"openAPIV3Schema": {"type": "object",
+                                      "x-kubernetes-preserve-unknown-fields": true}}}],
+                },
+            }))
+            .expect("installing the CAPI Cluster CRD");
+        cluster
+            .put(&json!({
+                "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
+                "metadata": {"name": "capi-prod01", "namespace": namespace,
+                             "labels": {"env": "prod", SESSION_LABEL: cluster.session()}},
+                "spec": {},
+                "status": {"conditions": [{"type": "ControlPlaneInitialized", "status": "True"}]},
+            }))
+            .expect("creating a CAPI Cluster");
+        name
+    }
+
+    /// promotion-controller's Lease and a revision it keeps (`history`), as it writes them.
+    fn write_controller_state(cluster: &Cluster) {
+        cluster
+            .put(&json!({
+                "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": "promotion-controller", "namespace": CONTROLLER_NAMESPACE},
+                "spec": {"holderIdentity": "promotion-controller-0", "leaseDurationSeconds": 15},
+            }))
+            .expect("writing the Lease");
+        cluster
+            .put(&json!({
+                "apiVersion": "apps/v1", "kind": "ControllerRevision",
+                "metadata": {"name": cluster.name("kyverno-rollout-man-1"),
+                             "namespace": CONTROLLER_NAMESPACE},
+                "revision": 1,
+                "data": {"profileSpec": {"syncMode": "Continuous"}},
+            }))
+            .expect("writing a ControllerRevision");
+    }
+
+    /// `args` of `program` as `user`, impersonated by the admin (the user needs no credentials).
+    fn as_user(cluster: &Cluster, program: &Path, user: &str, args: &[&str]) -> Output {
+        let mut cmd = cluster.command(User::Admin, program);
+        cmd.args(args).args(["--as", user]);
+        promotion_e2e::bins::run(&mut cmd).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    }
+
+    fn kubectl(cluster: &Cluster, user: &str, args: &[&str]) -> Output {
+        as_user(cluster, Path::new("kubectl"), user, args)
+    }
+
+    fn plugin(cluster: &Cluster, user: &str, args: &[&str]) -> Output {
+        as_user(cluster, &plugin_bin(), user, args)
+    }
+
+    fn admin(cluster: &Cluster, args: &[&str]) -> String {
+        cluster
+            .kubectl_ok(User::Admin, args)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// `kubectl auth can-i VERB RESOURCE [-n NS]` for `user`.
+    fn can_i(cluster: &Cluster, user: &str, verb: &str, resource: &str, ns: Option<&str>) -> bool {
+        let mut args = vec!["auth", "can-i", verb, resource];
+        if let Some(ns) = ns {
+            args.extend(["-n", ns]);
+        }
+        kubectl(cluster, user, &args).stdout.trim() == "yes"
+    }
+
+    /// `role` bound to `user` as docs/roles.md binds it: the ClusterRole cluster-wide, the Event
+    /// reads in `default` and the controller's Lease and revisions in its namespace; then wait
+    /// until the authorizer has seen all three bindings.
+    fn bind(cluster: &Cluster, user: &str, role: &str) {
+        admin(
+            cluster,
+            &[
+                "create",
+                "clusterrolebinding",
+                &format!("{user}-{role}"),
+                &format!("--clusterrole={role}"),
+                &format!("--user={user}"),
+            ],
+        );
+        for (ns, namespaced) in [
+            ("default", "promotion-viewer-events"),
+            (CONTROLLER_NAMESPACE, "promotion-viewer-controller"),
+        ] {
+            admin(
+                cluster,
+                &[
+                    "create",
+                    "rolebinding",
+                    &format!("{user}-{namespaced}"),
+                    "-n",
+                    ns,
+                    &format!("--clusterrole={namespaced}"),
+                    &format!("--user={user}"),
+                ],
+            );
+        }
+        eventually(
+            RBAC_PATIENCE,
+            &format!("{user}'s bindings in effect"),
+            || {
+                can_i(cluster, user, "list", "clusterpromotions", None)
+                    && can_i(
+                        cluster,
+                        user,
+                        "list",
+                        "events.events.k8s.io",
+                        Some("default"),
+                    )
+                    && can_i(cluster, user, "get", "leases", Some(CONTROLLER_NAMESPACE))
+            },
+        );
+    }
+
+    /// What kube-controller-manager's ClusterRole aggregation controller does, which a lone
+    /// kube-apiserver lacks: the built-in `target`'s rules become those of every ClusterRole its
+    /// `aggregationRule` selects (`view` first, then `edit`, which aggregates `view`).
+    fn aggregate(cluster: &Cluster, target: &str) {
+        let roles: Value =
+            serde_json::from_str(&admin(cluster, &["get", "clusterroles", "-o", "json"])).unwrap();
+        let roles = roles["items"].as_array().unwrap();
+        let mut role = roles
+            .iter()
+            .find(|r| r["metadata"]["name"] == target)
+            .unwrap_or_else(|| panic!("no built-in ClusterRole {target}"))
+            .clone();
+        let selectors = role["aggregationRule"]["clusterRoleSelectors"]
+            .as_array()
+            .unwrap()
+            .clone();
+        let selected = |r: &Value| {
+            selectors.iter().any(|sel| {
+                sel["matchLabels"]
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .all(|(k, v)| r["metadata"]["labels"][k] == *v)
+            })
+        };
+        let mut rules: Vec<Value> = Vec::new();
+        for r in roles
+            .iter()
+            .filter(|r| r["metadata"]["name"] != target && selected(r))
+        {
+            for rule in r["rules"].as_array().into_iter().flatten() {
+                if !rules.contains(rule) {
+                    rules.push(rule.clone());
+                }
+            }
+        }
+        role["rules"] = json!(rules);
+        role["metadata"]
+            .as_object_mut()
+            .map(|m| m.remove("resourceVersion"));
+        cluster.put(&role).expect("aggregating");
+    }
+
+    /// Exit 0 (or `code`), nothing refused on the way.
+    fn fine(out: Output, code: i32, what: &str) -> Output {
+        assert_eq!(out.code, code, "{what}: {out}");
+        let text = format!("{}{}", out.stdout, out.stderr).to_lowercase();
+        assert!(!text.contains("forbidden"), "{what}: {out}");
+        out
+    }
+
+    /// Refused by RBAC (the API server's 403, in kubectl's or the plugin's words).
+    fn refused(out: Output, what: &str) -> Output {
+        assert_ne!(out.code, 0, "{what}: {out}");
+        assert!(
+            out.stderr.contains("forbidden") || out.stderr.contains("Forbidden"),
+            "{what}: {out}"
+        );
+        out
+    }
+
+    /// A promotion of this session the author creates, edits (diff -f) and deletes.
+    fn authored(cluster: &Cluster, chart_version: &str) -> Value {
+        json!({
+            "apiVersion": "config.projectsveltos.io/v1beta1",
+            "kind": "ClusterPromotion",
+            "metadata": {"name": cluster.name("authored")},
+            "spec": {
+                "profileSpec": {"helmCharts": [{
+                    "repositoryURL": "https://kyverno.github.io/kyverno/",
+                    "repositoryName": "kyverno", "chartName": "kyverno/kyverno",
+                    "chartVersion": chart_version, "releaseName": "kyverno-latest",
+                    "releaseNamespace": "kyverno", "helmChartAction": "Install"}]},
+                "stages": [{"name": "dev", "clusterSelector": {"matchLabels": {"env": "none"}}}]
+            }
+        })
+    }
+
+    pub fn each_user_role_runs_the_commands_it_is_for_and_no_more() {
+        let cluster = Cluster::new(BackendKind::Envtest).unwrap_or_else(|e| panic!("{e}"));
+        for object in install_objects() {
+            cluster
+                .put(&object)
+                .unwrap_or_else(|e| panic!("applying {}: {e}", object["metadata"]["name"]));
+        }
+        let name = write_world(&cluster);
+        write_controller_state(&cluster);
+        let session = cluster.session().to_string();
+        let (viewer, approver, author, viewing) = (
+            format!("viewer-{session}"),
+            format!("approver-{session}"),
+            format!("author-{session}"),
+            format!("view-{session}"),
+        );
+        bind(&cluster, &viewer, "promotion-viewer");
+        bind(&cluster, &approver, "promotion-approver");
+        bind(&cluster, &author, "promotion-author");
+
+        // The viewer: every read command works, and nothing is left unread.
+        let v = viewer.as_str();
+        let list = fine(plugin(&cluster, v, &["list"]), 0, "list");
+        let row = list
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(&name))
+            .unwrap_or_else(|| panic!("no row for {name}: {list}"));
+        assert!(row.contains("awaiting approval"), "{row}");
+        let described = fine(plugin(&cluster, v, &["describe", &name]), 0, "describe");
+        assert!(
+            described.stdout.contains("Provisioning stage staging"),
+            "the Events, read in default: {described}"
+        );
+        assert!(!described.stdout.contains("Warnings:"), "{described}");
+        assert!(
+            described.stdout.contains(&format!(
+                "you cannot approve (RBAC: no patch on clusterpromotions.config.projectsveltos.io \
+                 \"{name}\")"
+            )),
+            "{described}"
+        );
+        let json: Value = serde_json::from_str(
+            &fine(
+                plugin(&cluster, v, &["describe", &name, "-o", "json"]),
+                0,
+                "describe -o json",
+            )
+            .stdout,
+        )
+        .unwrap();
+        assert_eq!(json.get("warnings"), None, "{json}");
+        assert_eq!(json["phase"], "awaitingApproval", "{json}");
+        let waited = fine(
+            plugin(
+                &cluster,
+                v,
+                &["wait", &name, "--for=stage=staging", "--timeout=1m"],
+            ),
+            0,
+            "wait",
+        );
+        assert_eq!(waited.stderr, "", "{waited}");
+        fine(
+            plugin(&cluster, v, &["diff", &name, "--stage", "staging"]),
+            1,
+            "diff --stage",
+        );
+        let plan: Value = serde_json::from_str(
+            &fine(
+                plugin(&cluster, v, &["plan", &name, "-o", "json"]),
+                0,
+                "plan",
+            )
+            .stdout,
+        )
+        .unwrap();
+        let prod = &plan["stages"][2]["clusters"];
+        assert!(
+            prod.as_array()
+                .is_some_and(|c| c.iter().any(|c| c["name"] == "capi-prod01")),
+            "the CAPI cluster read: {plan}"
+        );
+        fine(
+            plugin(&cluster, v, &["health", &name, "--stage", "dev"]),
+            0,
+            "health",
+        );
+        for resource in ["leases", "controllerrevisions"] {
+            let out = fine(
+                kubectl(
+                    &cluster,
+                    v,
+                    &["get", resource, "-n", CONTROLLER_NAMESPACE, "-o", "name"],
+                ),
+                0,
+                resource,
+            );
+            assert!(!out.stdout.is_empty(), "{resource}: {out}");
+        }
+        // No role reads Secrets (the managed clusters' kubeconfigs, which `health` reads for a
+        // stage with checks), nor Events outside `default`.
+        let ns = cluster.namespace();
+        for user in [&viewer, &approver, &author] {
+            assert!(
+                !can_i(&cluster, user, "get", "secrets", Some(&ns)),
+                "{user}"
+            );
+            assert!(
+                !can_i(&cluster, user, "list", "events", Some(&ns)),
+                "{user}"
+            );
+        }
+        // ... and may not approve.
+        refused(
+            plugin(&cluster, v, &["approve", &name, "--stage", "staging"]),
+            "the viewer approving",
+        );
+
+        // The approver: approve, the reads it needs, and no create, update or delete.
+        let a = approver.as_str();
+        let described = fine(plugin(&cluster, a, &["describe", &name]), 0, "describe");
+        assert!(
+            described.stdout.contains(&format!(
+                "Next step:      kubectl promotion approve {name} --stage staging"
+            )),
+            "{described}"
+        );
+        fine(
+            plugin(&cluster, a, &["approve", &name, "--stage", "staging"]),
+            0,
+            "approve",
+        );
+        let stored: Value = serde_json::from_str(&admin(
+            &cluster,
+            &["get", "clusterpromotion", &name, "-o", "json"],
+        ))
+        .unwrap();
+        assert_eq!(
+            stored["spec"]["stages"][1]["trigger"]["manual"]["approved"], true,
+            "{stored}"
+        );
+        let file = cluster
+            .write_manifest("authored.json", &authored(&cluster, "3.6.2"))
+            .unwrap();
+        let file = file.display().to_string();
+        refused(
+            kubectl(&cluster, a, &["create", "-f", &file]),
+            "the approver creating",
+        );
+        let mut replaced = stored.clone();
+        replaced["spec"]["profileSpec"]["tier"] = json!(90);
+        let replaced_file = cluster.write_manifest("replaced.json", &replaced).unwrap();
+        refused(
+            kubectl(
+                &cluster,
+                a,
+                &["replace", "-f", &replaced_file.display().to_string()],
+            ),
+            "the approver replacing",
+        );
+        refused(
+            kubectl(&cluster, a, &["delete", "clusterpromotion", &name]),
+            "the approver deleting",
+        );
+        // RBAC cannot limit a patch to `approved`: a patch of the spec is the API server's to
+        // admit (docs/roles.md says so, and what records it).
+        fine(
+            kubectl(
+                &cluster,
+                a,
+                &[
+                    "patch",
+                    "clusterpromotion",
+                    &name,
+                    "--type=merge",
+                    "-p",
+                    r#"{"spec":{"profileSpec":{"tier":90}}}"#,
+                ],
+            ),
+            0,
+            "the approver's merge patch of the spec",
+        );
+
+        // The author: create, diff -f against the server, delete.
+        let w = author.as_str();
+        fine(
+            plugin(&cluster, w, &["diff", "-f", &file]),
+            1,
+            "diff -f of a new promotion",
+        );
+        fine(kubectl(&cluster, w, &["create", "-f", &file]), 0, "create");
+        let bumped = cluster
+            .write_manifest("bumped.json", &authored(&cluster, "3.7.0"))
+            .unwrap();
+        let diff = fine(
+            plugin(&cluster, w, &["diff", "-f", &bumped.display().to_string()]),
+            1,
+            "diff -f",
+        );
+        assert!(diff.stdout.contains("3.7.0"), "{diff}");
+        fine(
+            kubectl(
+                &cluster,
+                w,
+                &["delete", "clusterpromotion", &cluster.name("authored")],
+            ),
+            0,
+            "delete",
+        );
+
+        // The built-in `view`, once aggregated: ClusterPromotions only; `edit` adds no approval.
+        aggregate(&cluster, "view");
+        aggregate(&cluster, "edit");
+        let viewing_edit = format!("{viewing}-edit");
+        for (user, role) in [(&viewing, "view"), (&viewing_edit, "edit")] {
+            admin(
+                &cluster,
+                &[
+                    "create",
+                    "clusterrolebinding",
+                    &format!("{user}-{role}"),
+                    &format!("--clusterrole={role}"),
+                    &format!("--user={user}"),
+                ],
+            );
+            eventually(RBAC_PATIENCE, &format!("{user} may {role}"), || {
+                can_i(&cluster, user, "list", "clusterpromotions", None)
+            });
+            for (resource, granted) in [
+                ("clustersummaries", false),
+                ("clusterprofiles", false),
+                ("sveltosclusters", false),
+            ] {
+                assert_eq!(
+                    can_i(&cluster, user, "list", resource, None),
+                    granted,
+                    "{role}: {resource}"
+                );
+            }
+            assert!(
+                !can_i(&cluster, user, "patch", "clusterpromotions", None),
+                "{role} may approve"
+            );
+            fine(
+                kubectl(&cluster, user, &["get", "clusterpromotion", &name]),
+                0,
+                role,
+            );
+            refused(
+                kubectl(&cluster, user, &["get", "clustersummaries", "-A"]),
+                &format!("{role} reading ClusterSummaries"),
+            );
+        }
+    }
 }
