@@ -13,6 +13,7 @@ mod scenarios {
     pub mod bound;
     pub mod consumed;
     pub mod diff_sorted_reorder;
+    pub mod empty_manual;
     pub mod forged;
     pub mod gitops;
     pub mod kubeconfig_list;
@@ -95,6 +96,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     (
         "describe_list_diff_and_wait_follow_the_documented_states",
         scenarios::states::describe_list_diff_and_wait_follow_the_documented_states,
+    ),
+    (
+        "an_empty_manual_trigger_is_linted_and_breaks_server_side_apply_as_documented",
+        scenarios::empty_manual::an_empty_manual_trigger_is_linted_and_breaks_server_side_apply_as_documented,
     ),
     (
         "lint_fails_exactly_where_kubectl_apply_does",

@@ -196,8 +196,33 @@ fn check_trigger(
                     )),
                 }
             }
+            if manual.is_empty() {
+                out.push(empty_manual(&p));
+            }
         }
     }
+}
+
+/// `manual: {}`: valid, and what an approval means is unchanged, but the API server fills in
+/// `automaticReset: true`, and a manifest applied client-side and then with `kubectl apply
+/// --server-side` (the switch that keeps a pending approval) fails every later server-side apply
+/// with `Invalid value: "null"` on this field (Kubernetes' own behaviour for a defaulted empty
+/// object after the migration; checked on a real kube-apiserver by the scenario
+/// `an_empty_manual_trigger_is_linted_and_breaks_server_side_apply_as_documented`). `auto: {}`,
+/// which gets no default, is not affected. The webhook never sees this: the API server defaults
+/// the object before admission, so only lint, on the manifest, can say it.
+fn empty_manual(path: &FieldPath) -> Finding {
+    Finding::warning(
+        "trigger-manual-empty",
+        path,
+        format!(
+            "`manual: {{}}` is an empty object the API server fills with `automaticReset: \
+             true`; once applied client-side, switching to `kubectl apply --server-side` makes \
+             every later server-side apply fail ({path}: Invalid value: \"null\"); write \
+             `manual: {{automaticReset: true}}`, which means the same (true is the default: \
+             the approval is removed once used)"
+        ),
+    )
 }
 
 /// Fields shared by `auto` and `manual`.
@@ -237,5 +262,71 @@ fn check_window(value: &Tree, path: &FieldPath, out: &mut Vec<Finding>) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::validation::{validate, Severity};
+    use serde_json::{json, Value};
+
+    /// The findings of `trigger-manual-empty` for a promotion whose first stage (of two) has
+    /// `trigger`: path and severity.
+    fn empty_manual_findings(trigger: Value) -> Vec<(String, Severity)> {
+        let promotion = json!({
+            "apiVersion": "config.projectsveltos.io/v1beta1",
+            "kind": "ClusterPromotion",
+            "metadata": {"name": "p"},
+            "spec": {
+                "profileSpec": {"helmCharts": [{"chartName": "kyverno/kyverno",
+                    "repositoryURL": "https://kyverno.github.io/kyverno/",
+                    "repositoryName": "kyverno", "chartVersion": "3.6.2",
+                    "releaseName": "kyverno", "releaseNamespace": "kyverno",
+                    "helmChartAction": "Install"}]},
+                "stages": [
+                    {"name": "dev", "clusterSelector": {"matchLabels": {"env": "dev"}},
+                     "trigger": trigger},
+                    {"name": "prod", "clusterSelector": {"matchLabels": {"env": "prod"}}}
+                ]
+            }
+        });
+        validate(&promotion)
+            .into_iter()
+            .filter(|f| f.code == "trigger-manual-empty")
+            .map(|f| (f.path, f.severity))
+            .collect()
+    }
+
+    #[test]
+    fn an_empty_manual_trigger_is_warned_about_with_the_fix_that_keeps_its_meaning() {
+        let warned = [(
+            "spec.stages[0].trigger.manual".to_string(),
+            Severity::Warning,
+        )];
+        assert_eq!(empty_manual_findings(json!({"manual": {}})), warned);
+        // What the fix and the other spellings get: nothing.
+        for quiet in [
+            json!({"manual": {"automaticReset": true}}),
+            json!({"manual": {"automaticReset": false}}),
+            json!({"manual": {"approved": false}}),
+            json!({"manual": {"delay": "5m"}}),
+            // No default inside `auto`: an empty one applies server-side after client-side.
+            json!({"auto": {}}),
+        ] {
+            assert_eq!(empty_manual_findings(quiet.clone()), [], "{quiet}");
+        }
+        let finding = crate::validation::validate(&json!({"spec": {"stages": [
+            {"name": "dev", "trigger": {"manual": {}}}, {"name": "prod"}]}}))
+        .into_iter()
+        .find(|f| f.code == "trigger-manual-empty")
+        .expect("warned");
+        assert_eq!(
+            finding.message,
+            "`manual: {}` is an empty object the API server fills with `automaticReset: true`; \
+             once applied client-side, switching to `kubectl apply --server-side` makes every \
+             later server-side apply fail (spec.stages[0].trigger.manual: Invalid value: \
+             \"null\"); write `manual: {automaticReset: true}`, which means the same (true is \
+             the default: the approval is removed once used)"
+        );
     }
 }
