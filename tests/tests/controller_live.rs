@@ -717,7 +717,15 @@ fn webhook_outage(cluster: &Cluster) -> Result<(), String> {
         &["promotion", "approve", &name, "--stage", "staging"],
     )?;
     webhook.stop();
-    let _ctl = controller_as(cluster, User::Controller, &[])?;
+    let mut ctl = controller_as(cluster, User::Controller, &[])?;
+    // The check at start says it before any promotion waits on it.
+    ctl.wait_line("the admission check's refusal", WAIT, |l| {
+        l.get("message")
+            .and_then(Value::as_str)
+            .is_some_and(|m| m.starts_with("admission check: this controller's writes are refused"))
+            && l.get("promotion").and_then(Value::as_str).is_some()
+    })
+    .map_err(|e| e.to_string())?;
     let describe = eventually("the blocked write reported", WAIT, || {
         kubectl_ok(cluster, User::Admin, &["promotion", "describe", &name])
             .ok()
@@ -725,7 +733,11 @@ fn webhook_outage(cluster: &Cluster) -> Result<(), String> {
     })?;
     assert_contains(
         &describe,
-        &["could not write"],
+        &[
+            "could not write",
+            "promotion-controller blocked: see Next step",
+            "promotion-controller cannot write this promotion",
+        ],
         "describe during the outage",
     )?;
     let p = stored(cluster, &name)?;

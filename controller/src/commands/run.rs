@@ -82,6 +82,14 @@ pub async fn run(args: &RunArgs) -> Result<()> {
         health = %health_listener.local_addr().map(|a| a.to_string()).unwrap_or_default(),
         "listening"
     );
+    // Said once at start, beside it: the controller runs either way (a refusal is also
+    // reported per promotion, as `WriteBlocked`, and may be fixed while it runs), and an API
+    // server slow to answer must not delay the watches.
+    let probe_client = client.clone();
+    let probe_selector = args.selector.clone();
+    tokio::spawn(async move {
+        crate::live::admission_probe::check(&probe_client, probe_selector.as_deref()).await;
+    });
     let (stores, feeds) = Stores::new(&PROFILE.api_resource());
     let metrics = Arc::new(Metrics::default());
     http::serve_metrics(metrics_listener, metrics.clone());

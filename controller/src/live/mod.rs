@@ -10,8 +10,10 @@
 //! - [`writes`]: the guarded writes; [`fault`]: the crash injection the crash-safety tests use
 //!   (a cargo feature, off in every release build);
 //! - [`leader`]: leader election on a Lease;
-//! - [`metrics`], [`http`]: Prometheus metrics, `/healthz` and `/readyz`.
+//! - [`metrics`], [`http`]: Prometheus metrics, `/healthz` and `/readyz`;
+//! - [`admission_probe`]: at start, whether the webhooks accept this controller's writes.
 
+pub mod admission_probe;
 pub mod fault;
 pub mod http;
 pub mod kept;

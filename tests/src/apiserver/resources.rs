@@ -342,6 +342,23 @@ pub fn registry(with_promotion_crd: bool) -> Vec<Arc<ResourceDef>> {
             is_crd: false,
             review: false,
         },
+        // promotion-controller's leader election, which `describe` reads.
+        ResourceDef {
+            group: "coordination.k8s.io",
+            version: "v1",
+            plural: "leases",
+            singular: "lease",
+            kind: "Lease",
+            namespaced: true,
+            short_names: &[],
+            verbs: BUILTIN_VERBS,
+            status_subresource: false,
+            storage: "leases",
+            printer: Printer::Crd(Vec::new()),
+            schema: None,
+            is_crd: false,
+            review: false,
+        },
         ResourceDef {
             group: super::authorization::GROUP,
             version: "v1",
