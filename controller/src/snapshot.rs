@@ -124,10 +124,14 @@ pub async fn client(
     };
     let connecting = |e: &dyn std::fmt::Display| Error::Cluster(format!("connecting: {e}"));
     let file = match kubeconfig {
-        Some(path) => Some(
-            Kubeconfig::read_from(path)
-                .map_err(|e| Error::Cluster(format!("reading {}: {e}", path.display())))?,
-        ),
+        Some(path) => {
+            // The file's own problem first, in kubectl's words, as the plugin says it (kube's
+            // error quotes the path twice, the second time as Rust's Debug form).
+            let read =
+                |why: String| Error::Cluster(format!("--kubeconfig {}: {why}", path.display()));
+            std::fs::File::open(path).map_err(|e| read(promotion_manifest::io_reason(&e)))?;
+            Some(Kubeconfig::read_from(path).map_err(|e| read(kube_connect::error_chain(&e)))?)
+        }
         None => match Kubeconfig::read() {
             Ok(file) => Some(file),
             // No kubeconfig at all: in-cluster, unless a context was asked for.

@@ -426,3 +426,29 @@ fn a_snapshot_without_profiles_does_not_blame_health_checks_that_do_not_exist() 
     );
     assert!(!explanation.contains("health checks to pass"), "{d}");
 }
+
+/// A kubeconfig that cannot be read is said in kubectl's words, the path once, as the plugin
+/// says it (kube's own error quoted the path twice, once as Rust's Debug form).
+#[test]
+fn an_unreadable_kubeconfig_is_named_once_in_plain_words() {
+    let missing = run(&["run", "--kubeconfig", "/nonexistent/kubeconfig"], None);
+    assert_eq!(missing.code, 1, "{}", missing.stderr);
+    assert_eq!(
+        missing.stderr,
+        "error: --kubeconfig /nonexistent/kubeconfig: no such file or directory\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("kubeconfig");
+    std::fs::write(&bad, "garbage: [\n").unwrap();
+    let out = run(&["run", "--kubeconfig", bad.to_str().unwrap()], None);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.starts_with(&format!(
+            "error: --kubeconfig {}: failed to parse kubeconfig YAML",
+            bad.display()
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("\"/"), "{}", out.stderr);
+}
