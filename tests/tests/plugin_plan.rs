@@ -319,6 +319,24 @@ fn label_typo_fails_strict_and_names_the_fix() {
         .run(&["plan", "-f", &rollout, "--clusters", &fleet, "--strict"])
         .expect(1);
     assert_eq!(offline.stdout, live.stdout);
+
+    // The timeline shows the empty stage deployed at once, under its own name: the
+    // simulation reads the decisions' steps, not their messages (the controller's Warning about
+    // a stage that matches no cluster once leaked into the STAGE column).
+    let timeline = env
+        .run(&["plan", "-f", &rollout, "--clusters", &fleet, "--timeline"])
+        .expect(0);
+    let deployed: Vec<&str> = timeline
+        .stdout
+        .lines()
+        .filter(|l| l.ends_with(" deployed"))
+        .collect();
+    assert_eq!(deployed.len(), 2, "{}", timeline.stdout);
+    assert!(
+        deployed[1].split_whitespace().collect::<Vec<_>>()[1..] == ["production", "deployed"],
+        "{}",
+        timeline.stdout
+    );
 }
 
 #[test]

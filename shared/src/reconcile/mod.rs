@@ -110,6 +110,19 @@ pub struct Event {
     pub event_type: &'static str,
     pub reason: &'static str,
     pub message: String,
+    /// The step of a stage the Event reports, for readers of decisions (the `plan --timeline`
+    /// simulation) that must not parse messages.
+    #[serde(skip)]
+    pub step: Option<(StageStep, String)>,
+}
+
+/// A stage's step an Event reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StageStep {
+    /// Its profile is applied: the stage starts.
+    Started,
+    /// Counted deployed (Sveltos provisioned it, or it matches no cluster).
+    Deployed,
 }
 
 /// What one reconcile does.
@@ -180,19 +193,30 @@ impl Decision {
         }
     }
 
-    fn event(&mut self, message: String) {
+    fn event(&mut self, message: String, step: Option<(StageStep, &str)>) {
         self.events.push(Event {
             event_type: "Normal",
             reason: "Sveltos",
             message,
+            step: step.map(|(s, stage)| (s, stage.to_string())),
         });
     }
 
     fn warning(&mut self, reason: &'static str, message: String) {
+        self.warning_on(reason, message, None);
+    }
+
+    fn warning_on(
+        &mut self,
+        reason: &'static str,
+        message: String,
+        step: Option<(StageStep, &str)>,
+    ) {
         self.events.push(Event {
             event_type: "Warning",
             reason,
             message,
+            step: step.map(|(s, stage)| (s, stage.to_string())),
         });
     }
 
@@ -417,10 +441,13 @@ impl<'a> Reconcile<'a> {
         }
         // Upstream says "(Restart)" also of a promotion's very first rollout; here only a new
         // rollout restarts, and the first is announced with upstream's plain string.
-        d.event(match recorded {
-            None => format!("Provisioning stage {}", first.name),
-            Some(_) => format!("Provisioning stage {} (Restart)", first.name),
-        });
+        d.event(
+            match recorded {
+                None => format!("Provisioning stage {}", first.name),
+                Some(_) => format!("Provisioning stage {} (Restart)", first.name),
+            },
+            Some((StageStep::Started, &first.name)),
+        );
         status.reset();
         status.add_stage(&first.name);
         status.describe(&first.name, descriptions::PROVISIONING);
@@ -523,9 +550,16 @@ impl<'a> Reconcile<'a> {
                 }
                 Deployment::Deployed(msg) => {
                     if msg.starts_with(deployed::NO_MATCHING_CLUSTERS) {
-                        d.warning("StageMatchesNoCluster", self.no_cluster_warning(stage));
+                        d.warning_on(
+                            "StageMatchesNoCluster",
+                            self.no_cluster_warning(stage),
+                            Some((StageStep::Deployed, current)),
+                        );
                     } else {
-                        d.event(format!("Stage {current} provisioned"));
+                        d.event(
+                            format!("Stage {current} provisioned"),
+                            Some((StageStep::Deployed, current)),
+                        );
                     }
                     status.check(current, true, None);
                     status.describe(current, &msg);
@@ -593,7 +627,10 @@ impl<'a> Reconcile<'a> {
                     d.delete_profile(next_pre);
                 }
                 status.add_stage(&next.name);
-                d.event(format!("Provisioning stage {}", next.name));
+                d.event(
+                    format!("Provisioning stage {}", next.name),
+                    Some((StageStep::Started, &next.name)),
+                );
                 d.explanation = format!("{current} is done: promoting to {}", next.name);
                 d.phase = Some(Phase::Progressing);
             }

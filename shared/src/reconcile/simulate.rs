@@ -332,12 +332,13 @@ fn record(
         }
     }
     for e in &d.events {
-        let (kind, stage) = if let Some(s) = e.message.strip_prefix("Provisioning stage ") {
-            (StepKind::Starts, s.trim_end_matches(" (Restart)"))
-        } else if let Some(s) = e.message.strip_prefix("Stage ") {
-            (StepKind::Deployed, s.trim_end_matches(" provisioned"))
-        } else {
+        let Some((step, stage)) = &e.step else {
             continue;
+        };
+        let stage = stage.as_str();
+        let kind = match step {
+            super::StageStep::Started => StepKind::Starts,
+            super::StageStep::Deployed => StepKind::Deployed,
         };
         steps.push(Step {
             time: now,
