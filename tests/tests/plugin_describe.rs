@@ -77,7 +77,7 @@ fn manual_gate_awaits_approval_and_says_how_to_approve() {
     );
     // Audit annotations: who approved (earlier rollout) and who changed the spec.
     assert!(
-        t.contains("staging   alice   2026-02-15T10:00:00Z   CAB-1234"),
+        t.contains("staging   approved   alice   2026-02-15T10:00:00Z   CAB-1234"),
         "{t}"
     );
     assert!(
@@ -899,4 +899,164 @@ fn messages_name_the_reconciler_that_runs_the_promotion() {
         .expect(0)
         .stdout;
     assert_eq!(t.matches("promotion-controller").count(), 1, "{t}");
+}
+
+/// The webhook's approval records as describe shows them (issue "Every screen true…", items 5
+/// and 17): a revocation is a revocation by its author, with the approval it withdrew; an
+/// approval taken away by an update names who took it; an approval in effect says how to
+/// withdraw it. Records written before the revocation kept its approval still read.
+#[test]
+fn revocations_and_removals_say_who_did_what() {
+    let records = |staging: Value| {
+        let mut world = example_world("kyverno-manual-gate.yaml");
+        let promotion = world.find_mut("ClusterPromotion", GATE).unwrap();
+        promotion["metadata"]["generation"] = json!(3);
+        promotion["metadata"]["annotations"] = json!({
+            "audit.kubectl-promotion.dev/approvals": json!({"staging": staging}).to_string(),
+        });
+        world
+    };
+    let alice = json!({"user": "alice", "groups": ["release-managers"],
+                       "time": "2026-02-16T07:40:00Z", "reason": "CAB-7", "generation": 2});
+
+    // alice approved, bob revoked.
+    let mut revocation = json!({"user": "bob", "groups": ["developers"],
+                                "time": "2026-02-16T07:45:00Z", "reason": "wrong build",
+                                "generation": 3, "revoked": true, "revokedApproval": alice});
+    let env = Env::start(records(revocation.clone()));
+    let t = env.run(&["describe", GATE]).expect(0).stdout;
+    assert!(
+        t.contains(
+            "     Last approval:  revoked by bob at 2026-02-16T07:45:00Z: \"wrong build\" \
+             (withdrew alice's approval given at 2026-02-16T07:40:00Z: \"CAB-7\")\n"
+        ),
+        "{t}"
+    );
+    let table: Vec<&str> = t
+        .lines()
+        .skip_while(|l| *l != "Approvals:")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(
+        table,
+        [
+            "  STAGE     ACTION     BY      AT                     REASON",
+            "  staging   approved   alice   2026-02-16T07:40:00Z   CAB-7",
+            "  staging   revoked    bob     2026-02-16T07:45:00Z   wrong build",
+        ],
+        "{t}"
+    );
+    // Nothing is in effect: nothing to withdraw.
+    assert!(!t.contains("Revoke:"), "{t}");
+    let json: Value =
+        serde_json::from_str(&env.run(&["describe", GATE, "-o", "json"]).expect(0).stdout)
+            .expect("describe -o json");
+    assert_eq!(
+        json["approvals"][0]["revokedApproval"]["user"], "alice",
+        "{json}"
+    );
+
+    // A revocation recorded before it kept the approval it withdrew.
+    revocation
+        .as_object_mut()
+        .unwrap()
+        .remove("revokedApproval");
+    env.put(
+        records(revocation)
+            .objects
+            .into_iter()
+            .find(|o| o["kind"] == "ClusterPromotion")
+            .unwrap(),
+    );
+    let t = env.run(&["describe", GATE]).expect(0).stdout;
+    assert!(
+        t.contains(
+            "Last approval:  revoked by bob at 2026-02-16T07:45:00Z: \"wrong build\" (withdrew \
+             an approval whose giver is not recorded)\n"
+        ),
+        "{t}"
+    );
+
+    // alice's approval, left out by carol's client-side apply.
+    let mut removed = alice.clone();
+    removed["removed"] = json!({"user": "carol", "time": "2026-02-16T07:50:00Z", "how": "update"});
+    env.put(
+        records(removed)
+            .objects
+            .into_iter()
+            .find(|o| o["kind"] == "ClusterPromotion")
+            .unwrap(),
+    );
+    let t = env.run(&["describe", GATE]).expect(0).stdout;
+    assert!(
+        t.contains(
+            "Last approval:  alice at 2026-02-16T07:40:00Z: \"CAB-7\" (removed by carol's update \
+             at 2026-02-16T07:50:00Z, which left approved out)\n"
+        ),
+        "{t}"
+    );
+    assert!(!t.contains("no longer in effect"), "{t}");
+    assert!(
+        t.contains(
+            "  staging   removed    carol   2026-02-16T07:50:00Z   the update left approved out"
+        ),
+        "{t}"
+    );
+
+    // Reset by the webhook on dave's update (a new rollout); qa's approval went with its stage.
+    let mut reset = alice.clone();
+    reset["removed"] = json!({"user": "dave", "time": "2026-02-16T07:55:00Z", "how": "reset",
+        "detail": "reset: spec.profileSpec changed, the new rollout needs a new approval"});
+    let mut world = records(reset);
+    let promotion = world.find_mut("ClusterPromotion", GATE).unwrap();
+    let mut all: Value = serde_json::from_str(
+        promotion["metadata"]["annotations"]["audit.kubectl-promotion.dev/approvals"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    all["qa"] = json!({"user": "erin", "time": "2026-02-16T07:00:00Z",
+        "removed": {"user": "carol", "time": "2026-02-16T07:56:00Z", "how": "stageRemoved"}});
+    promotion["metadata"]["annotations"]["audit.kubectl-promotion.dev/approvals"] =
+        json!(all.to_string());
+    env.put(
+        world
+            .objects
+            .into_iter()
+            .find(|o| o["kind"] == "ClusterPromotion")
+            .unwrap(),
+    );
+    let t = env.run(&["describe", GATE]).expect(0).stdout;
+    for line in [
+        "Last approval:  alice at 2026-02-16T07:40:00Z: \"CAB-7\" (reset by the webhook on \
+         dave's update at 2026-02-16T07:55:00Z: spec.profileSpec changed, the new rollout needs a \
+         new approval)\n",
+        "  qa        approved   erin    2026-02-16T07:00:00Z   -\n",
+        "  qa        removed    carol   2026-02-16T07:56:00Z   the update removed the stage\n",
+        "  staging   removed    dave    2026-02-16T07:55:00Z   reset by the webhook: \
+         spec.profileSpec changed, the new rollout needs a new approval\n",
+    ] {
+        assert!(t.contains(line), "{line:?} in:\n{t}");
+    }
+
+    // alice's approval in effect (its record is of the stored generation): how to withdraw it.
+    let mut world = records(json!({"user": "alice", "groups": ["release-managers"],
+                                   "time": "2026-02-16T07:40:00Z", "generation": 3}));
+    world.find_mut("ClusterPromotion", GATE).unwrap()["spec"]["stages"][1]["trigger"]["manual"]
+        ["approved"] = json!(true);
+    env.put(
+        world
+            .objects
+            .into_iter()
+            .find(|o| o["kind"] == "ClusterPromotion")
+            .unwrap(),
+    );
+    let t = env.run(&["describe", GATE]).expect(0).stdout;
+    assert!(
+        t.contains(&format!(
+            "     Revoke:         kubectl promotion approve {GATE} --stage staging --revoke\n"
+        )),
+        "{t}"
+    );
 }

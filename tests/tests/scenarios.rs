@@ -19,6 +19,7 @@ mod scenarios {
     pub mod kubeconfig_list;
     pub mod last_stage;
     pub mod lint_agreement;
+    pub mod revocation;
     pub mod rollout;
     pub mod states;
     pub mod support;
@@ -60,6 +61,14 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     (
         "an_approval_is_revoked_and_the_revocation_recorded",
         scenarios::bound::an_approval_is_revoked_and_the_revocation_recorded,
+    ),
+    (
+        "a_revocation_shows_the_approval_it_withdrew",
+        scenarios::revocation::a_revocation_shows_the_approval_it_withdrew,
+    ),
+    (
+        "revoking_takes_the_right_to_approve_or_ones_own_approval",
+        scenarios::revocation::revoking_takes_the_right_to_approve_or_ones_own_approval,
     ),
     (
         "an_approval_the_webhook_did_not_see_is_credited_to_nobody",

@@ -384,7 +384,7 @@ fn approve_records_the_requester_and_the_reason_and_describe_shows_them() {
         &[
             "Pipeline:       dev [promoted] → staging [approved and pending] → production [not started]",
             &format!("Last approval:  admin at {time}: \"CAB-1234 signed off\""),
-            &format!("staging   admin   {time}   CAB-1234 signed off"),
+            &format!("staging   approved   admin   {time}   CAB-1234 signed off"),
         ],
     );
 
@@ -463,8 +463,23 @@ fn a_new_rollout_resets_the_pending_approval_as_diff_predicts() {
         &json!({"automaticReset": true}),
         "approved is removed, as Sveltos does"
     );
-    // Who approved last stays on record; who changed the rollout is recorded.
-    assert_eq!(approval_record(&stored, "staging"), Some(record));
+    // Who approved last stays on record, marked with the reset and who made the change that
+    // caused it; who changed the rollout is recorded.
+    let mut kept = approval_record(&stored, "staging").expect("the record stays");
+    let removed = kept
+        .as_object_mut()
+        .and_then(|r| r.remove("removed"))
+        .expect("marked removed");
+    assert_eq!(Some(kept), Some(record));
+    assert_eq!(
+        (&removed["user"], &removed["how"], &removed["detail"]),
+        (
+            &json!("admin"),
+            &json!("reset"),
+            &json!("reset: spec.profileSpec changed, the new rollout needs a new approval")
+        ),
+        "{removed}"
+    );
     let spec_change: Value = serde_json::from_str(
         &annotation(&stored, SPEC_CHANGE_ANNOTATION).expect("spec-change record"),
     )

@@ -21,7 +21,7 @@ use crate::error::{exit::describe as exit, Error, Result};
 use crate::render::output;
 use crate::render::printers::{FormatArg, OutputFormat, PrintOptions, Target, MODEL_FORMATS};
 use crate::render::{self, describe::Options, terminal};
-use crate::view::approver::{ApprovalRight, CallerFacts};
+use crate::view::approver::{ApprovalRight, CallerFacts, RevokeRight};
 use crate::view::{self, Description, Snapshot, API_VERSION};
 
 #[derive(Args, Debug)]
@@ -117,6 +117,7 @@ pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
         if d.proposes_approval() {
             d.set_approval_right(ApprovalRight::offline());
         }
+        d.set_revoke_rights(|_| RevokeRight::offline());
         print(ctx, args, format, std::slice::from_ref(&d), false)?;
         return Ok(exit::OK);
     }
@@ -205,20 +206,21 @@ async fn add_reach(kube: &Kube, descriptions: &mut [Description], objects: &[Val
     }
 }
 
-/// A proposed approval is advice only to someone who may give it: the caller is judged by the
-/// server's RBAC (a SelfSubjectAccessReview for patch on each promotion) and by the approver
-/// rules the install publishes, and told when they cannot and who can ([`ApprovalRight`]).
+/// A proposed approval (or revocation) is advice only to someone who may give it: the caller is
+/// judged by the server's RBAC (a SelfSubjectAccessReview for patch on each promotion) and by the
+/// approver rules the install publishes, and told when they cannot and who can
+/// ([`ApprovalRight`], [`RevokeRight`]).
 async fn advise_only_what_the_caller_can(
     kube: &Kube,
     descriptions: &mut [Description],
     objects: &[Value],
 ) {
-    if !descriptions.iter().any(Description::proposes_approval) {
+    if !descriptions.iter().any(judges_the_caller) {
         return;
     }
     let caller = caller_facts(kube).await;
     let rbac = futures::future::join_all(descriptions.iter().map(|d| async move {
-        if d.proposes_approval() {
+        if judges_the_caller(d) {
             Some(may_patch(kube, &d.name).await)
         } else {
             None
@@ -267,17 +269,26 @@ async fn may_patch(kube: &Kube, name: &str) -> std::result::Result<bool, String>
         .map_err(|e| e.read_failure())
 }
 
-/// Word `d`'s proposed approvals for the caller; the rollout's starter is the one the webhook's
-/// record names, as the webhook judges four eyes.
+/// Whether `d` proposes something only some callers may do: an approval, or withdrawing one.
+fn judges_the_caller(d: &Description) -> bool {
+    d.proposes_approval() || d.has_revocable_approval()
+}
+
+/// Word `d`'s proposed approvals and revocations for the caller; the rollout's starter is the
+/// one the webhook's record names, as the webhook judges four eyes.
 fn judge(
     d: &mut Description,
     object: &Value,
     rbac: &std::result::Result<bool, String>,
     caller: &CallerFacts,
 ) {
-    let starter = spec_change_record(object).ok().flatten().map(|r| r.user);
-    let right = ApprovalRight::judge(&d.name, rbac, caller, starter.as_deref());
-    d.set_approval_right(right);
+    if d.proposes_approval() {
+        let starter = spec_change_record(object).ok().flatten().map(|r| r.user);
+        let right = ApprovalRight::judge(&d.name, rbac, caller, starter.as_deref());
+        d.set_approval_right(right);
+    }
+    let name = d.name.clone();
+    d.set_revoke_rights(|giver| RevokeRight::judge(&name, rbac, caller, giver));
 }
 
 /// Print descriptions: one model as an object, several (or "all") as a list.
@@ -371,7 +382,7 @@ async fn watch(
                         events = kube.list_events(name, uid).await.map_err(|e| e.read_failure());
                     }
                     let mut d = Description::build(&state.snapshot(events.clone()))?;
-                    if d.proposes_approval() {
+                    if judges_the_caller(&d) {
                         // Asked once per watch: who the caller is and what RBAC and the rules
                         // say change far more rarely than the pipeline; the starter of the
                         // rollout is read from each new state.

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use chrono::{DateTime, Utc};
 use promotion_shared::admission::used_approvals::UsedApproval;
-use promotion_shared::admission::ResetFlipRecord;
+use promotion_shared::admission::{ApprovalRecord, RemovalHow, RemovalRecord, ResetFlipRecord};
 use promotion_shared::cluster_summary::ClusterState;
 use promotion_shared::pipeline::{Approval, Phase, StageState, StageView, TriggerKind};
 use promotion_shared::status_writer::CONTROLLER_FIELD_MANAGER;
@@ -204,10 +204,15 @@ fn stage_block(
     };
     field(out, ind, "Trigger", &trigger);
     let pending = format!(" (pending: {} promotes on its next pass)", d.reconciler);
+    // An approval gone says who took it away when the webhook marked its record.
+    let gone = match &stage.approval_removed {
+        Some(removal) => format!(" ({})", removal_words(removal)),
+        None => " (no longer in effect)".to_string(),
+    };
     let state = match v.approval {
         Approval::Pending => pending.as_str(),
         Approval::Consumed => " (used)",
-        Approval::NotApproved | Approval::NotRequired => " (no longer in effect)",
+        Approval::NotApproved | Approval::NotRequired => gone.as_str(),
     };
     let manual = v.trigger.kind == TriggerKind::Manual;
     if let (Some(used), true) = (&stage.used_approval, manual) {
@@ -250,6 +255,9 @@ fn stage_block(
         if let Some(r) = &rec.reason {
             text.push_str(&format!(": {r:?}"));
         }
+        if rec.revoked {
+            text.push_str(&format!(" ({})", withdrawn(rec)));
+        }
         if !rec.revoked {
             text.push_str(if stage.approval_not_used {
                 NOT_USED
@@ -258,6 +266,9 @@ fn stage_block(
             });
         }
         field(out, ind, "Last approval", &text);
+    }
+    if stage.revocable {
+        field(out, ind, "Revoke", &d.revoke_advice(stage));
     }
     if let Some(flip) = &stage.automatic_reset_flip {
         field(out, ind, "Auto reset", &reset_flip(flip));
@@ -576,6 +587,8 @@ fn cluster_row(c: &ClusterState, style: &Style) -> Vec<String> {
     vec![name, features, style.paint(&message, Tone::Bad)]
 }
 
+/// Who approved what: per stage, oldest first, each approval, revocation and removal the
+/// webhook's records keep, one row each (a revocation's record keeps the approval it withdrew).
 fn approvals(out: &mut String, d: &Description, style: &Style) {
     let before = out.len();
     if !d.approvals.is_empty() {
@@ -583,16 +596,10 @@ fn approvals(out: &mut String, d: &Description, style: &Style) {
         let rows: Vec<Vec<String>> = d
             .approvals
             .iter()
-            .map(|a| {
-                vec![
-                    a.stage.clone(),
-                    a.record.user.clone(),
-                    a.record.time.clone(),
-                    a.record.reason.clone().unwrap_or_else(|| "-".into()),
-                ]
-            })
+            .flat_map(|a| approval_rows(&a.stage, &a.record))
             .collect();
-        for line in table::render(&["STAGE", "BY", "AT", "REASON"], &rows, false).lines() {
+        for line in table::render(&["STAGE", "ACTION", "BY", "AT", "REASON"], &rows, false).lines()
+        {
             let _ = writeln!(out, "  {line}");
         }
     } else if d
@@ -633,6 +640,103 @@ fn approvals(out: &mut String, d: &Description, style: &Style) {
     if out.len() > before {
         out.push('\n');
     }
+}
+
+/// The rows of one stage's record in the Approvals table.
+fn approval_rows(stage: &str, record: &ApprovalRecord) -> Vec<Vec<String>> {
+    let row = |action: &str, by: &str, at: &str, reason: Option<&str>| {
+        vec![
+            stage.to_string(),
+            action.to_string(),
+            by.to_string(),
+            at.to_string(),
+            reason.unwrap_or("-").to_string(),
+        ]
+    };
+    let mut rows = Vec::new();
+    if let Some(given) = record.revoked_approval.as_deref() {
+        rows.push(row(
+            "approved",
+            &given.user,
+            &given.time,
+            given.reason.as_deref(),
+        ));
+    }
+    let action = if record.revoked {
+        "revoked"
+    } else {
+        "approved"
+    };
+    rows.push(row(
+        action,
+        &record.user,
+        &record.time,
+        record.reason.as_deref(),
+    ));
+    if record.superseded {
+        // The approval in effect after this one had no record: who gave it is unknown.
+        rows.push(row(
+            "approved",
+            "(unknown)",
+            "-",
+            Some("given without the webhook: no record"),
+        ));
+    }
+    if let Some(removal) = &record.removed {
+        let how = match removal.how {
+            RemovalHow::Update => "the update left approved out".to_string(),
+            RemovalHow::StageRemoved => "the update removed the stage".to_string(),
+            RemovalHow::Reset => format!("reset by the webhook: {}", reset_detail(removal)),
+        };
+        rows.push(row("removed", &removal.user, &removal.time, Some(&how)));
+    }
+    rows
+}
+
+/// What a revocation withdrew, after "revoked by …": "release-manager's approval given at …".
+fn withdrawn(revocation: &ApprovalRecord) -> String {
+    match revocation.revoked_approval.as_deref() {
+        Some(given) => {
+            let reason = given
+                .reason
+                .as_ref()
+                .map(|r| format!(": {r:?}"))
+                .unwrap_or_default();
+            format!(
+                "withdrew {}'s approval given at {}{reason}",
+                given.user, given.time
+            )
+        }
+        // No record of its own, or a revocation recorded before the approval was kept with it.
+        None => "withdrew an approval whose giver is not recorded".to_string(),
+    }
+}
+
+/// Who took an approval away, when and how, in a few words: "removed by carol's update at T,
+/// which left approved out".
+fn removal_words(removal: &RemovalRecord) -> String {
+    let (user, time) = (&removal.user, &removal.time);
+    match removal.how {
+        RemovalHow::Update => {
+            format!("removed by {user}'s update at {time}, which left approved out")
+        }
+        RemovalHow::StageRemoved => {
+            format!("removed by {user}'s update at {time}, which removed the stage")
+        }
+        RemovalHow::Reset => format!(
+            "reset by the webhook on {user}'s update at {time}: {}",
+            reset_detail(removal)
+        ),
+    }
+}
+
+/// Why the webhook reset an approval, without the verb its warning starts with.
+fn reset_detail(removal: &RemovalRecord) -> &str {
+    let detail = removal.detail.as_deref().unwrap_or("why was not recorded");
+    detail
+        .strip_prefix("removed: ")
+        .or_else(|| detail.strip_prefix("reset: "))
+        .unwrap_or(detail)
 }
 
 fn events(out: &mut String, d: &Description, now: DateTime<Utc>) {

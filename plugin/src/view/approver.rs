@@ -1,6 +1,7 @@
 //! Whether the caller may approve, and who may: the advice to approve is given as a command only
 //! to someone whose approval RBAC and the admission webhook would both admit, and otherwise says
-//! why not and who can. RBAC is the server's answer to a SelfSubjectAccessReview; the webhook's
+//! why not and who can. The same for withdrawing an approval in effect ([`RevokeRight`]): under
+//! approver groups only an approver, or whoever gave that approval, may. RBAC is the server's answer to a SelfSubjectAccessReview; the webhook's
 //! rules are the ones the install publishes ([`PublishedGovernance`]), judged by the same function
 //! the webhook runs ([`approver_refusals`]). What could not be learnt is said, never guessed.
 //!
@@ -9,7 +10,7 @@
 use serde::Serialize;
 
 use promotion_shared::admission::{
-    approver_refusals, group_list, ApproverRefusal, PublishedGovernance, UserInfo,
+    approver_refusals, group_list, revoker_refusal, ApproverRefusal, PublishedGovernance, UserInfo,
     GOVERNANCE_CONFIGMAP, GOVERNANCE_NAMESPACE,
 };
 
@@ -136,26 +137,138 @@ impl ApprovalRight {
     }
 }
 
+/// Whether the caller may withdraw the approval in effect on a stage, in the model (the stage's
+/// `revokeRight`): the webhook's rule ([`revoker_refusal`]) and RBAC, as for approving.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RevokeRight {
+    /// `true`: RBAC and the published rules admit the caller's revocation; `false`: one of them
+    /// refuses it; `null`: not known (see `reasons`).
+    pub may_revoke: Option<bool>,
+    /// Why not, or what could not be learnt.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+    /// Who may revoke, in words.
+    pub who_may: String,
+}
+
+impl RevokeRight {
+    /// `describe -f`: nothing was asked of a cluster.
+    pub fn offline() -> RevokeRight {
+        RevokeRight {
+            may_revoke: None,
+            reasons: vec!["described offline, nothing was asked of a cluster".into()],
+            who_may: "someone who may patch it".into(),
+        }
+    }
+
+    /// Judge the caller's revocation of an approval of the promotion `name` that `giver` gave
+    /// (by the webhook's record; `None`: nobody known): `rbac` is whether they may patch it.
+    pub fn judge(
+        name: &str,
+        rbac: &Result<bool, String>,
+        caller: &CallerFacts,
+        giver: Option<&str>,
+    ) -> RevokeRight {
+        let mut refused = Vec::new();
+        let mut unknown = Vec::new();
+        match rbac {
+            Ok(true) => {}
+            Ok(false) => refused.push(format!("RBAC: no patch on {PROMOTIONS} {name:?}")),
+            Err(e) => unknown.push(format!("the access review failed: {e}")),
+        }
+        let mut who_may = String::from("someone");
+        match &caller.rules {
+            Ok(Some(rules)) if !rules.approver_groups.is_empty() => {
+                who_may = format!("a member of {}", group_list(&rules.approver_groups));
+                if let Some(giver) = giver {
+                    who_may.push_str(&format!(" or {giver:?} (who gave it)"));
+                }
+                match &caller.identity {
+                    Ok(user) => {
+                        if let Some(refusal) =
+                            revoker_refusal(&rules.policy(Vec::new()), user, giver)
+                        {
+                            refused.push(revoker_reason(&refusal.approver_groups, user));
+                        }
+                    }
+                    Err(e) => unknown.push(format!(
+                        "who you are could not be asked, which the approver rules depend on \
+                         ({e})"
+                    )),
+                }
+            }
+            Ok(_) => {}
+            Err(e) => unknown.push(format!(
+                "the approver rules could not be read (ConfigMap \
+                 {GOVERNANCE_NAMESPACE}/{GOVERNANCE_CONFIGMAP}: {e})"
+            )),
+        }
+        who_may.push_str(" who may patch it");
+        let (may_revoke, reasons) = match (refused.is_empty(), unknown.is_empty()) {
+            (false, _) => (Some(false), refused),
+            (true, false) => (None, unknown),
+            (true, true) => (Some(true), Vec::new()),
+        };
+        RevokeRight {
+            may_revoke,
+            reasons,
+            who_may,
+        }
+    }
+
+    /// The advice `step` (a `kubectl promotion approve … --revoke` command) as this caller
+    /// should read it.
+    pub fn advise(&self, step: &str) -> String {
+        match self.may_revoke {
+            Some(true) => step.to_string(),
+            Some(false) => format!(
+                "you cannot revoke it ({}): {} runs: {step}",
+                self.reasons.join("; "),
+                self.who_may
+            ),
+            None => format!(
+                "{step}   (whether you may revoke it is unknown: {})",
+                self.reasons.join("; ")
+            ),
+        }
+    }
+}
+
+/// Why the webhook refuses `user`'s revocation of another user's approval.
+fn revoker_reason(approver_groups: &[String], user: &UserInfo) -> String {
+    let name = user.username.as_deref().unwrap_or_default();
+    format!(
+        "the admission webhook admits a revocation of another user's approval only from members \
+         of {} (the right to approve), and you ({name:?}) are in {}",
+        group_list(approver_groups),
+        your_groups(user)
+    )
+}
+
+/// The caller's groups as refusals list them.
+fn your_groups(user: &UserInfo) -> String {
+    let groups = user.groups.as_deref().unwrap_or_default();
+    if groups.is_empty() {
+        "no group".to_string()
+    } else {
+        groups
+            .iter()
+            .map(|g| format!("{g:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 fn refusal_reason(refusal: &ApproverRefusal, user: &UserInfo) -> String {
     let name = user.username.as_deref().unwrap_or_default();
     match refusal {
-        ApproverRefusal::NotInGroup { approver_groups } => {
-            let groups = user.groups.as_deref().unwrap_or_default();
-            let yours = if groups.is_empty() {
-                "no group".to_string()
-            } else {
-                groups
-                    .iter()
-                    .map(|g| format!("{g:?}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            format!(
-                "the admission webhook admits approvals only from members of {}, and you \
-                 ({name:?}) are in {yours}",
-                group_list(approver_groups)
-            )
-        }
+        ApproverRefusal::NotInGroup { approver_groups } => format!(
+            "the admission webhook admits approvals only from members of {}, and you ({name:?}) \
+             are in {}",
+            group_list(approver_groups),
+            your_groups(user)
+        ),
         ApproverRefusal::SelfApproval => format!(
             "four eyes: you ({name:?}) started this rollout, and the admission webhook admits \
              another user's approval only"
@@ -270,6 +383,77 @@ mod tests {
         assert!(
             right.reasons[0].starts_with("who you are could not be asked"),
             "{right:?}"
+        );
+    }
+
+    const REVOKE: &str = "kubectl promotion approve p --stage staging --revoke";
+
+    #[test]
+    fn an_approver_or_whoever_gave_the_approval_may_revoke_it() {
+        let rules = governed(&["release-managers"], true);
+        let judge = |who: UserInfo, rbac: Result<bool, String>, giver: Option<&str>| {
+            RevokeRight::judge("p", &rbac, &facts(who, rules.clone()), giver)
+        };
+        let rm = user("rm", &["release-managers"]);
+        assert_eq!(judge(rm, Ok(true), Some("alice")).advise(REVOKE), REVOKE);
+        // alice gave it: she may withdraw it, approver or not.
+        let alice = user("alice", &["developers"]);
+        assert_eq!(
+            judge(alice.clone(), Ok(true), Some("alice")).may_revoke,
+            Some(true)
+        );
+        // bob may not withdraw alice's approval.
+        let bob = user("bob", &["developers"]);
+        assert_eq!(
+            judge(bob.clone(), Ok(true), Some("alice")).advise(REVOKE),
+            format!(
+                "you cannot revoke it (the admission webhook admits a revocation of another \
+                 user's approval only from members of group \"release-managers\" (the right to \
+                 approve), and you (\"bob\") are in \"developers\"): a member of group \
+                 \"release-managers\" or \"alice\" (who gave it) who may patch it runs: {REVOKE}"
+            )
+        );
+        // Without a record of who gave it, only an approver.
+        let right = judge(alice.clone(), Ok(true), None);
+        assert_eq!(right.may_revoke, Some(false));
+        assert_eq!(
+            right.who_may,
+            "a member of group \"release-managers\" who may patch it"
+        );
+        // RBAC refuses alike; four eyes plays no part.
+        let right = judge(alice, Ok(false), Some("alice"));
+        assert_eq!(
+            right.reasons,
+            ["RBAC: no patch on clusterpromotions.config.projectsveltos.io \"p\""]
+        );
+        // Rules without approver groups restrict nobody, and need no identity.
+        let open = CallerFacts {
+            identity: Err("SelfSubjectReview not served".into()),
+            rules: Ok(governed(&[], true)),
+        };
+        let right = RevokeRight::judge("p", &Ok(true), &open, Some("alice"));
+        assert_eq!(
+            (right.may_revoke, right.who_may.as_str()),
+            (Some(true), "someone who may patch it")
+        );
+        let closed = CallerFacts {
+            identity: Err("SelfSubjectReview not served".into()),
+            rules: Ok(governed(&["release-managers"], false)),
+        };
+        let right = RevokeRight::judge("p", &Ok(true), &closed, Some("alice"));
+        assert_eq!(right.may_revoke, None);
+        assert!(
+            right.advise(REVOKE).starts_with(&format!(
+                "{REVOKE}   (whether you may revoke it is unknown: who you are could not be asked"
+            )),
+            "{right:?}"
+        );
+        assert_eq!(
+            RevokeRight::offline().advise(REVOKE),
+            format!(
+                "{REVOKE}   (whether you may revoke it is unknown: described offline, nothing \
+                 was asked of a cluster)"
+            )
         );
     }
 

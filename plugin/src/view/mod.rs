@@ -12,7 +12,7 @@ use serde_json::Value;
 use promotion_shared::admission::used_approvals::{self, UsedApproval, UsedApprovals};
 use promotion_shared::admission::{
     approval_records, credited, reset_flip_records, spec_change_record, ApprovalRecord,
-    ResetFlipRecord,
+    RemovalRecord, ResetFlipRecord,
 };
 use promotion_shared::approval;
 use promotion_shared::cluster_summary::ClusterState;
@@ -399,6 +399,18 @@ pub struct StageDetail {
     /// `approved` is true, only the record of the write that set it ([`credited`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval_record: Option<ApprovalRecord>,
+    /// The approval last in effect is gone, taken away by a write that did not revoke it: who
+    /// wrote it, when and how, from the webhook's mark on the stage's record
+    /// ([`ApprovalRecord::removed`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_removed: Option<RemovalRecord>,
+    /// An approval is in effect that `approve --revoke` would withdraw
+    /// ([`promotion_shared::gate::revoke_target`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub revocable: bool,
+    /// With `revocable`: whether the caller may withdraw it, and who may; set by `describe`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revoke_right: Option<approver::RevokeRight>,
     /// `approved` is true, and no record is the one of the write that set it (given while the
     /// webhook was not called); or the approval last in effect was such a one, now gone (the
     /// webhook marked the record [`ApprovalRecord::superseded`]): who approved is unknown.
@@ -552,6 +564,24 @@ impl Description {
             || self.stages.iter().any(|s| s.approve_unblocks.is_some())
     }
 
+    /// Whether an approval in effect could be withdrawn, so that who may is worth asking.
+    pub fn has_revocable_approval(&self) -> bool {
+        self.stages.iter().any(|s| s.revocable)
+    }
+
+    /// Word each withdrawable approval's revoke command for a caller: `judge` decides for the
+    /// approval's giver (by its record; `None`: nobody known), as the webhook judges it.
+    pub fn set_revoke_rights(&mut self, judge: impl Fn(Option<&str>) -> approver::RevokeRight) {
+        for stage in self.stages.iter_mut().filter(|s| s.revocable) {
+            let giver = stage
+                .approval_record
+                .as_ref()
+                .filter(|r| !r.revoked)
+                .map(|r| r.user.as_str());
+            stage.revoke_right = Some(judge(giver));
+        }
+    }
+
     /// Word the proposed approvals for a caller: the next step now, each stage's command when
     /// rendered.
     pub fn set_approval_right(&mut self, right: approver::ApprovalRight) {
@@ -572,6 +602,19 @@ impl Description {
             self.name
         );
         match &self.approval_right {
+            Some(right) => right.advise(&step),
+            None => step,
+        }
+    }
+
+    /// The command that withdraws the approval in effect on `stage`, worded for the caller when
+    /// they were judged.
+    pub fn revoke_advice(&self, stage: &StageDetail) -> String {
+        let step = format!(
+            "{APPROVE_COMMAND}{} --stage {} --revoke",
+            self.name, stage.view.name
+        );
+        match &stage.revoke_right {
             Some(right) => right.advise(&step),
             None => step,
         }
@@ -870,6 +913,10 @@ fn stage_details(
                 approval_not_used: not_used,
                 approve_unblocks: awaiting.then(|| transition(view)),
                 approval_record: record.filter(|_| !unrecorded).cloned(),
+                approval_removed: record.filter(|_| !approved).and_then(|r| r.removed.clone()),
+                revocable: first
+                    && promotion_shared::gate::revoke_target(pipeline, &view.name).is_ok(),
+                revoke_right: None,
                 approval_unrecorded: unrecorded,
                 approval_for_earlier_rollout: earlier.cloned(),
                 automatic_reset_flip: records

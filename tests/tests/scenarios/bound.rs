@@ -380,12 +380,23 @@ pub fn an_approval_is_revoked_and_the_revocation_recorded(cluster: &Cluster) {
         ("release-manager", Some("wrong build")),
         "[{backend}]"
     );
+    // The revocation keeps the approval it withdrew (here the revoker's own).
+    let given = record
+        .revoked_approval
+        .as_deref()
+        .unwrap_or_else(|| panic!("[{backend}] the approval withdrawn: {record:?}"));
+    assert_eq!(
+        (given.user.as_str(), given.reason.as_deref()),
+        ("release-manager", Some("CAB-7")),
+        "[{backend}]"
+    );
     let out = kubectl(cluster, User::Viewer, &["promotion", "describe", &name]);
     assert_contains(
         &out.stdout,
         &[&format!(
-            "Last approval:  revoked by release-manager at {}: \"wrong build\"\n",
-            record.time
+            "Last approval:  revoked by release-manager at {}: \"wrong build\" (withdrew \
+             release-manager's approval given at {}: \"CAB-7\")\n",
+            record.time, given.time
         )],
         &format!("[{backend}] describe"),
     );

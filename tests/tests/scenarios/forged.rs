@@ -47,7 +47,8 @@ pub fn a_forged_approval_record_is_refused(cluster: &Cluster) {
              denied the request: ClusterPromotion.config.projectsveltos.io \"{name}\" is \
              forbidden: metadata.annotations[{APPROVALS_ANNOTATION}]: the approval record of \
              stage \"staging\" was written by the client, but this request does not approve \
-             that stage; only the promotion webhook writes audit records\n"
+             that stage (nor revoke its approval, nor take it away); only the promotion webhook \
+             writes audit records\n"
         ),
         "[{backend}] annotate: {out}"
     );

@@ -14,7 +14,9 @@
 use promotion_e2e::backend::{BackendKind, Cluster};
 use promotion_e2e::envtest::objects::CLUSTER_PROMOTION;
 use promotion_e2e::envtest::User;
-use promotion_shared::admission::APPROVALS_ANNOTATION;
+use promotion_shared::admission::{
+    approval_records, ApprovalRecord, RemovalHow, APPROVALS_ANNOTATION,
+};
 use serde_json::Value;
 
 use super::bound::awaiting;
@@ -101,10 +103,52 @@ pub fn gitops_flows_keep_or_lose_a_pending_approval_as_documented(cluster: &Clus
         ],
         &format!("[{backend}] client-side apply"),
     );
+    // The record is kept, and says who took the approval away (issue "Every screen true…",
+    // item 17): the apply's user, now, by leaving `approved` out.
+    let given = approval_records(&serde_json::json!({"metadata": {"annotations": {
+        APPROVALS_ANNOTATION: recorded
+    }}}))
+    .or_fail(cluster, "reading the records before the apply")
+    .remove("staging")
+    .ok_or("missing")
+    .or_fail(cluster, "the record of staging");
+    let marked = approval_records(&read_back(cluster, &name))
+        .or_fail(cluster, "reading the records after the apply")
+        .remove("staging")
+        .ok_or("missing")
+        .or_fail(cluster, "the record of staging");
+    let removal = marked
+        .removed
+        .clone()
+        .ok_or("missing")
+        .or_fail(cluster, "the record marked removed");
     assert_eq!(
-        records(cluster, &name),
-        recorded,
+        (removal.user.as_str(), removal.how),
+        ("admin", RemovalHow::Update),
+        "[{backend}] {marked:?}"
+    );
+    assert_eq!(
+        ApprovalRecord {
+            removed: None,
+            ..marked
+        },
+        given,
         "[{backend}] records kept"
+    );
+    let out = kubectl(cluster, User::Viewer, &["promotion", "describe", &name]);
+    assert_contains(
+        &out.stdout,
+        &[&format!(
+            "     Last approval:  release-manager at {}: \"CAB-9\" (removed by admin's update at \
+             {}, which left approved out)\n",
+            given.time, removal.time
+        )],
+        &format!("[{backend}] describe after the apply"),
+    );
+    assert!(
+        !out.stdout.contains("no longer in effect"),
+        "[{backend}] {}",
+        out.stdout
     );
     // Every time, not only the first apply after `approved` left git.
     approve(cluster, &name);

@@ -237,11 +237,21 @@ pub fn an_unrecorded_approval_used_and_removed_is_credited_to_nobody(cluster: &C
         "[{backend}] the earlier record is marked, not rewritten: {record:?}"
     );
 
+    // Who took the unrecorded approval away is recorded all the same (issue "Every screen
+    // true…", item 17).
+    let removal = record
+        .removed
+        .as_ref()
+        .unwrap_or_else(|| panic!("[{backend}] the removal is recorded: {record:?}"));
     let text = describe(cluster, &name);
     let approval_line = line(&text, "Last approval:");
     assert_eq!(
         approval_line.trim(),
-        "Last approval:  approved without a record (who: unknown) (no longer in effect)",
+        format!(
+            "Last approval:  approved without a record (who: unknown) (removed by admin's update \
+             at {}, which left approved out)",
+            removal.time
+        ),
         "[{backend}]"
     );
     assert!(
