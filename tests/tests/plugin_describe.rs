@@ -21,6 +21,13 @@ fn stage_line<'a>(text: &'a str, stage: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no block for stage {stage} in:\n{text}"))
 }
 
+/// The header line of `describe` that starts with `label` (`Phase:`), or "" without one.
+fn header<'a>(text: &'a str, label: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.starts_with(label))
+        .unwrap_or_default()
+}
+
 #[test]
 fn auto_rollout_soaks_at_the_last_stage() {
     let env = Env::start(auto_rollout_two_clusters_each());
@@ -864,11 +871,14 @@ fn messages_name_the_reconciler_that_runs_the_promotion() {
     );
     assert!(!t.contains("Sveltos promotes"), "{t}");
 
-    // Just created: promotion-controller added the finalizer, the status is not written yet.
+    // Just created: promotion-controller added the finalizer, the status is not written yet;
+    // it leads (its Lease is fresh).
+    env.put(controller_lease(chrono::Utc::now()));
     let mut p = example("payment-four-stages.yaml");
     p["metadata"]["finalizers"] = json!([promotion_shared::model::FINALIZER]);
-    p["metadata"]["managedFields"] =
-        json!([controller_entry(json!({"f:metadata": {"f:finalizers": {}}}))]);
+    p["metadata"]["managedFields"] = json!([controller_entry(
+        json!({"f:metadata": {"f:finalizers": {}}})
+    )]);
     env.put(p);
     let t = env
         .run(&["describe", "core-payment-processor-ci"])
@@ -889,8 +899,17 @@ fn messages_name_the_reconciler_that_runs_the_promotion() {
         "--for=complete",
         "--timeout=1s",
     ]);
-    assert!(!wait.stderr.contains("no ClusterPromotion reconciler"), "{}", wait.stderr);
-    assert!(wait.stderr.contains("promotion-controller took this promotion on"), "{}", wait.stderr);
+    assert!(
+        !wait.stderr.contains("no ClusterPromotion reconciler"),
+        "{}",
+        wait.stderr
+    );
+    assert!(
+        wait.stderr
+            .contains("promotion-controller took this promotion on"),
+        "{}",
+        wait.stderr
+    );
 
     // Nothing took it on: one piece of advice, covering both reconcilers.
     env.put(example("payment-four-stages.yaml"));
@@ -899,6 +918,70 @@ fn messages_name_the_reconciler_that_runs_the_promotion() {
         .expect(0)
         .stdout;
     assert_eq!(t.matches("promotion-controller").count(), 1, "{t}");
+}
+
+/// Each stage says which configuration it runs: after a change of the chart version, the stages
+/// the new rollout has not reached keep the previous rollout's profile, and a ClusterSummary
+/// Sveltos has not updated yet counts as still on the previous spec, not as provisioned.
+#[test]
+fn each_stage_says_which_configuration_it_runs() {
+    let mut world = auto_rollout_two_clusters_each();
+    let name = "kyverno-rollout-auto";
+    // The new rollout: 3.6.3 in the spec (the status hashed for it, as the reconciler writes it).
+    let promotion = world.find_mut("ClusterPromotion", name).unwrap();
+    promotion["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"] = json!("3.6.3");
+    promotion["status"]["stagesHash"] = json!("");
+    promotion_e2e::fixtures::hash_status_as_sveltos(promotion);
+    // The reconciler applied dev's profile; Sveltos has not updated dev's ClusterSummaries.
+    let dev = world
+        .find_mut("ClusterProfile", "kyverno-rollout-auto-dev")
+        .unwrap();
+    dev["spec"]["helmCharts"][0]["chartVersion"] = json!("3.6.3");
+    let env = Env::start(world);
+
+    let t = env.run(&["describe", name]).expect(0).stdout;
+    let block = |stage: &str| {
+        let start = t
+            .find(&format!(". {stage}  "))
+            .unwrap_or_else(|| panic!("{t}"));
+        let rest = &t[start..];
+        rest[..rest.find("\n\n").unwrap_or(rest.len())].to_string()
+    };
+    let dev = block("dev");
+    assert!(
+        dev.contains("Runs:           spec.profileSpec (this rollout's configuration)"),
+        "{dev}"
+    );
+    assert!(
+        dev.contains("2 clusters: 0 provisioned, 2 still on the previous spec"),
+        "{dev}"
+    );
+    assert!(
+        dev.contains("still on the previous spec (Sveltos is updating it)"),
+        "{dev}"
+    );
+    for stage in ["staging", "production"] {
+        let b = block(stage);
+        assert!(
+            b.contains(
+                "Runs:           another rollout's configuration: helm kyverno/kyverno 3.6.2 as \
+                 kyverno/kyverno-latest (to the spec: kyverno/kyverno 3.6.2 → 3.6.3)"
+            ),
+            "{b}"
+        );
+        assert!(b.contains("2 clusters: 2 provisioned"), "{b}");
+    }
+    let json: Value =
+        serde_json::from_str(&env.run(&["describe", name, "-o", "json"]).expect(0).stdout)
+            .expect("JSON");
+    assert_eq!(json["stages"][0]["runs"]["spec"], true, "{json}");
+    assert_eq!(json["stages"][1]["runs"]["spec"], false, "{json}");
+    assert_eq!(
+        json["stages"][1]["runs"]["toSpec"],
+        "kyverno/kyverno 3.6.2 → 3.6.3"
+    );
+    assert_eq!(json["stages"][0]["clusterCounts"]["previousSpec"], 2);
+    assert_eq!(json["stages"][0]["clusterCounts"]["provisioned"], 0);
 }
 
 /// The webhook's approval records as describe shows them (issue "Every screen true…", items 5
@@ -1059,4 +1142,133 @@ fn revocations_and_removals_say_who_did_what() {
         )),
         "{t}"
     );
+}
+
+/// A promotion window on the last stage delays only "complete": the deployed stage is said to be
+/// deployed, not to wait.
+#[test]
+fn a_closed_window_on_the_last_stage_delays_only_complete() {
+    let mut world = auto_rollout_two_clusters_each();
+    let promotion = world
+        .find_mut("ClusterPromotion", "kyverno-rollout-auto")
+        .unwrap();
+    promotion["status"]["stages"][2]["currentStatusDescription"] = json!(
+        "Window Closed: Waiting for Next Schedule (2026-02-23T09:00:00Z) (2026-02-21T10:00:00Z)"
+    );
+    let env = Env::start(world);
+    let t = env
+        .run(&["describe", "kyverno-rollout-auto"])
+        .expect(0)
+        .stdout;
+    assert!(
+        stage_line(&t, "production")
+            .ends_with("deployed; marked complete when the window opens at 2026-02-23T09:00:00Z"),
+        "{t}"
+    );
+    assert!(
+        t.contains("Completes:      promotion window opens at 2026-02-23T09:00:00Z"),
+        "{t}"
+    );
+    assert!(!t.contains("Waits:"), "{t}");
+    assert!(!t.contains("waiting for window"), "{t}");
+}
+
+/// promotion-controller's Lease as its leader renews it, last at `renewed`.
+fn controller_lease(renewed: chrono::DateTime<chrono::Utc>) -> Value {
+    json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+           "metadata": {"name": "promotion-controller", "namespace": "kubectl-promotion-system"},
+           "spec": {"holderIdentity": "promotion-controller-7d9f_1", "leaseDurationSeconds": 15,
+                    "renewTime": renewed.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()}})
+}
+
+/// When promotion-controller cannot act — not installed, no leader (its Lease not renewed), or
+/// its writes refused (a `WriteBlocked` Warning) — describe's Phase and Next step say so and how
+/// to fix it; with a leader and no refusal, nothing is said.
+#[test]
+fn describe_says_when_promotion_controller_cannot_act() {
+    let controller_entry = json!({"manager": "promotion-controller", "operation": "Apply",
+        "subresource": "status", "time": "2026-02-16T07:25:00Z", "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:status": {"f:stages": {}}}});
+    let mut world = example_world("kyverno-manual-gate.yaml");
+    let promotion = world.find_mut("ClusterPromotion", GATE).unwrap();
+    promotion["metadata"]["managedFields"] = json!([controller_entry]);
+    let env = Env::start(world);
+    let phase = |t: &str| header(t, "Phase:").to_string();
+    let next = |t: &str| header(t, "Next step:").to_string();
+
+    // Not installed: no Lease.
+    let t = env.run(&["describe", GATE]).expect(0).stdout;
+    assert_eq!(
+        phase(&t),
+        "Phase:          awaiting approval — promotion-controller absent: see Next step"
+    );
+    assert!(
+        next(&t).contains("no promotion-controller runs in kubectl-promotion-system"),
+        "{t}"
+    );
+
+    // Stuck: the Lease was last renewed five minutes ago.
+    let now = chrono::Utc::now();
+    env.put(controller_lease(now - chrono::Duration::minutes(5)));
+    let t = env.run(&["describe", GATE]).expect(0).stdout;
+    assert!(
+        phase(&t).ends_with("promotion-controller stuck: see Next step"),
+        "{t}"
+    );
+    assert!(
+        next(&t).contains(
+            "its Lease kubectl-promotion-system/promotion-controller was last renewed 5m ago by \
+             promotion-controller-7d9f_1"
+        ),
+        "{t}"
+    );
+    let json: Value =
+        serde_json::from_str(&env.run(&["describe", GATE, "-o", "json"]).expect(0).stdout)
+            .expect("JSON");
+    assert_eq!(json["reconcilerBlocked"]["kind"], "stuck", "{json}");
+
+    // Leading, and nothing refused: the approval is the next step again.
+    env.put(controller_lease(now));
+    let t = env.run(&["describe", GATE]).expect(0).stdout;
+    assert_eq!(phase(&t), "Phase:          awaiting approval", "{t}");
+    assert!(next(&t).contains("kubectl promotion approve"), "{t}");
+
+    // Its writes refused a minute ago: blocked, with the server's words.
+    env.put(json!({"apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": "kyverno-rollout-man.blocked", "namespace": "default"},
+        "involvedObject": {"apiVersion": "config.projectsveltos.io/v1beta1",
+                           "kind": "ClusterPromotion", "name": GATE},
+        "type": "Warning", "reason": "WriteBlocked", "count": 4,
+        "message": "promotion-controller could not write: admission webhook \"validate.kubectl-promotion.dev\" denied the request",
+        "source": {"component": "promotion-controller"},
+        "lastTimestamp": (now - chrono::Duration::minutes(1)).format("%Y-%m-%dT%H:%M:%SZ").to_string()}));
+    let t = env.run(&["describe", GATE]).expect(0).stdout;
+    assert!(
+        phase(&t).ends_with("promotion-controller blocked: see Next step"),
+        "{t}"
+    );
+    assert!(
+        next(&t).contains("promotion-controller cannot write this promotion (refused ")
+            && next(&t).contains(
+                " ago, 4 time(s)): admission webhook \"validate.kubectl-promotion.dev\" denied"
+            ),
+        "{t}"
+    );
+    assert!(next(&t).contains("--controller-user"), "{t}");
+}
+
+/// `lastPromotionTime` is set when the first stage starts too: until a second stage is reached
+/// describe calls it the rollout's start, not a promotion.
+#[test]
+fn the_rollout_start_is_not_called_a_promotion() {
+    let env = Env::start(example_world("kyverno-failed-dev.yaml"));
+    let t = env
+        .run(&["describe", "kyverno-rollout-auto"])
+        .expect(0)
+        .stdout;
+    assert!(t.contains("Rollout start:  "), "{t}");
+    assert!(!t.contains("Last promotion:"), "{t}");
+    let env = Env::start(example_world("kyverno-manual-gate.yaml"));
+    let t = env.run(&["describe", GATE]).expect(0).stdout;
+    assert!(t.contains("Last promotion: "), "{t}");
 }

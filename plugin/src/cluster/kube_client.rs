@@ -17,8 +17,8 @@ use promotion_shared::patch::{Write, FIELD_MANAGER};
 use crate::cluster::connection::ConnectionFlags;
 use crate::cluster::request_log::RequestLog;
 use crate::cluster::resources::{
-    CONFIG_MAP, CONFIG_MAPS, CORE_EVENT, CORE_EVENTS, EVENT, EVENTS, PROFILE, PROFILES, PROMOTION,
-    PROMOTIONS, SELF_SUBJECT_REVIEW, SELF_SUBJECT_REVIEWS, SUMMARIES, SUMMARY,
+    CONFIG_MAP, CONFIG_MAPS, CORE_EVENT, CORE_EVENTS, EVENT, EVENTS, LEASE, LEASES, PROFILE,
+    PROFILES, PROMOTION, PROMOTIONS, SELF_SUBJECT_REVIEW, SELF_SUBJECT_REVIEWS, SUMMARIES, SUMMARY,
 };
 use crate::error::{Error, Request, Result};
 use crate::view::events;
@@ -433,17 +433,40 @@ impl Kube {
     pub async fn published_governance(&self) -> Result<Option<Value>> {
         let what = Request::named("get", CONFIG_MAPS, GOVERNANCE_CONFIGMAP);
         let path = CONFIG_MAP.namespaced_object_path(GOVERNANCE_NAMESPACE, GOVERNANCE_CONFIGMAP);
+        let config_map = self.get_if_exists(path, &what).await?;
+        Ok(config_map.map(|c| c["data"].clone()))
+    }
+
+    /// GET `path`; `None` when the server answers that it does not exist.
+    async fn get_if_exists(&self, path: String, what: &Request) -> Result<Option<Value>> {
         let req = http::Request::get(path)
             .body(Vec::new())
             .map_err(|e| Error::Io(e.to_string()))?;
-        let id = self.in_flight.start(&self.server, &what, None);
+        let id = self.in_flight.start(&self.server, what, None);
         let answer = self.client.request::<Value>(req).await;
         self.in_flight.finish(id);
         match answer {
-            Ok(config_map) => Ok(Some(config_map["data"].clone())),
+            Ok(object) => Ok(Some(object)),
             Err(kube::Error::Api(status)) if classify(&status) == Failure::NotFound => Ok(None),
-            Err(e) => Err(self.error(e, &what)),
+            Err(e) => Err(self.error(e, what)),
         }
+    }
+
+    /// promotion-controller's Lease ([`crate::view::reconciler_health`]): in the install's
+    /// namespace, else wherever one of its name is (a controller run in another namespace);
+    /// `None` when there is none.
+    pub async fn controller_lease(&self) -> Result<Option<Value>> {
+        use crate::view::reconciler_health::{CONTROLLER_NAMESPACE, LEASE_NAME};
+        let what = Request::named("get", LEASES, LEASE_NAME);
+        let path = LEASE.namespaced_object_path(CONTROLLER_NAMESPACE, LEASE_NAME);
+        if let Some(lease) = self.get_if_exists(path, &what).await? {
+            return Ok(Some(lease));
+        }
+        let what = Request::new("list", LEASES);
+        let lp = ListParams::default().fields(&format!("metadata.name={LEASE_NAME}"));
+        let req = self.build(KubeRequest::new(LEASE.path).list(&lp), &what)?;
+        let listed = self.send(req, &what).await?;
+        Ok(items(listed).into_iter().next())
     }
 
     pub async fn list_promotions(&self, selector: Option<&str>) -> Result<Vec<Value>> {

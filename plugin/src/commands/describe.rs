@@ -166,6 +166,7 @@ pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
     if descriptions.is_empty() && missing.is_empty() {
         eprintln!("No resources found");
     }
+    judge_the_reconciler(&kube, &mut descriptions).await;
     if !descriptions.is_empty() {
         print(ctx, args, format, &descriptions, all || names.len() > 1)?;
     }
@@ -182,6 +183,26 @@ pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
 /// needs it (a rollout under way at 2,000 clusters does not pay for it).
 async fn add_reach(kube: &Kube, descriptions: &mut [Description], objects: &[Value]) {
     if !descriptions.iter().any(Description::has_stage_not_started) {
+/// Whether promotion-controller can act on each promotion: its Lease is read once
+/// ([`view::reconciler_health`]); one that cannot be read is a warning, not a verdict.
+async fn judge_the_reconciler(kube: &Kube, descriptions: &mut [Description]) {
+    use view::reconciler_health::LeaseRead;
+    let lease = match kube.controller_lease().await {
+        Ok(Some(lease)) => LeaseRead::Found(lease),
+        Ok(None) => LeaseRead::Missing,
+        Err(e) => LeaseRead::Unreadable(e.unreadable()),
+    };
+    let now = chrono::Utc::now();
+    for d in descriptions.iter_mut() {
+        if let LeaseRead::Unreadable(why) = &lease {
+            d.warnings.push(format!(
+                "promotion-controller's Lease: {why}: whether it runs is not known"
+            ));
+        }
+        d.set_reconciler_health(&lease, now);
+    }
+}
+
         return;
     }
     match inventory::list_fleet(kube, inventory::DEFAULT_PAGE_SIZE).await {

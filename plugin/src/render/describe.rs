@@ -12,7 +12,7 @@ use promotion_shared::status_writer::CONTROLLER_FIELD_MANAGER;
 
 use super::{table, Style, Tone};
 use crate::duration;
-use crate::view::{Description, StageDetail, WillReach};
+use crate::view::{Description, Running, StageDetail, WillReach};
 
 /// How many clusters a stage lists before summarising (unless `--all-clusters`).
 pub const CLUSTER_LIST_LIMIT: usize = 10;
@@ -53,6 +53,12 @@ pub fn render(d: &Description, style: &Style, opts: &Options) -> String {
     if let Some(why) = crate::view::unknown_because(d) {
         phase.push_str(&format!(" ({why}: see Warnings)"));
     }
+    if let Some(b) = &d.reconciler_blocked {
+        phase.push_str(&style.paint(
+            &format!(" — promotion-controller {}: see Next step", b.kind),
+            Tone::Bad,
+        ));
+    }
     field(&mut out, 0, "Phase", &phase);
     let reconciler_tone = if d.foreign_status_writer {
         Tone::Waiting
@@ -69,7 +75,19 @@ pub fn render(d: &Description, style: &Style, opts: &Options) -> String {
         field(&mut out, 0, "Current stage", stage);
     }
     if let Some(t) = when(d.last_promotion_time.as_deref(), opts.now) {
-        field(&mut out, 0, "Last promotion", &t);
+        // `lastPromotionTime` is set when a stage is started, the first one included (§11.2):
+        // until a second stage is reached it is when the rollout started, not a promotion.
+        let reached = d
+            .stages
+            .iter()
+            .filter(|s| s.view.state != StageState::NotStarted)
+            .count();
+        let label = if reached > 1 {
+            "Last promotion"
+        } else {
+            "Rollout start"
+        };
+        field(&mut out, 0, label, &t);
     }
     if let Some(note) = &d.note {
         field(
@@ -197,6 +215,9 @@ fn stage_block(
         v.selector.clone()
     };
     field(out, ind, "Selector", &selector);
+    if let Some(runs) = &stage.runs {
+        field(out, ind, "Runs", &running(runs, style));
+    }
     let trigger = if v.next_stage.is_none() && v.trigger.kind == TriggerKind::None {
         "none (last stage)".to_string()
     } else {
@@ -364,6 +385,43 @@ fn reset_flip(flip: &ResetFlipRecord) -> String {
     )
 }
 
+/// The configuration a stage's ClusterProfile deploys: the spec's, or another rollout's (what,
+/// and what changes to reach the spec).
+fn running(runs: &Running, style: &Style) -> String {
+    match (runs.spec, &runs.deploys) {
+        (Some(true), _) => "spec.profileSpec (this rollout's configuration)".to_string(),
+        (_, deploys) => {
+            let what = deploys
+                .as_ref()
+                .map(|d| {
+                    d.helm_charts
+                        .iter()
+                        .map(|c| format!("helm {c}"))
+                        .chain(d.policy_refs.iter().cloned())
+                        .chain(
+                            d.kustomization_refs
+                                .iter()
+                                .map(|k| format!("kustomize {k}")),
+                        )
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .filter(|w| !w.is_empty())
+                .unwrap_or_else(|| "nothing".into());
+            let head = match runs.spec {
+                Some(_) => "another rollout's configuration",
+                None => "a configuration that cannot be compared with the spec",
+            };
+            let to = runs
+                .to_spec
+                .as_ref()
+                .map(|c| format!(" (to the spec: {c})"))
+                .unwrap_or_default();
+            style.paint(&format!("{head}: {what}{to}"), Tone::Waiting)
+        }
+    }
+}
+
 /// What a stage not started will reach, as `plan` counts it.
 fn will_reach(r: &WillReach, reconciler: &str, style: &Style) -> String {
     if r.clusters == 0 {
@@ -410,6 +468,7 @@ fn wait_line(v: &StageView, reconciler: &str, now: DateTime<Utc>) -> Option<Stri
     let (what, until) = match &v.state {
         StageState::Soaking { until: Some(t) } => ("soak ends", t),
         StageState::WaitingForWindow { until: Some(t) } => ("promotion window opens", t),
+        StageState::CompletesWhenWindowOpens { until: Some(t) } => ("promotion window opens", t),
         _ => return None,
     };
     let at = DateTime::parse_from_rfc3339(until).ok()?;
@@ -461,7 +520,6 @@ fn clusters(out: &mut String, d: &Description, stage: &StageDetail, style: &Styl
                 (Some(p), _) => {
                     format!("unknown (ClusterSummaries of {p} not readable: see Warnings)")
                 }
-        StageState::CompletesWhenWindowOpens { until: Some(t) } => ("promotion window opens", t),
             }
         };
         field(out, ind, "Clusters", &style.paint(&text, Tone::Dim));
@@ -473,10 +531,14 @@ fn clusters(out: &mut String, d: &Description, stage: &StageDetail, style: &Styl
         "no matching clusters".to_string()
     } else {
         let mut parts = vec![format!("{} provisioned", counts.provisioned)];
-        if counts.pending > counts.without_summary {
+        let in_progress = counts.pending - counts.without_summary - counts.previous_spec;
+        if in_progress > 0 {
+            parts.push(format!("{in_progress} in progress"));
+        }
+        if counts.previous_spec > 0 {
             parts.push(format!(
-                "{} in progress",
-                counts.pending - counts.without_summary
+                "{} still on the previous spec",
+                counts.previous_spec
             ));
         }
         if counts.without_summary > 0 {
@@ -562,6 +624,8 @@ fn cluster_row(c: &ClusterState, style: &Style) -> Vec<String> {
     };
     let features = if c.summary_name.is_none() {
         "no ClusterSummary yet (Sveltos has not started on this cluster)".to_string()
+    } else if c.previous_spec {
+        "still on the previous spec (Sveltos is updating it)".to_string()
     } else if c.features.is_empty() {
         "no feature reported yet".to_string()
     } else {

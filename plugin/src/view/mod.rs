@@ -24,10 +24,13 @@ use promotion_shared::model::{
     PROMOTION_NAME_LABEL, STAGE_NAME_ANNOTATION,
 };
 use promotion_shared::pipeline::{self, Observations, Phase, Pipeline, StageView};
+use promotion_shared::reconcile::deployed;
+use promotion_shared::revision::{self, Deploys};
 use promotion_shared::rollout::{self, RolloutId};
 
 pub mod approver;
 pub mod events;
+pub mod reconciler_health;
 
 use crate::error::{Error, Result};
 use events::{event_view, EventView};
@@ -316,7 +319,14 @@ pub fn observations(
         if label(PROMOTION_NAME_LABEL).is_some_and(|p| p != promotion.name()) {
             continue;
         }
-        if let Some(state) = ClusterState::from_cluster_summary(s) {
+        if let Some(mut state) = ClusterState::from_cluster_summary(s) {
+            // A summary without its copy of the spec (hand-made: Sveltos always writes one)
+            // cannot be compared, and is taken as carrying it.
+            state.previous_spec = s.pointer("/spec/clusterProfileSpec").is_some()
+                && profiles
+                    .owned
+                    .get(stage)
+                    .is_some_and(|profile| deployed::behind(profile, s));
             obs.entry(stage.clone()).or_default().push(state);
         }
     }
@@ -355,6 +365,9 @@ pub struct ClusterCounts {
     pub pending: usize,
     /// Matched by the ClusterProfile, but Sveltos has not created their ClusterSummary yet.
     pub without_summary: usize,
+    /// Their ClusterSummary still reports the previous spec ([`ClusterState::previous_spec`]);
+    /// counted in `pending`.
+    pub previous_spec: usize,
 }
 
 impl ClusterCounts {
@@ -368,6 +381,7 @@ impl ClusterCounts {
             failed,
             pending: clusters.len() - provisioned - failed,
             without_summary,
+            previous_spec: clusters.iter().filter(|c| c.previous_spec).count(),
         }
     }
 }
@@ -388,6 +402,10 @@ pub struct StageDetail {
     pub matching_clusters: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster_counts: Option<ClusterCounts>,
+    /// What the stage's ClusterProfile deploys, told apart from `spec.profileSpec`: the
+    /// configuration the stage runs. Absent without a profile of this promotion.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs: Option<Running>,
     /// The clusters shown belong to an earlier rollout (the stage has not been reached in
     /// the current one).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -462,20 +480,6 @@ pub struct ApprovalEntry {
     pub record: ApprovalRecord,
 }
 
-/// What the profile spec deploys, in a few words per item.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Deploys {
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub helm_charts: Vec<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub policy_refs: Vec<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub kustomization_refs: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sync_mode: Option<String>,
-}
-
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Description {
@@ -507,6 +511,9 @@ pub struct Description {
     pub reconciled_by: String,
     /// Who runs the promotion, as messages name it ([`Pipeline::reconciler`]).
     pub reconciler: String,
+    /// Nothing has written the status yet (whoever will, promotion-controller may).
+    #[serde(skip)]
+    pub reconciler_nobody: bool,
     /// Another field manager writes the status, so promotion-controller leaves it alone.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub foreign_status_writer: bool,
@@ -515,6 +522,10 @@ pub struct Description {
     pub deleting: Option<String>,
     /// What deleting the promotion does (or, while `deleting`, is doing) to the clusters.
     pub on_delete: String,
+    /// promotion-controller cannot act on this promotion now (blocked by the API server, no
+    /// leader, not installed), and how to fix it; set by `describe` from its Lease and Events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reconciler_blocked: Option<reconciler_health::Blocked>,
     /// What to do next, as a command or in words; absent when nothing needs doing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_step: Option<String>,
@@ -620,6 +631,23 @@ impl Description {
         }
     }
 
+    /// Judge whether promotion-controller can act on this promotion
+    /// ([`reconciler_health::judge`]); when it cannot, that is the next step.
+    pub fn set_reconciler_health(
+        &mut self,
+        lease: &reconciler_health::LeaseRead,
+        now: chrono::DateTime<chrono::Utc>,
+    ) {
+        let written = !self.reconciler_nobody
+            && self.reconciler == promotion_shared::status_writer::CONTROLLER_FIELD_MANAGER;
+        let ours = written || self.reconciler_nobody;
+        let blocked = reconciler_health::judge(ours, written, lease, self.events.as_deref(), now);
+        if let Some(b) = &blocked {
+            self.next_step = Some(format!("{}: {}", b.problem, b.fix));
+        }
+        self.reconciler_blocked = blocked;
+    }
+
     /// Fill `willReach` of every stage not started from the fleet, as `plan` computes it.
     pub fn set_reach(&mut self, promotion: &ClusterPromotion, fleet: &[Cluster]) {
         let reach = promotion_shared::plan::reach(promotion, fleet);
@@ -677,7 +705,7 @@ impl Description {
             generation: promotion.metadata.generation,
             rollout: rollout.spec.as_ref(),
         };
-        let stages = stage_details(&promotion, &pipeline, &profiles, &records);
+        let stages = stage_details(snap.object, &promotion, &pipeline, &profiles, &records);
         let spec_change_unseen = last_spec_change
             .as_ref()
             .and_then(|c| c.rollout.as_ref())
@@ -728,14 +756,16 @@ impl Description {
             stale,
             rollout,
             reconciled_by: writer.describe(),
+            reconciler_nobody: writer == promotion_shared::status_writer::StatusWriter::Nobody,
             reconciler,
             foreign_status_writer,
             deleting,
             on_delete,
+            reconciler_blocked: None,
             next_step,
             awaiting_approval,
             approval_right: None,
-            deploys: deploys(snap.object),
+            deploys: Deploys::of(snap.object.pointer("/spec/profileSpec")),
             stages,
             approvals: approvals
                 .into_iter()
@@ -854,6 +884,7 @@ struct Records<'a> {
 }
 
 fn stage_details(
+    object: &Value,
     promotion: &ClusterPromotion,
     pipeline: &Pipeline,
     profiles: &StageProfiles,
@@ -931,6 +962,7 @@ fn stage_details(
                         .map(String::from)
                 }),
                 cluster_profile_taken: profiles.taken.get(&view.name).filter(|_| first).cloned(),
+                runs: profile.map(|p| Running::of(p, object)),
                 matching_clusters: matching,
                 cluster_counts: counts,
                 clusters_from_previous_rollout: from_previous,
@@ -938,6 +970,37 @@ fn stage_details(
             }
         })
         .collect()
+}
+
+/// The configuration a stage runs: its ClusterProfile's, the spec's or a previous rollout's
+/// ([`revision`]). The one view of it every screen uses.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Running {
+    /// The profile deploys `spec.profileSpec`; `null` when it cannot be compared.
+    pub spec: Option<bool>,
+    /// What the profile deploys, when that is not the spec.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deploys: Option<Deploys>,
+    /// From what the stage runs to the spec, in one line (`kyverno/kyverno 3.6.1 → 3.6.2`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_spec: Option<String>,
+}
+
+impl Running {
+    fn of(profile: &Value, promotion: &Value) -> Running {
+        let spec = revision::runs_the_spec(profile, promotion);
+        let differs = spec != Some(true);
+        Running {
+            spec,
+            deploys: differs.then(|| Deploys::of(profile.get("spec"))),
+            to_spec: differs
+                .then(|| {
+                    revision::change(profile.get("spec"), promotion.pointer("/spec/profileSpec"))
+                })
+                .filter(|c| !c.is_empty()),
+        }
+    }
 }
 
 /// A warning per stage whose name an earlier stage has: what is shown for the name is the
@@ -1095,47 +1158,6 @@ pub fn transition(view: &StageView) -> String {
     gate::transition(&view.name, view.next_stage.as_deref())
 }
 
-fn deploys(object: &Value) -> Deploys {
-    let spec = object.pointer("/spec/profileSpec");
-    let list = |key: &str| -> Vec<Value> {
-        spec.and_then(|s| s.get(key))
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-    };
-    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-    Deploys {
-        helm_charts: list("helmCharts")
-            .iter()
-            .map(|c| {
-                let version = s(c, "chartVersion");
-                let release = format!("{}/{}", s(c, "releaseNamespace"), s(c, "releaseName"));
-                let mut text = s(c, "chartName");
-                if !version.is_empty() {
-                    text.push_str(&format!(" {version}"));
-                }
-                format!("{text} as {release}")
-            })
-            .collect(),
-        policy_refs: list("policyRefs").iter().map(reference).collect(),
-        kustomization_refs: list("kustomizationRefs").iter().map(reference).collect(),
-        sync_mode: spec
-            .and_then(|s| s.get("syncMode"))
-            .and_then(Value::as_str)
-            .map(String::from),
-    }
-}
-
-fn reference(r: &Value) -> String {
-    let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
-    let ns = s("namespace");
-    if ns.is_empty() {
-        format!("{} {}", s("kind"), s("name"))
-    } else {
-        format!("{} {ns}/{}", s("kind"), s("name"))
-    }
-}
-
 /// The names of the stage ClusterProfiles Sveltos generates for a promotion (the ones its
 /// ClusterSummaries point at), deduplicated.
 pub fn profile_names(promotion: &ClusterPromotion) -> Vec<String> {
@@ -1261,7 +1283,8 @@ mod tests {
                 provisioned: 2,
                 failed: 0,
                 pending: 0,
-                without_summary: 0
+                without_summary: 0,
+                previous_spec: 0,
             })
         );
         assert_eq!(d.stages[2].cluster_profile, None);
