@@ -102,9 +102,11 @@ async fn try_a_write(client: &Client, selector: Option<&str>) -> Verdict {
         "resourceVersion": promotion.metadata.resource_version,
         "annotations": {USED_APPROVALS_ANNOTATION: format!("{current} ")}
     }});
-    let mut params = PatchParams::default();
-    params.dry_run = true;
-    params.field_manager = Some(CONTROLLER_FIELD_MANAGER.to_string());
+    let params = PatchParams {
+        dry_run: true,
+        field_manager: Some(CONTROLLER_FIELD_MANAGER.to_string()),
+        ..PatchParams::default()
+    };
     match api.patch(&name, &params, &Patch::Merge(&patch)).await {
         Ok(_) => Verdict::Accepted { on: name },
         // Changed since it was listed: the webhooks were not asked; no verdict either way.
