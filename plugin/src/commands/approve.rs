@@ -58,10 +58,14 @@ rollouts: then --pre-approve). Approving an already approved stage changes nothi
 --revoke withdraws the approval of --stage before it is used (sets approved: false, with the same
 guarded patch), and refuses a stage without an approval or whose approval was already used. The
 admission webhook records who revoked it, when, and --reason; describe shows \"revoked by\".
+Where the install publishes approver groups, the webhook lets whoever gave an approval withdraw
+it, and otherwise only someone who may approve that stage; describe's Revoke: line says whether
+you may.
 
-The write is a single JSON Patch guarded by `test` operations on the stage name at its index and
-on the stage's current manual trigger, so it can never approve a different stage or undo a
-concurrent change; on a conflict it re-reads and retries (bounded). No other field is touched
+The write is a single JSON merge patch carrying the resourceVersion it was computed from (the
+server refuses it if the promotion changed meanwhile), so it can never approve a different stage
+or undo a concurrent change; on a conflict it re-reads and retries (bounded). No other field is
+touched
 (automaticReset stays as it is). --reason travels in the same patch as the annotation
 kubectl-promotion.dev/approval-reason, which the admission webhook records with your identity.",
     after_help = "\
