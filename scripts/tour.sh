@@ -16,7 +16,7 @@ trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 "$bin/promotion-webhook" certs --dns localhost --ip 127.0.0.1 --out "$work/certs" >/dev/null
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 mport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$bin/promotion-webhook" serve --listen "127.0.0.1:$port" --metrics-listen "127.0.0.1:$mport" \
+POD_NAMESPACE=kubectl-promotion-system "$bin/promotion-webhook" serve --listen "127.0.0.1:$port" --metrics-listen "127.0.0.1:$mport" \
   --tls-cert-file "$work/certs/tls.crt" --tls-key-file "$work/certs/tls.key" >"$work/webhook.log" 2>&1 &
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:$mport/readyz" >/dev/null && break; sleep 0.1; done
 "$bin/standin-apiserver" --kubeconfig "$work/kubeconfig" \
