@@ -179,10 +179,6 @@ pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
     Ok(exit::FAILURE)
 }
 
-/// What each stage not started will reach: the fleet is read once, and only when some stage
-/// needs it (a rollout under way at 2,000 clusters does not pay for it).
-async fn add_reach(kube: &Kube, descriptions: &mut [Description], objects: &[Value]) {
-    if !descriptions.iter().any(Description::has_stage_not_started) {
 /// Whether promotion-controller can act on each promotion: its Lease is read once
 /// ([`view::reconciler_health`]); one that cannot be read is a warning, not a verdict.
 async fn judge_the_reconciler(kube: &Kube, descriptions: &mut [Description]) {
@@ -203,6 +199,10 @@ async fn judge_the_reconciler(kube: &Kube, descriptions: &mut [Description]) {
     }
 }
 
+/// What each stage not started will reach: the fleet is read once, and only when some stage
+/// needs it (a rollout under way at 2,000 clusters does not pay for it).
+async fn add_reach(kube: &Kube, descriptions: &mut [Description], objects: &[Value]) {
+    if !descriptions.iter().any(Description::has_stage_not_started) {
         return;
     }
     match inventory::list_fleet(kube, inventory::DEFAULT_PAGE_SIZE).await {
