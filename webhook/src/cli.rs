@@ -128,9 +128,9 @@ pub struct ServeArgs {
     #[arg(long, env = "PROMOTION_WEBHOOK_REQUEST_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub request_timeout: Duration,
 
-    /// How many admission reviews may be evaluated at once, each on a thread of its own (1 to
-    /// 512); further requests wait for a slot within --request-timeout. Default: the number of
-    /// CPUs available to the process.
+    /// How many admission reviews may be evaluated at once (1 to 512), expensive ones (unseen Lua
+    /// or CEL, large bodies) each on a thread of its own; further requests wait for a slot within
+    /// --request-timeout. Default: the number of CPUs available to the process.
     #[arg(
         long,
         env = "PROMOTION_WEBHOOK_MAX_CONCURRENT_EVALUATIONS",

@@ -45,7 +45,8 @@ pub struct Limits {
     /// Bounds reading the body, waiting for an evaluation slot and the evaluation.
     pub request_timeout: Duration,
     pub header_read_timeout: Duration,
-    /// Evaluations running at once, each on a blocking thread of the runtime.
+    /// Evaluations running at once, cheap ones on the async workers, expensive ones each on a
+    /// blocking thread of the runtime.
     pub max_concurrent_evaluations: NonZeroUsize,
 }
 

@@ -9,8 +9,8 @@
 //! - [`server`]: `serve` — runtime, both listeners, certificate reload, the shutdown sequence.
 //!   Builds the routers of [`api`] around an [`evaluation::Evaluator`].
 //! - [`api`]: HTTP only — routes, body limit, the errors that are not admission answers, probes.
-//!   Hands the body bytes to the evaluator, run on a blocking thread a bounded number at a time
-//!   ([`api::evaluations`]), and knows nothing of the AdmissionReview format.
+//!   Hands the body bytes to the evaluator, a bounded number at a time, expensive reviews on a
+//!   blocking thread ([`api::evaluations`]), and knows nothing of the AdmissionReview format.
 //! - [`evaluation`]: AdmissionReview bytes in, answer bytes out, no I/O: the codec
 //!   ([`evaluation::wire`]), the decisions of `promotion_shared` applied to the protocol, the
 //!   texts of denials and warnings. Used by `api`, by [`fuzzing`] and by the load benchmark.

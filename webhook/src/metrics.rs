@@ -47,6 +47,26 @@ impl Verdict {
     }
 }
 
+/// Where an evaluation ran (`api::evaluations`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Thread {
+    /// On the request's async task: a cheap review.
+    Async,
+    /// On one of the runtime's blocking threads: an expensive one.
+    Blocking,
+}
+
+impl Thread {
+    pub const ALL: [Thread; 2] = [Thread::Async, Thread::Blocking];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Thread::Async => "async",
+            Thread::Blocking => "blocking",
+        }
+    }
+}
+
 /// Upper bounds in seconds. Fine at the low end, where this webhook lives (tens of µs), and
 /// matching the API server's own webhook buckets (5 ms … 10 s) above.
 const BUCKETS: [f64; 14] = [
@@ -81,6 +101,7 @@ pub struct Metrics {
     latency: [Histogram; 2],
     in_flight: AtomicI64,
     evaluations_running: AtomicI64,
+    evaluations: [AtomicU64; 2],
     panics: AtomicU64,
     reloads_ok: AtomicU64,
     reloads_failed: AtomicU64,
@@ -142,6 +163,10 @@ impl Metrics {
         InFlight(&self.evaluations_running)
     }
 
+    pub fn record_evaluation(&self, thread: Thread) {
+        self.evaluations[thread as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
     pub fn render(&self) -> String {
         let mut out = String::with_capacity(4096);
         self.render_requests(&mut out);
@@ -170,6 +195,20 @@ impl Metrics {
             "",
             self.evaluations_running.load(Ordering::Relaxed),
         );
+        family(
+            &mut out,
+            "promotion_webhook_evaluations_total",
+            "counter",
+            "Admission evaluations started, by where they ran: cheap ones on the request's async task, expensive ones (unseen Lua or CEL, large bodies) on a blocking thread.",
+        );
+        for thread in Thread::ALL {
+            sample(
+                &mut out,
+                "promotion_webhook_evaluations_total",
+                &format!("thread=\"{}\"", thread.as_str()),
+                self.evaluations[thread as usize].load(Ordering::Relaxed),
+            );
+        }
         family(
             &mut out,
             "promotion_webhook_panics_total",
@@ -336,6 +375,7 @@ mod tests {
                 .render()
                 .contains("promotion_webhook_in_flight_requests 1\n"));
         }
+        metrics.record_evaluation(Thread::Blocking);
         {
             let _guard = metrics.evaluation_running();
             let text = metrics.render();
@@ -362,5 +402,7 @@ mod tests {
         );
         assert!(text.contains("promotion_webhook_in_flight_requests 0\n"));
         assert!(text.contains("promotion_webhook_evaluations_running 0\n"));
+        assert!(text.contains("promotion_webhook_evaluations_total{thread=\"async\"} 0\n"));
+        assert!(text.contains("promotion_webhook_evaluations_total{thread=\"blocking\"} 1\n"));
     }
 }

@@ -28,9 +28,9 @@ use crate::tls::{self, Reloader, TlsError};
 
 /// The validation engine's parsers recurse (bounded by input caps); on a thread with less stack
 /// than this every validation would map a fresh stack (tens of µs and page faults per request).
-/// Tokio gives its blocking threads, where evaluations run (`api::evaluations`), the same stack
-/// size as its async workers. Reserved address space only: pages are committed as deep as a
-/// parse actually goes.
+/// Evaluations run on both kinds of runtime thread (`api::evaluations`: cheap ones on the async
+/// workers, expensive ones on the blocking threads), and tokio has one stack size for both.
+/// Reserved address space only: pages are committed as deep as a parse actually goes.
 const THREAD_STACK_BYTES: usize = promotion_shared::validation::VALIDATION_STACK_BYTES;
 
 #[derive(Debug, thiserror::Error)]

@@ -1,11 +1,15 @@
-//! Evaluations run off the async workers, a bounded number at a time, and `--request-timeout`
-//! bounds them: a request whose evaluation is still running when the timeout fires is answered
-//! with the timeout error (408) while the evaluation finishes in the background and then gives
-//! its slot back; requests beyond the slot count wait for one and all complete.
+//! Evaluations run a bounded number at a time, cheap and expensive alike, and expensive ones run
+//! off the async workers so that `--request-timeout` bounds them: a request whose evaluation is
+//! still running when the timeout fires is answered with the timeout error (408) while the
+//! evaluation finishes in the background and then gives its slot back; requests beyond the slot
+//! count wait for one and all complete. Cheap ones (small, their Lua and CEL judged before) are
+//! answered on the async task, and still wait for a slot.
 //!
 //! In-process (the admission router over plain HTTP/1.1), because only the `testing` feature's
 //! evaluation hook can hold an evaluation for as long as a test needs: the hook blocks at a
 //! [`Gate`] until the test opens it, so "slow" is a condition the test controls, not a duration.
+//! A held evaluation is always an expensive one (a script no review had before): a cheap one
+//! would hold an async worker.
 
 mod support;
 
@@ -23,7 +27,7 @@ use promotion_webhook::config::Limits;
 use promotion_webhook::evaluation::Evaluator;
 use promotion_webhook::metrics::Metrics;
 use serde_json::Value;
-use support::{examples, metric, review, ALICE};
+use support::{example, metric, review, ALICE};
 
 /// Only keeps a broken server from hanging the test; every wait ends on its condition long
 /// before. An answer not within it means the request timeout did not bound the evaluation.
@@ -137,10 +141,30 @@ async fn serve(request_timeout: Duration, slots: usize, gate: &Arc<Gate>) -> Ser
     }
 }
 
-/// A CREATE review of the first example, with this uid.
-fn create(uid: &str) -> Vec<u8> {
-    let (_, object) = examples().into_iter().next().expect("an example");
+/// A CREATE review with this uid of an example with a Lua health check, whose script is made
+/// unique by `script`: expensive until a review with the same `script` has been evaluated.
+fn with_script(uid: &str, script: &str) -> Vec<u8> {
+    let mut object = example("cert-manager-lua-checks.yaml");
+    let check = &mut object["spec"]["profileSpec"]["validateHealths"][0]["script"];
+    let text = check.as_str().expect("a Lua script").to_string();
+    *check = format!("-- {script}\n{text}").into();
     serde_json::to_vec(&review(uid, "CREATE", Some(&object), None, &ALICE)).unwrap()
+}
+
+/// An expensive review: a script no other review has.
+fn expensive(uid: &str) -> Vec<u8> {
+    with_script(uid, uid)
+}
+
+/// A CREATE review of an example without Lua or CEL: cheap from the start.
+fn cheap(uid: &str) -> Vec<u8> {
+    let object = example("both-triggers.yaml");
+    serde_json::to_vec(&review(uid, "CREATE", Some(&object), None, &ALICE)).unwrap()
+}
+
+fn evaluations(metrics: &Metrics, thread: &str) -> f64 {
+    let sample = format!("promotion_webhook_evaluations_total{{thread=\"{thread}\"}}");
+    metric(&metrics.render(), &sample)
 }
 
 /// POST /validate on a fresh connection: status and JSON body.
@@ -197,7 +221,7 @@ async fn a_slow_evaluation_is_answered_with_the_timeout_error_and_finishes_in_th
     let served = serve(timeout, 1, &gate).await;
 
     // Held at the gate: the evaluation is still running when the request timeout fires.
-    let answer = validate(served.addr, create("slow")).await;
+    let answer = validate(served.addr, expensive("slow")).await;
     assert_timeout(&answer, timeout);
     assert_eq!(gate.entered(), 1, "the evaluation must have started");
     let text = served.metrics.render();
@@ -214,7 +238,7 @@ async fn a_slow_evaluation_is_answered_with_the_timeout_error_and_finishes_in_th
 
     // The only slot is still taken by the abandoned evaluation: the next request waits for it,
     // and that wait is bounded by the request timeout too.
-    let answer = validate(served.addr, create("queued")).await;
+    let answer = validate(served.addr, expensive("queued")).await;
     assert_timeout(&answer, timeout);
     assert_eq!(
         gate.entered(),
@@ -225,7 +249,7 @@ async fn a_slow_evaluation_is_answered_with_the_timeout_error_and_finishes_in_th
     // Released, the abandoned evaluation finishes and gives its slot back.
     gate.open();
     wait_until_no_evaluation_runs(&served.metrics).await;
-    let (status, json) = validate(served.addr, create("after")).await;
+    let (status, json) = validate(served.addr, expensive("after")).await;
     assert_eq!(status, 200, "{json}");
     assert_eq!(json["response"]["uid"], "after", "{json}");
     assert_eq!(gate.entered(), 2);
@@ -262,7 +286,7 @@ async fn requests_beyond_the_evaluation_slots_wait_and_all_complete() {
     let requests: Vec<_> = (0..REQUESTS)
         .map(|i| {
             let addr = served.addr;
-            tokio::spawn(async move { (i, validate(addr, create(&format!("r{i}"))).await) })
+            tokio::spawn(async move { (i, validate(addr, expensive(&format!("r{i}"))).await) })
         })
         .collect();
     // Every slot taken, the other requests waiting for one; then all may go.
@@ -290,4 +314,83 @@ async fn requests_beyond_the_evaluation_slots_wait_and_all_complete() {
         .sum();
     assert_eq!(answered, REQUESTS as f64, "{text}");
     assert!(!text.contains("verdict=\"error\""), "{text}");
+    assert_eq!(
+        evaluations(&served.metrics, "blocking"),
+        REQUESTS as f64,
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cheap_review_waits_for_a_slot_like_an_expensive_one() {
+    let gate = Arc::new(Gate::default());
+    let _open = OpenOnDrop(gate.clone());
+    let timeout = Duration::from_secs(2);
+    let served = serve(timeout, 1, &gate).await;
+
+    // The only slot is taken by an expensive evaluation held at the gate.
+    let addr = served.addr;
+    let held = tokio::spawn(async move { validate(addr, expensive("held")).await });
+    gate.wait_for_waiting(1).await;
+
+    // A cheap review would be answered on the spot, but the bound counts it too: it waits for
+    // the slot until its request times out, and never starts.
+    let answer = validate(served.addr, cheap("cheap-waits")).await;
+    assert_timeout(&answer, timeout);
+    assert_eq!(gate.entered(), 1, "the cheap review must not have started");
+    assert_eq!(evaluations(&served.metrics, "async"), 0.0);
+
+    // The held one has timed out meanwhile too; released, it finishes, the slot is free again
+    // and the cheap review goes through, on the async task.
+    assert_timeout(&held.await.unwrap(), timeout);
+    gate.open();
+    wait_until_no_evaluation_runs(&served.metrics).await;
+    let (status, json) = validate(served.addr, cheap("cheap-runs")).await;
+    assert_eq!(status, 200, "{json}");
+    assert_eq!(json["response"]["uid"], "cheap-runs", "{json}");
+    assert_eq!(gate.entered(), 2);
+    assert_eq!(evaluations(&served.metrics, "async"), 1.0);
+    assert_eq!(evaluations(&served.metrics, "blocking"), 1.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn judged_scripts_are_cheap_and_unseen_ones_or_large_bodies_go_to_a_blocking_thread() {
+    let gate = Arc::new(Gate::default());
+    gate.open();
+    let served = serve(BOUND, 2, &gate).await;
+    let answered = |(status, json): (u16, Value), uid: &str| {
+        assert_eq!(status, 200, "{json}");
+        assert_eq!(json["response"]["uid"], uid, "{json}");
+    };
+
+    // A script no review had: parsed on a blocking thread.
+    answered(
+        validate(served.addr, with_script("first", "s1")).await,
+        "first",
+    );
+    assert_eq!(evaluations(&served.metrics, "blocking"), 1.0);
+    // The same script again: the engine remembers its verdict, so the review is cheap.
+    answered(
+        validate(served.addr, with_script("again", "s1")).await,
+        "again",
+    );
+    assert_eq!(evaluations(&served.metrics, "async"), 1.0);
+    // Another script: expensive again.
+    answered(
+        validate(served.addr, with_script("other", "s2")).await,
+        "other",
+    );
+    assert_eq!(evaluations(&served.metrics, "blocking"), 2.0);
+
+    // A judged script in a body too large to decode on an async worker: a blocking thread.
+    let mut large: Value = serde_json::from_slice(&with_script("large", "s1")).unwrap();
+    let padding = "x".repeat(promotion_webhook::evaluation::INLINE_MAX_BODY_BYTES);
+    large["request"]["object"]["metadata"]["annotations"] = serde_json::json!({"pad": padding});
+    answered(
+        validate(served.addr, serde_json::to_vec(&large).unwrap()).await,
+        "large",
+    );
+    assert_eq!(evaluations(&served.metrics, "blocking"), 3.0);
+    assert_eq!(evaluations(&served.metrics, "async"), 1.0);
+    assert_eq!(gate.entered(), 4, "the hook runs on either thread");
 }

@@ -1,7 +1,8 @@
 //! HTTP only: the admission router (HTTPS) and the probes router (plain HTTP), the body limit,
 //! and the errors that are not admission answers. A handler reads the body and hands the bytes to
-//! [`crate::evaluation::Evaluator`], which decodes, decides and encodes, on a blocking thread
-//! ([`evaluations`]); nothing here knows the AdmissionReview format or any admission rule. Used
+//! [`crate::evaluation::Evaluator`], which decodes, decides and encodes, expensive reviews on a
+//! blocking thread ([`evaluations`]); nothing here knows the AdmissionReview format or any
+//! admission rule. Used
 //! by [`crate::server`] (and by tests that put their own routes behind [`protect`]).
 
 pub mod body;
@@ -53,8 +54,8 @@ impl AppState {
         }
     }
 
-    /// The same state with `hook` run on the blocking thread before each evaluation (cargo
-    /// feature `testing`): tests make evaluations slow or hold them with it.
+    /// The same state with `hook` run before each evaluation, on the thread that evaluates
+    /// (cargo feature `testing`): tests make evaluations slow or hold them with it.
     #[cfg(feature = "testing")]
     pub fn with_evaluation_hook(self, hook: evaluations::EvaluationHook) -> Self {
         let evaluations = (*self.evaluations).clone().with_hook(hook);
@@ -125,8 +126,8 @@ async fn admit(state: AppState, endpoint: Endpoint, request: Request) -> Respons
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     // Everything the request timeout bounds: the body, the wait for an evaluation slot and the
-    // evaluation (on a blocking thread, so the timeout can fire while it runs; it then finishes
-    // in the background).
+    // evaluation (an expensive one on a blocking thread, so the timeout can fire while it runs;
+    // it then finishes in the background; a cheap one takes at most about 100 µs).
     let work = async {
         let body =
             body::read_limited(request.into_body(), declared_length, limits.max_body_bytes).await?;

@@ -3,14 +3,18 @@
 //! themselves live in `promotion_shared` (validation engine and admission logic); this module
 //! applies them to the admission protocol, and `messages` words the answers.
 //!
-//! Used by the HTTP handlers in [`crate::api`] (through [`Evaluator::review`]), by the fuzz
+//! Used by the HTTP handlers in [`crate::api`] (through [`Evaluator::decode_if_cheap`] and
+//! [`Evaluator::answer_cheap`] on the async task, [`Evaluator::review`] on a blocking thread:
+//! `cost` tells them apart), by the fuzz
 //! harness [`crate::fuzzing`] and by the load benchmark; it depends on nothing in `api`, so all
 //! of it is testable without HTTP.
 
+mod cost;
 mod messages;
 mod request_objects;
 pub mod wire;
 
+pub use cost::INLINE_MAX_BODY_BYTES;
 pub use messages::warnings;
 
 use std::sync::{Arc, PoisonError, RwLock};
@@ -61,10 +65,19 @@ pub struct Review {
     pub summary: Summary,
 }
 
-/// Clones share one policy: `serve --governance-dir` replaces it while reviews run.
+/// Clones share one policy (`serve --governance-dir` replaces it while reviews run) and one
+/// record of the Lua and CEL texts judged so far.
 #[derive(Clone, Debug, Default)]
 pub struct Evaluator {
     policy: Arc<RwLock<Arc<GovernancePolicy>>>,
+    judged: Arc<cost::JudgedTexts>,
+}
+
+/// A decoded review that is cheap to answer ([`Evaluator::decode_if_cheap`]), borrowing from
+/// its body.
+pub struct Cheap<'b> {
+    endpoint: Endpoint,
+    request: Request<'b>,
 }
 
 /// The objects of a write this webhook judges.
@@ -86,6 +99,7 @@ impl Evaluator {
     pub fn new(policy: GovernancePolicy) -> Self {
         Evaluator {
             policy: Arc::new(RwLock::new(Arc::new(policy))),
+            judged: Arc::default(),
         }
     }
 
@@ -111,18 +125,60 @@ impl Evaluator {
     ) -> Result<Review, DecodeError> {
         let body = wire::go_surrogates(body);
         let request = wire::decode(&body)?;
+        let review = self.answer(endpoint, &request, now);
+        // From now on the engine's memo holds the verdicts on these texts: the same scripts in
+        // the next review are cheap. (Only /validate judges them.)
+        if let (Endpoint::Validate, Scope::Judge(objects)) = (endpoint, scope(&request)) {
+            self.judged.remember(objects.new);
+        }
+        Ok(review)
+    }
+
+    /// Decode `body` if answering it is cheap ([`INLINE_MAX_BODY_BYTES`] at most, and nothing
+    /// for the engine to parse that it has not judged before), for [`Evaluator::answer_cheap`].
+    /// `Ok(None)`: expensive, to be answered by [`Evaluator::review`] on a thread that may block
+    /// (which decodes it again, a small part of an expensive review). A body that does not
+    /// decode is cheap to refuse: that is the error.
+    pub fn decode_if_cheap<'b>(
+        &self,
+        endpoint: Endpoint,
+        body: &'b [u8],
+    ) -> Result<Option<Cheap<'b>>, DecodeError> {
+        if body.len() > INLINE_MAX_BODY_BYTES {
+            return Ok(None);
+        }
+        // A body with lone UTF-16 surrogate escapes is rewritten before decoding, into a buffer
+        // the decoded review would borrow from; the API server never sends one (Go decodes a
+        // lone surrogate to U+FFFD and encodes that), so such a rare body takes the general path.
+        let std::borrow::Cow::Borrowed(body) = wire::go_surrogates(body) else {
+            return Ok(None);
+        };
+        let request = wire::decode(body)?;
+        let cheap = match (endpoint, scope(&request)) {
+            (Endpoint::Validate, Scope::Judge(objects)) => self.judged.all_judged(objects.new),
+            // Mutation, and reviews that are not judged, parse no Lua or CEL.
+            _ => true,
+        };
+        Ok(cheap.then_some(Cheap { endpoint, request }))
+    }
+
+    /// Answer a review [`Evaluator::decode_if_cheap`] found cheap; `now` as for
+    /// [`Evaluator::review`].
+    pub fn answer_cheap(&self, cheap: Cheap<'_>, now: DateTime<Utc>) -> Review {
+        self.answer(cheap.endpoint, &cheap.request, now)
+    }
+
+    fn answer(&self, endpoint: Endpoint, request: &Request, now: DateTime<Utc>) -> Review {
         let now = now.trunc_subsecs(0);
-        let scope = scope(&request);
-        let name = object_name(&request, &scope);
+        let scope = scope(request);
+        let name = object_name(request, &scope);
         let answer = match (scope, endpoint) {
             (Scope::Pass, _) => Answer::allow(&request.uid),
             (Scope::Malformed(message), _) => malformed(Answer::allow(&request.uid), message),
             (Scope::Judge(objects), Endpoint::Validate) => {
-                self.validate(&request, &objects, &name, now)
+                self.validate(request, &objects, &name, now)
             }
-            (Scope::Judge(objects), Endpoint::Mutate) => {
-                self.mutate(&request, &objects, &name, now)
-            }
+            (Scope::Judge(objects), Endpoint::Mutate) => self.mutate(request, &objects, &name, now),
         };
         let summary = Summary {
             uid: request.uid.clone().into_owned(),
@@ -138,10 +194,10 @@ impl Evaluator {
             dry_run: request.is_dry_run(),
             warnings: answer.warnings.len(),
         };
-        Ok(Review {
+        Review {
             body: wire::encode(&answer),
             summary,
-        })
+        }
     }
 
     fn validate(
@@ -315,4 +371,93 @@ fn malformed(answer: Answer, message: String) -> Answer {
     let mut status = Status::failure(&message, "BadRequest");
     status.code = 400;
     answer.deny(status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn body(operation: &str, object: Value) -> Vec<u8> {
+        serde_json::to_vec(&json!({
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": "u-1",
+                "kind": {"group": GROUP, "version": VERSION, "kind": "ClusterPromotion"},
+                "resource": {"group": GROUP, "version": VERSION, "resource": PLURAL},
+                "operation": operation,
+                "userInfo": {"username": "alice"},
+                "object": object,
+            }
+        }))
+        .unwrap()
+    }
+
+    fn with_script(script: &str) -> Value {
+        json!({"apiVersion": "config.projectsveltos.io/v1beta1", "kind": "ClusterPromotion",
+            "metadata": {"name": "p"},
+            "spec": {"profileSpec": {"validateHealths": [
+                {"name": "h", "featureID": "Helm", "group": "apps", "version": "v1",
+                 "kind": "Deployment", "script": script}]},
+             "stages": [{"name": "dev", "clusterSelector": {"matchLabels": {"env": "dev"}}}]}})
+    }
+
+    fn cheap(evaluator: &Evaluator, endpoint: Endpoint, body: &[u8]) -> bool {
+        evaluator
+            .decode_if_cheap(endpoint, body)
+            .expect("decodes")
+            .is_some()
+    }
+
+    #[test]
+    fn a_review_is_cheap_once_its_scripts_were_judged_and_answers_the_same_either_way() {
+        let evaluator = Evaluator::default();
+        let now = Utc::now();
+        let review = body("CREATE", with_script("function evaluate() return {} end"));
+        assert!(!cheap(&evaluator, Endpoint::Validate, &review));
+        // Mutation parses no script.
+        assert!(cheap(&evaluator, Endpoint::Mutate, &review));
+        let general = evaluator.review(Endpoint::Validate, &review, now).unwrap();
+        let cheap_review = evaluator
+            .decode_if_cheap(Endpoint::Validate, &review)
+            .unwrap()
+            .expect("cheap once judged");
+        let inline = evaluator.answer_cheap(cheap_review, now);
+        assert_eq!(inline.body, general.body);
+        assert_eq!(inline.summary, general.summary);
+        // Clones share the record.
+        assert!(cheap(&evaluator.clone(), Endpoint::Validate, &review));
+    }
+
+    #[test]
+    fn large_bodies_and_bodies_with_lone_surrogates_take_the_general_path() {
+        let evaluator = Evaluator::default();
+        let mut object = with_script("x");
+        object["metadata"]["annotations"] = json!({"pad": "x".repeat(INLINE_MAX_BODY_BYTES)});
+        let large = body("CREATE", object);
+        evaluator
+            .review(Endpoint::Validate, &large, Utc::now())
+            .unwrap();
+        assert!(!cheap(&evaluator, Endpoint::Mutate, &large));
+
+        let plain = String::from_utf8(body("DELETE", json!(null))).unwrap();
+        assert!(cheap(&evaluator, Endpoint::Validate, plain.as_bytes()));
+        let surrogate = plain.replace("\"u-1\"", "\"u-\\ud800\"");
+        assert!(!cheap(&evaluator, Endpoint::Validate, surrogate.as_bytes()));
+    }
+
+    #[test]
+    fn a_body_that_does_not_decode_is_refused_on_the_spot() {
+        let evaluator = Evaluator::default();
+        let err = evaluator
+            .decode_if_cheap(Endpoint::Validate, b"{\"kind\": 5")
+            .err()
+            .expect("a decode error");
+        let general = evaluator
+            .review(Endpoint::Validate, b"{\"kind\": 5", Utc::now())
+            .err()
+            .expect("a decode error");
+        assert_eq!(err, general);
+    }
 }
