@@ -27,15 +27,13 @@ use super::audit::{
     spec_change_record_in, ApprovalRecord, RemovalRecord, ResetFlipRecord, SpecChangeRecord,
 };
 use super::gates::{
-    approval_used, gates, gates_by_name, generation, is_deleting, newly_approved, newly_revoked,
-    status_rollout, Gate,
+    gates, gates_by_name, generation, is_deleting, newly_approved, newly_revoked, Gate,
 };
-use super::removed::{removed_approvals_tree, RemovalCause};
+use super::removed::{removed_approvals_tree, reset_cause, RemovalCause};
 use super::{
     UserInfo, APPROVALS_ANNOTATION, APPROVAL_REASON_ANNOTATION, MAX_REASON_CHARS,
     RESET_FLIPS_ANNOTATION, SPEC_CHANGE_ANNOTATION,
 };
-use crate::approval::Used;
 use crate::rollout::{self, Restart, RolloutId};
 use crate::tree::{field, same, to_owned_value, tree_of, Tree};
 
@@ -245,57 +243,6 @@ fn resets(old: &Tree, new: &Tree, restart: Option<&Restart>) -> Vec<ApprovalRese
             })
         })
         .collect()
-}
-
-/// Why the mutation resets the approval that `old` (the stored object) gives the stage of
-/// `gate` (its gate in the request), if it does: unless `automaticReset` is false, a new rollout
-/// resets it, and otherwise having been used does ([`approval_used`]).
-pub(crate) fn reset_cause(
-    old: &Tree,
-    gate: &Gate,
-    restart: Option<&Restart>,
-) -> Option<ResetCause> {
-    if !gate.resets {
-        return None;
-    }
-    Some(match restart {
-        Some(restart) => ResetCause::NewRollout {
-            restart: restart.clone(),
-        },
-        None => ResetCause::Consumed {
-            next_stage: match approval_used(old, gate.name)? {
-                Used::PromotedTo(next) => Some(next.to_string()),
-                Used::Completed => None,
-            },
-            given_after_use: given_after_use(old, gate.name),
-        },
-    })
-}
-
-/// Whether the approval `old` gives `stage` was given after promotion-controller used an
-/// earlier one to pass that gate in the rollout of `old`'s status: its own record (the one
-/// credited with it) was written after the use the controller recorded. Unknown — no record
-/// of its own, no record of the use, or one of another rollout — is `false`: the approval is
-/// then taken as the one used, as before the controller kept that record.
-fn given_after_use(old: &Tree, stage: &str) -> bool {
-    let Some(record) = approval_records_in(old)
-        .ok()
-        .and_then(|mut r| r.remove(stage))
-        .filter(|r| credited(r, generation(old)))
-    else {
-        return false;
-    };
-    let Ok(mut used) = super::used_approvals::recorded(&to_owned_value(old)) else {
-        return false;
-    };
-    let Some(use_) = used.remove(stage) else {
-        return false;
-    };
-    let same_rollout = match (&use_.rollout, status_rollout(old)) {
-        (Some(used_in), Some(status)) => *used_in == status,
-        _ => true,
-    };
-    same_rollout && use_.predates(&record)
 }
 
 fn remove_approval_ops(reset: &ApprovalReset) -> [PatchOperation; 3] {

@@ -17,11 +17,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::audit::{approval_records_in, credited};
-use super::gates::{gates, gates_by_name, generation};
-use super::mutation::reset_cause;
+use super::gates::{approval_used, gates, gates_by_name, generation, status_rollout, Gate};
 use super::{is_deleting, ApprovalRecord, ResetCause};
-use crate::rollout;
-use crate::tree::{tree_of, Tree};
+use crate::approval::Used;
+use crate::rollout::{self, Restart};
+use crate::tree::{to_owned_value, tree_of, Tree};
 
 /// How an approval is lost.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -126,6 +126,58 @@ pub fn removed_approvals_tree(old: &Tree, new: &Tree) -> Vec<RemovedApproval> {
             cause,
         })
         .collect()
+}
+
+/// Why the mutation resets the approval that `old` (the stored object) gives the stage of
+/// `gate` (its gate in the request), if it does: unless `automaticReset` is false, a new rollout
+/// resets it, and otherwise having been used does ([`approval_used`]). It lives here, not in
+/// `mutation`, which reads the removals: the dependency goes one way.
+pub(crate) fn reset_cause(
+    old: &Tree,
+    gate: &Gate,
+    restart: Option<&Restart>,
+) -> Option<ResetCause> {
+    if !gate.resets {
+        return None;
+    }
+    Some(match restart {
+        Some(restart) => ResetCause::NewRollout {
+            restart: restart.clone(),
+        },
+        None => ResetCause::Consumed {
+            next_stage: match approval_used(old, gate.name)? {
+                Used::PromotedTo(next) => Some(next.to_string()),
+                Used::Completed => None,
+            },
+            given_after_use: given_after_use(old, gate.name),
+        },
+    })
+}
+
+/// Whether the approval `old` gives `stage` was given after promotion-controller used an
+/// earlier one to pass that gate in the rollout of `old`'s status: its own record (the one
+/// credited with it) was written after the use the controller recorded. Unknown — no record
+/// of its own, no record of the use, or one of another rollout — is `false`: the approval is
+/// then taken as the one used, as before the controller kept that record.
+fn given_after_use(old: &Tree, stage: &str) -> bool {
+    let Some(record) = approval_records_in(old)
+        .ok()
+        .and_then(|mut r| r.remove(stage))
+        .filter(|r| credited(r, generation(old)))
+    else {
+        return false;
+    };
+    let Ok(mut used) = super::used_approvals::recorded(&to_owned_value(old)) else {
+        return false;
+    };
+    let Some(use_) = used.remove(stage) else {
+        return false;
+    };
+    let same_rollout = match (&use_.rollout, status_rollout(old)) {
+        (Some(used_in), Some(status)) => *used_in == status,
+        _ => true,
+    };
+    same_rollout && use_.predates(&record)
 }
 
 #[cfg(test)]
