@@ -182,7 +182,8 @@ pub async fn rows(kube: &Kube, selector: Option<&str>) -> Result<(Vec<Row>, Vec<
 /// Rows as the promotions change, like `kubectl get --watch`: the table first (unless
 /// `--watch-only`), then each changed row, aligned with the table while it fits; a deleted
 /// promotion's last row says `deleted`. Structured formats print each changed row as an object.
-/// Runs until interrupted; a lost connection is said on stderr and retried.
+/// Runs until interrupted; a lost connection is said on stderr and retried. The follower hands
+/// out a state once per burst of events ([`FleetFollower`]), and nothing while nothing changes.
 async fn watch(ctx: &Ctx, args: &ListArgs, format: &OutputFormat, kube: &Kube) -> Result<u8> {
     let mut follower = FleetFollower::start(kube, args.selector.as_deref()).await?;
     let wide = *format == OutputFormat::Wide;
@@ -220,9 +221,18 @@ async fn watch(ctx: &Ctx, args: &ListArgs, format: &OutputFormat, kube: &Kube) -
         if std::mem::take(&mut lost) {
             super::note(ctx, "reconnected: watching again");
         }
+        // Only the rows whose promotion, profiles or clusters changed are computed again: a
+        // ClusterSummary event of one rollout leaves the other promotions' rows as they were.
         let mut now: BTreeMap<String, Row> = BTreeMap::new();
         for object in &fleet.objects {
-            let r = row(&view::Description::build_shared(fleet.snapshot(object))?);
+            let name = object
+                .pointer("/metadata/name")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default();
+            let r = match shown.get(name) {
+                Some(r) if !fleet.affects(name) => r.clone(),
+                _ => row(&view::Description::build_shared(fleet.snapshot(object))?),
+            };
             now.insert(r.name.clone(), r);
         }
         let mut changed: Vec<(Row, bool)> = now
