@@ -213,6 +213,16 @@ impl Changes {
     }
 }
 
+#[cfg(test)]
+impl Changes {
+    /// For the views' tests: the ClusterSummaries of `profile` changed, written at `at`.
+    pub(crate) fn of_summaries(profile: &str, at: DateTime<Utc>) -> Changes {
+        let mut c = Changes::default();
+        c.summaries.insert(profile.to_string(), at);
+        c
+    }
+}
+
 fn pointer<'a>(v: &'a Value, p: &str) -> Option<&'a str> {
     v.pointer(p).and_then(Value::as_str)
 }

@@ -1,7 +1,11 @@
 //! `describe [NAME...]` / `describe -f FILE` / `describe NAME --watch`.
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
+
+use chrono::{DateTime, Utc};
 
 use clap::Args;
 use serde::Serialize;
@@ -16,13 +20,13 @@ use super::Ctx;
 use crate::cluster::fetch;
 use crate::cluster::inventory;
 use crate::cluster::kube_client::Kube;
-use crate::cluster::watch::{Follower, Update};
+use crate::cluster::watch::{Changes, Follower, Update};
 use crate::error::{exit::describe as exit, Error, Result};
 use crate::render::output;
 use crate::render::printers::{FormatArg, OutputFormat, PrintOptions, Target, MODEL_FORMATS};
 use crate::render::{self, describe::Options, terminal};
 use crate::view::approver::{ApprovalRight, CallerFacts, RevokeRight};
-use crate::view::{self, Description, Snapshot, API_VERSION};
+use crate::view::{self, Description, Snapshot, StageDetail, API_VERSION};
 
 #[derive(Args, Debug)]
 #[command(
@@ -373,10 +377,12 @@ const REDRAW_EVERY: Duration = Duration::from_secs(1);
 /// Follow the pipeline until it completes (exit 0) or fails for good (exit 2).
 ///
 /// On a terminal the view is redrawn in place, at most once a second however fast changes come,
-/// and every second anyway so that "in 26m" keeps counting; the top of the view stays on screen
-/// when it is taller than the terminal; while the server is away the view says so. Otherwise
-/// the first view is printed whole and then one line per change (stage states, cluster
-/// progress, approvals), so a log stays readable.
+/// and every second anyway so that "in 26m" keeps counting (a frame that would not change is
+/// not written); the top of the view stays on screen when it is taller than the terminal; while
+/// the server is away the view says so. Otherwise the first view is printed whole and then a
+/// line per change, stamped with when it happened ([`ChangeLog`]), so a log stays readable.
+/// The follower hands out a state once per burst of events ([`Follower`]), so the view is built
+/// a few times a second at most during a rollout, and not at all while nothing changes.
 async fn watch(
     ctx: &Ctx,
     args: &DescribeArgs,
@@ -391,10 +397,16 @@ async fn watch(
     let mut current: Option<Description> = None;
     let mut previous: Option<Description> = None;
     let mut lost: Option<String> = None;
-    let mut last_draw: Option<Instant> = None;
+    let mut drawn: Option<(Instant, String)> = None;
+    // Only on a terminal does a timer run while nothing changes: its relative times move on.
     let mut tick = tokio::time::interval(REDRAW_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut log = ChangeLog::default();
     let mut access: Option<(std::result::Result<bool, String>, CallerFacts)> = None;
     loop {
+        let mut changes: Option<Changes> = None;
+        // A count the log holds back until its burst is over.
+        let due = log.due();
         tokio::select! {
             update = follower.next() => match update? {
                 Update::Changed(state) => {
@@ -402,7 +414,7 @@ async fn watch(
                         let uid = state.object.pointer("/metadata/uid").and_then(Value::as_str);
                         events = kube.list_events(name, uid).await.map_err(|e| e.read_failure());
                     }
-                    let mut d = Description::build(&state.snapshot(events.clone()))?;
+                    let mut d = Description::build_shared(state.snapshot_ref(view::shared(&events)))?;
                     if judges_the_caller(&d) {
                         // Asked once per watch: who the caller is and what RBAC and the rules
                         // say change far more rarely than the pipeline; the starter of the
@@ -416,18 +428,22 @@ async fn watch(
                     }
                     current = Some(d);
                     lost = None;
+                    changes = Some(state.changes);
                 }
                 Update::ConnectionLost(reason) => lost = Some(reason),
             },
             // A tick redraws what a change arriving too soon after the last draw left undrawn,
             // and moves the relative times on.
             _ = tick.tick(), if tty => {}
+            () = until(due) => {}
         }
         let Some(d) = &current else { continue };
         if tty {
-            if last_draw.is_none_or(|t| t.elapsed() >= REDRAW_EVERY) {
-                draw(ctx, args, d, lost.as_deref())?;
-                last_draw = Some(Instant::now());
+            if drawn
+                .as_ref()
+                .is_none_or(|(t, _)| t.elapsed() >= REDRAW_EVERY)
+            {
+                draw(ctx, args, d, lost.as_deref(), &mut drawn)?;
             }
         } else if structured {
             if previous.as_ref() != Some(d) {
@@ -440,32 +456,52 @@ async fn watch(
         } else if let Some(reason) = lost.take() {
             ctx.write_out(&format!(
                 "{}  connection lost, retrying… ({reason})\n",
-                stamp(ctx)
+                stamp(ctx.now())
             ))?;
+        } else if log.told.is_none() {
+            print(ctx, args, format, std::slice::from_ref(d), false)?;
+            log.start(d);
         } else {
-            match &previous {
-                None => print(ctx, args, format, std::slice::from_ref(d), false)?,
-                Some(prev) => ctx.write_out(&changes(prev, d, ctx))?,
-            }
+            ctx.write_out(&log.lines(d, changes.as_ref(), Instant::now(), false, ctx))?;
         }
         let done = match d.phase {
             Phase::Complete => Some(exit::OK),
             Phase::Failed | Phase::Blocked => Some(exit::PIPELINE_FAILED),
             _ => None,
         };
-        previous = current.clone();
+        if structured {
+            previous = current.clone();
+        }
         if let Some(code) = done {
             if tty {
-                draw(ctx, args, d, lost.as_deref())?;
+                draw(ctx, args, d, lost.as_deref(), &mut drawn)?;
+            } else if !structured {
+                // What the log held back, before it ends.
+                ctx.write_out(&log.lines(d, None, Instant::now(), true, ctx))?;
             }
             return Ok(code);
         }
     }
 }
 
+/// Sleep until `at`, or forever without one.
+async fn until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Home, clear, draw: what `watch` and Argo Rollouts do; clipped to the terminal's height so
-/// that the header (name, phase, next step) stays visible.
-fn draw(ctx: &Ctx, args: &DescribeArgs, d: &Description, lost: Option<&str>) -> Result<()> {
+/// that the header (name, phase, next step) stays visible. A frame the same as the one on
+/// screen (`drawn`) is not written again.
+fn draw(
+    ctx: &Ctx,
+    args: &DescribeArgs,
+    d: &Description,
+    lost: Option<&str>,
+    drawn: &mut Option<(Instant, String)>,
+) -> Result<()> {
     let mut text = String::new();
     if let Some(reason) = lost {
         text.push_str(&ctx.out.paint(
@@ -479,20 +515,32 @@ fn draw(ctx: &Ctx, args: &DescribeArgs, d: &Description, lost: Option<&str>) -> 
         Some(rows) => terminal::clip(&text, rows),
         None => text,
     };
-    ctx.write_out(&format!("\x1b[H\x1b[2J{text}"))
+    let unchanged = drawn
+        .as_ref()
+        .is_some_and(|(_, on_screen)| *on_screen == text);
+    if !unchanged {
+        ctx.write_out(&format!("\x1b[H\x1b[2J{text}"))?;
+    }
+    *drawn = Some((Instant::now(), text));
+    Ok(())
 }
 
-fn stamp(ctx: &Ctx) -> String {
-    ctx.now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+fn stamp(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-/// One line per change between two views, timestamped: the change being picked up, stage
-/// states, cluster progress (`0 → 30 → 60/60 provisioned`), approvals given, and the phase.
-pub fn changes(prev: &Description, now: &Description, ctx: &Ctx) -> String {
-    let stamp = stamp(ctx);
-    let mut out = String::new();
-    let mut line = |text: String| {
-        out.push_str(&format!("{stamp}  {text}\n"));
+/// A line of the log before its stamp: the stage it is about (`None`: the pipeline).
+struct Said {
+    stage: Option<String>,
+    text: String,
+}
+
+/// What changed between two views, a line each: the change being picked up, stage states,
+/// approvals given, and the phase (cluster counts and failing clusters: [`ChangeLog`]).
+fn changes(prev: &Description, now: &Description, ctx: &Ctx) -> Vec<Said> {
+    let said = RefCell::new(Vec::new());
+    let line = |text: String| {
+        said.borrow_mut().push(Said { stage: None, text });
     };
     match (&prev.stale, &now.stale) {
         (None, Some(why)) => line(format!(
@@ -506,6 +554,7 @@ pub fn changes(prev: &Description, now: &Description, ctx: &Ctx) -> String {
         _ => {}
     }
     for stage in &now.stages {
+        let first = said.borrow().len();
         let before = prev.stages.iter().find(|s| s.view.name == stage.view.name);
         let name = &stage.view.name;
         if before.map(|b| &b.view.state) != Some(&stage.view.state) {
@@ -522,22 +571,6 @@ pub fn changes(prev: &Description, now: &Description, ctx: &Ctx) -> String {
                 text.push_str(&format!(": {message}"));
             }
             line(text);
-        }
-        let counts = |s: Option<&crate::view::StageDetail>| {
-            s.and_then(|s| s.cluster_counts.as_ref())
-                .map(|c| (c.provisioned, c.total))
-        };
-        if let (Some((was, was_total)), Some((is, total))) = (counts(before), counts(Some(stage))) {
-            // Only what moved: `0 → 0/8` would read as no change when it is clusters matched.
-            if was != is && was_total == total {
-                line(format!(
-                    "stage {name}: clusters {was} → {is}/{total} provisioned"
-                ));
-            } else if was_total != total {
-                line(format!(
-                    "stage {name}: clusters {was}/{was_total} → {is}/{total} provisioned"
-                ));
-            }
         }
         let approved = |s: Option<&crate::view::StageDetail>| {
             s.and_then(|s| s.view.trigger.approved) == Some(true)
@@ -573,6 +606,9 @@ pub fn changes(prev: &Description, now: &Description, ctx: &Ctx) -> String {
                 (false, _) => line(format!("stage {name}: approval removed")),
             }
         }
+        for s in &mut said.borrow_mut()[first..] {
+            s.stage = Some(name.clone());
+        }
     }
     if prev.phase != now.phase {
         line(format!(
@@ -582,5 +618,382 @@ pub fn changes(prev: &Description, now: &Description, ctx: &Ctx) -> String {
             ctx.out.phase(&now.phase)
         ));
     }
-    out
+    said.into_inner()
+}
+
+/// In the line log, a stage's count of provisioned clusters is told once its burst of movement
+/// is over (no movement for this long)…
+const BURST_GAP: Duration = Duration::from_secs(2);
+
+/// … or this long after the first movement not told yet, while the burst goes on.
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
+/// How many failing clusters a line names (then how many more there are).
+const NAMED: usize = 5;
+
+/// `describe -w`'s line log, when stdout is not a terminal: the first view whole, then a line
+/// per change. Each line is stamped with the time its change happened, not the time it is
+/// printed: the API server's time of the write that made it (the object's latest
+/// `managedFields` time, [`Changes`]): for a stage, its promotion's write if that changed, else
+/// its ClusterProfile's or ClusterSummaries'; for the pipeline, the latest write; for a change
+/// that carries no time (a deletion, an object without managed fields), the time the watch
+/// received it. A stage's state, its approvals and the phase are said at once. Its count of
+/// provisioned clusters is one line per burst (`stage dev: clusters 12 → 480/480
+/// provisioned`, stamped with the latest write it counts): told once the burst is over
+/// ([`BURST_GAP`]), every [`PROGRESS_EVERY`] while it goes on, and at once when the stage's
+/// clusters are all provisioned, its state changes or a cluster starts or stops failing.
+/// Clusters that start failing are named (those its state line does not name already).
+#[derive(Default)]
+struct ChangeLog {
+    /// What the lines printed so far have told: `None` until the first view is printed.
+    told: Option<Description>,
+    counts: BTreeMap<String, Counted>,
+}
+
+/// A stage's clusters as the log has told them, and what it has not told yet.
+#[derive(Default)]
+struct Counted {
+    /// Provisioned and total, as the last count line (or the first view) said.
+    told: (usize, usize),
+    /// As the last state seen.
+    seen: (usize, usize),
+    /// The clusters told failing, each with its failure in words.
+    failing: BTreeMap<String, String>,
+    /// A movement not told: since when, when it last moved, and the latest time of the writes
+    /// that moved it.
+    untold: Option<(Instant, Instant, DateTime<Utc>)>,
+}
+
+impl ChangeLog {
+    /// The first view was printed: the log goes on from it.
+    fn start(&mut self, d: &Description) {
+        for stage in &d.stages {
+            if let Some(c) = &stage.cluster_counts {
+                let n = (c.provisioned, c.total);
+                let counted = Counted {
+                    told: n,
+                    seen: n,
+                    failing: failing(stage),
+                    untold: None,
+                };
+                self.counts.insert(stage.view.name.clone(), counted);
+            }
+        }
+        self.told = Some(d.clone());
+    }
+
+    /// When a count held back is to be told.
+    fn due(&self) -> Option<Instant> {
+        self.counts
+            .values()
+            .filter_map(|c| c.untold)
+            .map(|(first, last, _)| (last + BURST_GAP).min(first + PROGRESS_EVERY))
+            .min()
+    }
+
+    /// The lines for the state `now`, at `clock`: `changes` says what changed since the last
+    /// state and when (`None`: no new state, a count fell due); `all` tells every count held
+    /// back (the log ends).
+    fn lines(
+        &mut self,
+        now: &Description,
+        changes: Option<&Changes>,
+        clock: Instant,
+        all: bool,
+        ctx: &Ctx,
+    ) -> String {
+        let Some(told) = self.told.take() else {
+            return String::new();
+        };
+        let said = self::changes(&told, now, ctx);
+        let latest = changes.and_then(Changes::latest);
+        let seen = ctx.now();
+        let promotion = changes.and_then(|c| c.promotion(&now.name));
+        let mut out = String::new();
+        let mut emit = |at: DateTime<Utc>, text: &str| {
+            out.push_str(&format!("{}  {text}\n", stamp(at)));
+        };
+        let mut head = Vec::new();
+        let mut tail = Vec::new();
+        let mut by_stage: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for s in said {
+            match s.stage {
+                Some(stage) => by_stage.entry(stage).or_default().push(s.text),
+                None if by_stage.is_empty() => head.push(s.text),
+                None => tail.push(s.text),
+            }
+        }
+        for text in &head {
+            emit(promotion.or(latest).unwrap_or(seen), text);
+        }
+        for stage in &now.stages {
+            let name = &stage.view.name;
+            let stage_lines = by_stage.remove(name).unwrap_or_default();
+            let of_stage = changes.and_then(|c| c.profile(stage.cluster_profile.as_deref()?));
+            for text in &stage_lines {
+                emit(promotion.or(of_stage).or(latest).unwrap_or(seen), text);
+            }
+            let Some(counts) = &stage.cluster_counts else {
+                continue;
+            };
+            let n = (counts.provisioned, counts.total);
+            // Counts first seen after the first view start from none provisioned.
+            let entry = self.counts.entry(name.clone()).or_insert_with(|| Counted {
+                told: (0, n.1),
+                seen: (0, n.1),
+                ..Counted::default()
+            });
+            let at = of_stage.or(latest).unwrap_or(seen);
+            if n != entry.seen {
+                let untold = entry.untold.get_or_insert((clock, clock, at));
+                untold.1 = clock;
+                untold.2 = untold.2.max(at);
+                entry.seen = n;
+            }
+            let failing_now = failing(stage);
+            let failures_moved = !failing_now.keys().eq(entry.failing.keys());
+            if let Some((first, last, counted_at)) = entry.untold {
+                let due = all
+                    || n.0 == n.1
+                    || failures_moved
+                    || !stage_lines.is_empty()
+                    || clock >= (last + BURST_GAP).min(first + PROGRESS_EVERY);
+                if due {
+                    if n != entry.told {
+                        emit(counted_at, &count_line(name, entry.told, n));
+                    }
+                    entry.told = n;
+                    entry.untold = None;
+                }
+            }
+            let newly: Vec<&str> = failing_now
+                .iter()
+                .filter(|(cluster, _)| !entry.failing.contains_key(*cluster))
+                .map(|(_, failure)| failure.as_str())
+                .filter(|failure| !stage_lines.iter().any(|l| l.contains(failure)))
+                .collect();
+            if !newly.is_empty() {
+                emit(at, &format!("stage {name}: failing now: {}", named(&newly)));
+            }
+            let recovered: Vec<&str> = entry
+                .failing
+                .keys()
+                .filter(|cluster| !failing_now.contains_key(*cluster))
+                .map(String::as_str)
+                .collect();
+            if !recovered.is_empty() {
+                emit(
+                    at,
+                    &format!("stage {name}: no longer failing: {}", named(&recovered)),
+                );
+            }
+            entry.failing = failing_now;
+        }
+        for text in &tail {
+            emit(latest.unwrap_or(seen), text);
+        }
+        self.told = Some(now.clone());
+        out
+    }
+}
+
+/// A stage's failing clusters, by name, each with its failure in words.
+fn failing(stage: &StageDetail) -> BTreeMap<String, String> {
+    stage
+        .view
+        .clusters
+        .iter()
+        .flatten()
+        .filter_map(|c| c.failure())
+        .map(|f| (f.cluster.clone(), f.describe()))
+        .collect()
+}
+
+/// `a; b; c (and 4 more)`.
+fn named(items: &[&str]) -> String {
+    let mut text = items
+        .iter()
+        .take(NAMED)
+        .copied()
+        .collect::<Vec<_>>()
+        .join("; ");
+    if items.len() > NAMED {
+        text.push_str(&format!(" (and {} more)", items.len() - NAMED));
+    }
+    text
+}
+
+/// `stage dev: clusters 12 → 480/480 provisioned`; with the total changed,
+/// `clusters 1/1 → 1/2`: only what moved (`0 → 0/8` would read as no change when it is clusters
+/// matched).
+fn count_line(stage: &str, told: (usize, usize), now: (usize, usize)) -> String {
+    let ((was, was_total), (is, total)) = (told, now);
+    if was_total == total {
+        format!("stage {stage}: clusters {was} → {is}/{total} provisioned")
+    } else {
+        format!("stage {stage}: clusters {was}/{was_total} → {is}/{total} provisioned")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::fixtures::profile;
+    use serde_json::json;
+
+    const CLUSTERS: usize = 30;
+
+    fn promotion() -> Value {
+        json!({
+            "apiVersion": "config.projectsveltos.io/v1beta1", "kind": "ClusterPromotion",
+            "metadata": {"name": "p"},
+            "spec": {"profileSpec": {"helmCharts": [{"chartName": "x"}]}, "stages": [
+                {"name": "dev", "clusterSelector": {"matchLabels": {"env": "dev"}},
+                 "trigger": {"auto": {}}},
+                {"name": "prod", "clusterSelector": {"matchLabels": {"env": "prod"}}}]},
+            "status": {"currentStageName": "dev", "stages": [
+                {"name": "dev", "lastUpdateReconciledTime": "2026-02-16T07:00:00Z"}]}
+        })
+    }
+
+    /// The view with the first `provisioned` dev clusters provisioned and those in `failing`
+    /// failing.
+    fn view(provisioned: usize, failing: &[usize]) -> Description {
+        let object = promotion();
+        let names: Vec<String> = (0..CLUSTERS).map(|i| format!("dev{i:02}")).collect();
+        let matching: Vec<(&str, &str)> = names.iter().map(|n| ("dev", n.as_str())).collect();
+        let summaries = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let (status, message) = if failing.contains(&i) {
+                    ("Failed", Some("boom"))
+                } else if i < provisioned {
+                    ("Provisioned", None)
+                } else {
+                    ("Provisioning", None)
+                };
+                json!({"metadata": {"name": format!("p-dev-sveltos-{n}"), "namespace": "dev",
+                                    "labels": {"projectsveltos.io/cluster-profile-name": "p-dev"}},
+                       "spec": {"clusterNamespace": "dev", "clusterName": n, "clusterType": "Sveltos"},
+                       "status": {"featureSummaries": [{"featureID": "Helm", "status": status,
+                                                        "failureMessage": message}]}})
+            })
+            .collect();
+        let snap = Snapshot {
+            profiles: Ok(vec![profile(&object, "dev", &matching)]),
+            object,
+            summaries: Ok(summaries),
+            events: Err(String::new()),
+            owners: Default::default(),
+        };
+        Description::build(&snap).expect("a view")
+    }
+
+    fn at(second: u32) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(&format!("2026-02-16T08:00:{second:02}Z"))
+            .map(|t| t.with_timezone(&Utc))
+            .unwrap_or_default()
+    }
+
+    fn started() -> (ChangeLog, Ctx, Instant) {
+        let mut log = ChangeLog::default();
+        log.start(&view(0, &[]));
+        (log, Ctx::in_memory(), Instant::now())
+    }
+
+    /// Thirty clusters reported one event each, a burst: one line, stamped with the write of the
+    /// last one, not the time it is printed.
+    #[test]
+    fn a_burst_of_per_cluster_changes_is_one_line() {
+        let (mut log, ctx, t0) = started();
+        let mut out = String::new();
+        for n in 1..=CLUSTERS {
+            let clock = t0 + Duration::from_millis(100 * n as u64);
+            let changes = Changes::of_summaries("p-dev", at(n as u32));
+            out.push_str(&log.lines(&view(n, &[]), Some(&changes), clock, false, &ctx));
+        }
+        assert_eq!(
+            out,
+            "2026-02-16T08:00:30Z  stage dev: clusters 0 → 30/30 provisioned\n"
+        );
+        assert_eq!(log.due(), None, "nothing held back");
+    }
+
+    /// A burst that stops short is told once it is over; one that goes on, every
+    /// PROGRESS_EVERY.
+    #[test]
+    fn a_count_is_told_when_its_burst_is_over_or_goes_on_too_long() {
+        let (mut log, ctx, t0) = started();
+        let changes = Changes::of_summaries("p-dev", at(5));
+        assert_eq!(
+            log.lines(&view(5, &[]), Some(&changes), t0, false, &ctx),
+            ""
+        );
+        assert_eq!(log.due(), Some(t0 + BURST_GAP));
+        // A state with nothing new (the timer) before then tells nothing.
+        assert_eq!(
+            log.lines(&view(5, &[]), None, t0 + BURST_GAP / 2, false, &ctx),
+            ""
+        );
+        assert_eq!(
+            log.lines(&view(5, &[]), None, t0 + BURST_GAP, false, &ctx),
+            "2026-02-16T08:00:05Z  stage dev: clusters 0 → 5/30 provisioned\n"
+        );
+        assert_eq!(log.due(), None);
+        // Movement every second for longer than PROGRESS_EVERY: one line per PROGRESS_EVERY.
+        let mut lines = Vec::new();
+        let start = t0 + Duration::from_secs(60);
+        for k in 0..25u32 {
+            let clock = start + Duration::from_secs(u64::from(k));
+            let changes = Changes::of_summaries("p-dev", at(10 + k));
+            let out = log.lines(
+                &view(6 + k as usize, &[]),
+                Some(&changes),
+                clock,
+                false,
+                &ctx,
+            );
+            lines.extend(out.lines().map(String::from));
+        }
+        assert_eq!(
+            lines,
+            [
+                "2026-02-16T08:00:20Z  stage dev: clusters 5 → 16/30 provisioned",
+                "2026-02-16T08:00:31Z  stage dev: clusters 16 → 27/30 provisioned",
+                // All provisioned: told at once.
+                "2026-02-16T08:00:34Z  stage dev: clusters 27 → 30/30 provisioned",
+            ]
+        );
+    }
+
+    /// Clusters that start failing are named at once, the count that moved with them is told
+    /// with them, and so are the ones that stop failing.
+    #[test]
+    fn failing_clusters_are_named() {
+        let (mut log, ctx, t0) = started();
+        let changes = Changes::of_summaries("p-dev", at(7));
+        let out = log.lines(&view(10, &[12, 20]), Some(&changes), t0, false, &ctx);
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(
+            lines
+                .iter()
+                .all(|l| l.starts_with("2026-02-16T08:00:07Z  ")),
+            "{out}"
+        );
+        assert!(
+            lines.contains(&"2026-02-16T08:00:07Z  stage dev: clusters 0 → 10/30 provisioned"),
+            "{out}"
+        );
+        // Each failing cluster is named once: in the stage's state line, or in a line of its own.
+        for cluster in ["dev/dev12 Helm Failed: boom", "dev/dev20 Helm Failed: boom"] {
+            assert_eq!(out.matches(cluster).count(), 1, "{cluster}: {out}");
+        }
+        let changes = Changes::of_summaries("p-dev", at(9));
+        let out = log.lines(&view(10, &[20]), Some(&changes), t0, false, &ctx);
+        assert!(
+            out.contains("2026-02-16T08:00:09Z  stage dev: no longer failing: dev/dev12\n"),
+            "{out}"
+        );
+    }
 }
