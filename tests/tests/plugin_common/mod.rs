@@ -239,6 +239,11 @@ impl Running {
         }
     }
 
+    /// The plugin's process id (to pause it, say).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     fn keep(&mut self, stream: Stream, line: &str) {
         match stream {
             Stream::Stdout => self.stdout.push_str(line),
