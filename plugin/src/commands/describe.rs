@@ -166,11 +166,11 @@ pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
         }
     }
     add_reach(&kube, &mut descriptions, &promotions).await;
+    judge_the_reconciler(&kube, &mut descriptions).await;
     advise_only_what_the_caller_can(&kube, &mut descriptions, &promotions).await;
     if descriptions.is_empty() && missing.is_empty() {
         eprintln!("No resources found");
     }
-    judge_the_reconciler(&kube, &mut descriptions).await;
     if !descriptions.is_empty() {
         print(ctx, args, format, &descriptions, all || names.len() > 1)?;
     }
