@@ -1196,11 +1196,25 @@ fn describe_says_when_promotion_controller_cannot_act() {
     let phase = |t: &str| header(t, "Phase:").to_string();
     let next = |t: &str| header(t, "Next step:").to_string();
 
-    // Not installed: no Lease.
+    // No Lease, but promotion-controller wrote the status: it may run without leader
+    // election, so nothing is claimed.
     let t = env.run(&["describe", GATE]).expect(0).stdout;
+    assert_eq!(phase(&t), "Phase:          awaiting approval", "{t}");
+    // No Lease and nothing has reconciled a promotion (its managed fields show only the
+    // author's apply): none runs.
+    let mut fresh = example("payment-four-stages.yaml");
+    fresh["metadata"]["managedFields"] = json!([{"manager": "kubectl-client-side-apply",
+        "operation": "Update", "time": "2026-02-16T07:00:00Z", "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:spec": {}}}]);
+    env.put(fresh);
+    let t = env
+        .run(&["describe", "core-payment-processor-ci"])
+        .expect(0)
+        .stdout;
     assert_eq!(
         phase(&t),
-        "Phase:          awaiting approval — promotion-controller absent: see Next step"
+        "Phase:          not started — promotion-controller absent: see Next step",
+        "{t}"
     );
     assert!(
         next(&t).contains("no promotion-controller runs in kubectl-promotion-system"),
