@@ -182,6 +182,7 @@ impl StandIn {
             git_version: options.git_version.clone(),
             server_address: RwLock::new(String::new()),
             requests: Mutex::new(Vec::new()),
+            request_recorded: std::sync::Condvar::new(),
         });
 
         let server_handle = axum_server::Handle::<SocketAddr>::new();
@@ -369,6 +370,30 @@ impl StandInHandle {
             .lock()
             .map(|r| r.clone())
             .unwrap_or_default()
+    }
+
+    /// Block until a recorded request matches `pred` (true) or `deadline` passes (false).
+    pub fn wait_for_request(
+        &self,
+        pred: impl Fn(&RecordedRequest) -> bool,
+        deadline: std::time::Instant,
+    ) -> bool {
+        let Ok(mut log) = self.app.requests.lock() else {
+            return false;
+        };
+        loop {
+            if log.iter().any(&pred) {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            log = match self.app.request_recorded.wait_timeout(log, left) {
+                Ok((log, _)) => log,
+                Err(_) => return false,
+            };
+        }
     }
 
     pub fn clear_requests(&self) {

@@ -81,6 +81,8 @@ pub(crate) struct AppState {
     pub git_version: String,
     pub server_address: RwLock<String>,
     pub requests: Mutex<Vec<RecordedRequest>>,
+    /// Notified after each request is recorded, for tests that wait for one.
+    pub request_recorded: std::sync::Condvar,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -142,6 +144,7 @@ pub(crate) async fn handle(State(app): State<Arc<AppState>>, req: Request<Body>)
             body: String::from_utf8_lossy(&bytes).into_owned(),
             status: code,
         });
+        app.request_recorded.notify_all();
     }
     response
 }
