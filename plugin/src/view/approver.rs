@@ -61,21 +61,12 @@ impl ApprovalRight {
         caller: &CallerFacts,
         starter: Option<&str>,
     ) -> ApprovalRight {
-        let mut refused = Vec::new();
-        let mut unknown = Vec::new();
-        match rbac {
-            Ok(true) => {}
-            Ok(false) => refused.push(format!("RBAC: no patch on {PROMOTIONS} {name:?}")),
-            Err(e) => unknown.push(format!("the access review failed: {e}")),
-        }
+        let mut found = Findings::rbac(name, rbac);
         let rules = match &caller.rules {
             Ok(Some(rules)) => Some(rules),
             Ok(None) => None,
             Err(e) => {
-                unknown.push(format!(
-                    "the approver rules could not be read (ConfigMap \
-                     {GOVERNANCE_NAMESPACE}/{GOVERNANCE_CONFIGMAP}: {e})"
-                ));
+                found.rules_unreadable(e);
                 None
             }
         };
@@ -93,25 +84,18 @@ impl ApprovalRight {
             if policy.is_enforcing() {
                 match &caller.identity {
                     Ok(user) => {
-                        refused.extend(
+                        found.refused.extend(
                             approver_refusals(&policy, user, starter)
                                 .iter()
                                 .map(|refusal| refusal_reason(refusal, user)),
                         );
                     }
-                    Err(e) => unknown.push(format!(
-                        "who you are could not be asked, which the approver rules depend on \
-                         ({e})"
-                    )),
+                    Err(e) => found.identity_unknown(e),
                 }
             }
         }
         who_may.push_str(" who may patch it");
-        let (may_approve, reasons) = match (refused.is_empty(), unknown.is_empty()) {
-            (false, _) => (Some(false), refused),
-            (true, false) => (None, unknown),
-            (true, true) => (Some(true), Vec::new()),
-        };
+        let (may_approve, reasons) = found.verdict();
         ApprovalRight {
             may_approve,
             reasons,
@@ -122,18 +106,13 @@ impl ApprovalRight {
 
     /// The advice `step` (a `kubectl promotion approve …` command) as this caller should read it.
     pub fn advise(&self, step: &str) -> String {
-        match self.may_approve {
-            Some(true) => step.to_string(),
-            Some(false) => format!(
-                "you cannot approve ({}): {} runs: {step}",
-                self.reasons.join("; "),
-                self.who_may
-            ),
-            None => format!(
-                "{step}   (whether you may approve is unknown: {})",
-                self.reasons.join("; ")
-            ),
-        }
+        advise(
+            self.may_approve,
+            "approve",
+            &self.reasons,
+            &self.who_may,
+            step,
+        )
     }
 }
 
@@ -170,13 +149,7 @@ impl RevokeRight {
         caller: &CallerFacts,
         giver: Option<&str>,
     ) -> RevokeRight {
-        let mut refused = Vec::new();
-        let mut unknown = Vec::new();
-        match rbac {
-            Ok(true) => {}
-            Ok(false) => refused.push(format!("RBAC: no patch on {PROMOTIONS} {name:?}")),
-            Err(e) => unknown.push(format!("the access review failed: {e}")),
-        }
+        let mut found = Findings::rbac(name, rbac);
         let mut who_may = String::from("someone");
         match &caller.rules {
             Ok(Some(rules)) if !rules.approver_groups.is_empty() => {
@@ -189,27 +162,19 @@ impl RevokeRight {
                         if let Some(refusal) =
                             revoker_refusal(&rules.policy(Vec::new()), user, giver)
                         {
-                            refused.push(revoker_reason(&refusal.approver_groups, user));
+                            found
+                                .refused
+                                .push(revoker_reason(&refusal.approver_groups, user));
                         }
                     }
-                    Err(e) => unknown.push(format!(
-                        "who you are could not be asked, which the approver rules depend on \
-                         ({e})"
-                    )),
+                    Err(e) => found.identity_unknown(e),
                 }
             }
             Ok(_) => {}
-            Err(e) => unknown.push(format!(
-                "the approver rules could not be read (ConfigMap \
-                 {GOVERNANCE_NAMESPACE}/{GOVERNANCE_CONFIGMAP}: {e})"
-            )),
+            Err(e) => found.rules_unreadable(e),
         }
         who_may.push_str(" who may patch it");
-        let (may_revoke, reasons) = match (refused.is_empty(), unknown.is_empty()) {
-            (false, _) => (Some(false), refused),
-            (true, false) => (None, unknown),
-            (true, true) => (Some(true), Vec::new()),
-        };
+        let (may_revoke, reasons) = found.verdict();
         RevokeRight {
             may_revoke,
             reasons,
@@ -220,18 +185,74 @@ impl RevokeRight {
     /// The advice `step` (a `kubectl promotion approve … --revoke` command) as this caller
     /// should read it.
     pub fn advise(&self, step: &str) -> String {
-        match self.may_revoke {
-            Some(true) => step.to_string(),
-            Some(false) => format!(
-                "you cannot revoke it ({}): {} runs: {step}",
-                self.reasons.join("; "),
-                self.who_may
-            ),
-            None => format!(
-                "{step}   (whether you may revoke it is unknown: {})",
-                self.reasons.join("; ")
-            ),
+        advise(
+            self.may_revoke,
+            "revoke it",
+            &self.reasons,
+            &self.who_may,
+            step,
+        )
+    }
+}
+
+/// What judging a right found: reasons it is refused, and what could not be learnt.
+struct Findings {
+    refused: Vec<String>,
+    unknown: Vec<String>,
+}
+
+impl Findings {
+    /// Start from RBAC's answer to "may the caller patch the promotion `name`".
+    fn rbac(name: &str, rbac: &Result<bool, String>) -> Findings {
+        let mut found = Findings {
+            refused: Vec::new(),
+            unknown: Vec::new(),
+        };
+        match rbac {
+            Ok(true) => {}
+            Ok(false) => found
+                .refused
+                .push(format!("RBAC: no patch on {PROMOTIONS} {name:?}")),
+            Err(e) => found.unknown.push(format!("the access review failed: {e}")),
         }
+        found
+    }
+
+    fn rules_unreadable(&mut self, e: &impl std::fmt::Display) {
+        self.unknown.push(format!(
+            "the approver rules could not be read (ConfigMap \
+             {GOVERNANCE_NAMESPACE}/{GOVERNANCE_CONFIGMAP}: {e})"
+        ));
+    }
+
+    fn identity_unknown(&mut self, e: &impl std::fmt::Display) {
+        self.unknown.push(format!(
+            "who you are could not be asked, which the approver rules depend on ({e})"
+        ));
+    }
+
+    /// Refused if anything refuses; unknown if anything could not be learnt; else admitted.
+    fn verdict(self) -> (Option<bool>, Vec<String>) {
+        match (self.refused.is_empty(), self.unknown.is_empty()) {
+            (false, _) => (Some(false), self.refused),
+            (true, false) => (None, self.unknown),
+            (true, true) => (Some(true), Vec::new()),
+        }
+    }
+}
+
+/// The advice `step` (a command) as a caller whose right to `verb` is `may` should read it.
+fn advise(may: Option<bool>, verb: &str, reasons: &[String], who_may: &str, step: &str) -> String {
+    match may {
+        Some(true) => step.to_string(),
+        Some(false) => format!(
+            "you cannot {verb} ({}): {who_may} runs: {step}",
+            reasons.join("; ")
+        ),
+        None => format!(
+            "{step}   (whether you may {verb} is unknown: {})",
+            reasons.join("; ")
+        ),
     }
 }
 
