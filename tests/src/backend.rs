@@ -65,6 +65,13 @@ pub enum BackendError {
     WebhookNotInForce(Duration, String),
     #[error("fixtures: {0}")]
     Fixture(#[from] fixtures::FixtureError),
+    #[error("writing {kind} {name}: {source}")]
+    Seed {
+        kind: String,
+        name: String,
+        #[source]
+        source: Box<BackendError>,
+    },
 }
 
 /// Which server a scenario runs against.
@@ -660,6 +667,58 @@ impl Cluster {
     pub fn put(&self, object: &Value) -> Result<Value, BackendError> {
         let object = object.clone();
         self.admin_do(move |o| async move { o.put(&object).await })
+    }
+
+    /// Store fixture `objects` (namespaces left out, as the cluster has them), labelled with
+    /// this session: owners first, since the server assigns uids and generated objects name
+    /// their owners (and Events their objects) by uid, which are rewritten to the stored ones.
+    pub fn seed(&self, objects: impl IntoIterator<Item = Value>) -> Result<(), BackendError> {
+        const OWNERS_FIRST: [&str; 5] = [
+            "SveltosCluster",
+            "ClusterPromotion",
+            "ClusterProfile",
+            "ClusterSummary",
+            "Event",
+        ];
+        let mut objects: Vec<Value> = objects
+            .into_iter()
+            .filter(|o| o["kind"] != "Namespace")
+            .collect();
+        objects.sort_by_key(|o| OWNERS_FIRST.iter().position(|k| o["kind"] == *k));
+        let mut uids: std::collections::HashMap<String, String> = Default::default();
+        for mut object in objects {
+            let real_uid = |uid: &Value| uid.as_str().and_then(|u| uids.get(u)).cloned();
+            for owner in object["metadata"]["ownerReferences"]
+                .as_array_mut()
+                .into_iter()
+                .flatten()
+            {
+                if let Some(uid) = real_uid(&owner["uid"]) {
+                    owner["uid"] = json!(uid);
+                }
+            }
+            if let Some(uid) = real_uid(&object["involvedObject"]["uid"]) {
+                object["involvedObject"]["uid"] = json!(uid);
+            }
+            let meta = &mut object["metadata"];
+            if !meta["labels"].is_object() {
+                meta["labels"] = json!({});
+            }
+            meta["labels"][SESSION_LABEL] = json!(self.session());
+            let fixture_uid = meta["uid"].as_str().map(String::from);
+            let stored = self.put(&object).map_err(|source| BackendError::Seed {
+                kind: object["kind"].as_str().unwrap_or_default().to_string(),
+                name: object["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                source: Box::new(source),
+            })?;
+            if let (Some(fixture), Some(real)) = (fixture_uid, stored["metadata"]["uid"].as_str()) {
+                uids.insert(fixture, real.to_string());
+            }
+        }
+        Ok(())
     }
 
     /// Replace the status of a stored object through `/status`, as Sveltos writes it; the

@@ -479,7 +479,6 @@ fn describe_reads_events_only_where_kubernetes_records_them() {
 
 /// The user roles of `manifests/roles` on a real kube-apiserver.
 mod roles {
-    use std::collections::HashMap;
     use std::path::Path;
     use std::time::Duration;
 
@@ -548,48 +547,9 @@ mod roles {
                 promotion,
             })
             .unwrap_or_else(|e| panic!("{e}"));
-        // Owners first: the server assigns uids, and generated objects name their owners by uid.
-        const ORDER: [&str; 5] = [
-            "SveltosCluster",
-            "ClusterPromotion",
-            "ClusterProfile",
-            "ClusterSummary",
-            "Event",
-        ];
-        let mut objects: Vec<Value> = builder
-            .build()
-            .into_iter()
-            .filter(|o| o["kind"] != "Namespace")
-            .collect();
-        objects.sort_by_key(|o| ORDER.iter().position(|k| o["kind"] == *k));
-        let mut uids: HashMap<String, String> = HashMap::new();
-        for mut object in objects {
-            let real = |uid: &Value| uid.as_str().and_then(|u| uids.get(u)).cloned();
-            for owner in object["metadata"]["ownerReferences"]
-                .as_array_mut()
-                .into_iter()
-                .flatten()
-            {
-                if let Some(uid) = real(&owner["uid"]) {
-                    owner["uid"] = json!(uid);
-                }
-            }
-            if let Some(uid) = real(&object["involvedObject"]["uid"]) {
-                object["involvedObject"]["uid"] = json!(uid);
-            }
-            let meta = &mut object["metadata"];
-            if !meta["labels"].is_object() {
-                meta["labels"] = json!({});
-            }
-            meta["labels"][SESSION_LABEL] = json!(cluster.session());
-            let fixture_uid = meta["uid"].as_str().map(String::from);
-            let stored = cluster
-                .put(&object)
-                .unwrap_or_else(|e| panic!("writing {}: {e}", object["kind"]));
-            if let (Some(fixture), Some(real)) = (fixture_uid, stored["metadata"]["uid"].as_str()) {
-                uids.insert(fixture, real.to_string());
-            }
-        }
+        cluster
+            .seed(builder.build())
+            .unwrap_or_else(|e| panic!("{e}"));
         // A Cluster API cluster too, so that reading the fleet covers both kinds.
         cluster
             .put(&json!({

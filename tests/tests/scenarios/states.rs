@@ -5,9 +5,7 @@
 //! the computed models (`-o json`, plugin/docs/output.md) and `wait`'s exit codes. Only what
 //! STATES.md states is expected; the human-readable wording is not.
 
-use std::collections::HashMap;
-
-use promotion_e2e::backend::{Cluster, SESSION_LABEL};
+use promotion_e2e::backend::Cluster;
 use promotion_e2e::envtest::User;
 use promotion_e2e::fixtures::{self, Example, WorldBuilder};
 use serde_json::{json, Value};
@@ -56,51 +54,9 @@ fn write_world(cluster: &Cluster) -> Names {
             .unwrap_or_else(|e| panic!("{e}"));
         names.push(name);
     }
-    // Owners first: the server assigns uids, and generated objects name their owners by uid.
-    const ORDER: [&str; 5] = [
-        "SveltosCluster",
-        "ClusterPromotion",
-        "ClusterProfile",
-        "ClusterSummary",
-        "Event",
-    ];
-    let mut objects: Vec<Value> = builder
-        .build()
-        .into_iter()
-        .filter(|o| o["kind"] != "Namespace")
-        .collect();
-    objects.sort_by_key(|o| ORDER.iter().position(|k| o["kind"] == *k));
-    let mut uids: HashMap<String, String> = HashMap::new();
-    for mut object in objects {
-        let real_uid = |uid: &Value| uid.as_str().and_then(|u| uids.get(u)).cloned();
-        for owner in object["metadata"]["ownerReferences"]
-            .as_array_mut()
-            .into_iter()
-            .flatten()
-        {
-            if let Some(uid) = real_uid(&owner["uid"]) {
-                owner["uid"] = json!(uid);
-            }
-        }
-        if let Some(uid) = real_uid(&object["involvedObject"]["uid"]) {
-            object["involvedObject"]["uid"] = json!(uid);
-        }
-        let meta = &mut object["metadata"];
-        if !meta["labels"].is_object() {
-            meta["labels"] = json!({});
-        }
-        meta["labels"][SESSION_LABEL] = json!(cluster.session());
-        let fixture_uid = meta["uid"].as_str().map(String::from);
-        let what = format!(
-            "writing {} {}",
-            object["kind"].as_str().unwrap_or_default(),
-            object["metadata"]["name"].as_str().unwrap_or_default()
-        );
-        let stored = cluster.put(&object).or_fail(cluster, &what);
-        if let (Some(fixture), Some(real)) = (fixture_uid, stored["metadata"]["uid"].as_str()) {
-            uids.insert(fixture, real.to_string());
-        }
-    }
+    cluster
+        .seed(builder.build())
+        .or_fail(cluster, "storing the examples");
     let [auto, gate, failed, payment] = <[String; 4]>::try_from(names).expect("four examples");
     Names {
         auto,
