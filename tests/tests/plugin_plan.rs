@@ -263,26 +263,34 @@ fn twenty_thousand_clusters_twenty_stages() {
     assert_eq!(offline, live);
 }
 
-/// The "done when": a label typo fails `--strict` and names the fix, live as offline.
-#[test]
-fn label_typo_fails_strict_and_names_the_fix() {
-    let promotion = json!({
+/// A promotion `name` rolling kyverno 3.6.2 through `stages`.
+fn kyverno_promotion(name: &str, stages: Value) -> Value {
+    json!({
         "apiVersion": "config.projectsveltos.io/v1beta1",
         "kind": "ClusterPromotion",
-        "metadata": {"name": "kyverno-rollout"},
+        "metadata": {"name": name},
         "spec": {
             "profileSpec": {"helmCharts": [{
                 "repositoryURL": "https://kyverno.github.io/kyverno/", "repositoryName": "kyverno",
                 "chartName": "kyverno/kyverno", "chartVersion": "3.6.2",
                 "releaseName": "kyverno-latest", "releaseNamespace": "kyverno",
                 "helmChartAction": "Install"}]},
-            "stages": [
-                {"name": "staging", "clusterSelector": {"matchLabels": {"env": "staging"}},
-                 "trigger": {"auto": {"delay": "5m"}}},
-                {"name": "production", "clusterSelector": {"matchLabels": {"env": "production"}}}
-            ]
+            "stages": stages,
         }
-    });
+    })
+}
+
+/// The "done when": a label typo fails `--strict` and names the fix, live as offline.
+#[test]
+fn label_typo_fails_strict_and_names_the_fix() {
+    let promotion = kyverno_promotion(
+        "kyverno-rollout",
+        json!([
+            {"name": "staging", "clusterSelector": {"matchLabels": {"env": "staging"}},
+             "trigger": {"auto": {"delay": "5m"}}},
+            {"name": "production", "clusterSelector": {"matchLabels": {"env": "production"}}}
+        ]),
+    );
     let mut clusters = vec![Cluster::new("staging", "staging01", &[("env", "staging")])];
     for i in 1..=12 {
         clusters.push(Cluster::new(
@@ -511,24 +519,15 @@ fn a_complete_promotion_is_complete_since_its_last_stage_passed() {
 /// its timeline shows exactly that: prod deployed at once, complete when the window opens.
 #[test]
 fn a_window_on_the_last_stage_is_a_hazard_that_names_where_it_belongs() {
-    let promotion = json!({
-        "apiVersion": "config.projectsveltos.io/v1beta1",
-        "kind": "ClusterPromotion",
-        "metadata": {"name": "weekday-prod"},
-        "spec": {
-            "profileSpec": {"helmCharts": [{
-                "repositoryURL": "https://kyverno.github.io/kyverno/", "repositoryName": "kyverno",
-                "chartName": "kyverno/kyverno", "chartVersion": "3.6.2",
-                "releaseName": "kyverno-latest", "releaseNamespace": "kyverno",
-                "helmChartAction": "Install"}]},
-            "stages": [
-                {"name": "staging", "clusterSelector": {"matchLabels": {"env": "staging"}},
-                 "trigger": {"auto": {"delay": "1h"}}},
-                {"name": "prod", "clusterSelector": {"matchLabels": {"env": "prod"}},
-                 "trigger": {"auto": {"promotionWindow": {"from": "0 9 * * 1", "to": "0 17 * * 5"}}}}
-            ]
-        }
-    });
+    let promotion = kyverno_promotion(
+        "weekday-prod",
+        json!([
+            {"name": "staging", "clusterSelector": {"matchLabels": {"env": "staging"}},
+             "trigger": {"auto": {"delay": "1h"}}},
+            {"name": "prod", "clusterSelector": {"matchLabels": {"env": "prod"}},
+             "trigger": {"auto": {"promotionWindow": {"from": "0 9 * * 1", "to": "0 17 * * 5"}}}}
+        ]),
+    );
     let clusters = vec![
         Cluster::new("staging", "staging01", &[("env", "staging")]),
         Cluster::new("prod", "prod01", &[("env", "prod")]),
