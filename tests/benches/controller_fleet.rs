@@ -225,28 +225,9 @@ fn main() {
         .expect("kubeconfig written");
 
     // Baseline: one LIST of all ClusterSummaries, through the same server.
-    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
-    let list_time = runtime.block_on(async {
-        let client =
-            promotion_e2e::envtest::client_from_kubeconfig("admin", &kubeconfig).expect("a client");
-        let api: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(
-            client,
-            &kube::api::ApiResource {
-                group: "config.projectsveltos.io".into(),
-                version: "v1beta1".into(),
-                api_version: API.into(),
-                kind: "ClusterSummary".into(),
-                plural: "clustersummaries".into(),
-            },
-        );
-        let began = Instant::now();
-        let list = api
-            .list(&Default::default())
-            .await
-            .expect("LIST clustersummaries");
-        assert_eq!(list.items.len(), args.promotions * (CANARY + PER_PROMOTION));
-        began.elapsed()
-    });
+    let (listed, list_time) =
+        promotion_e2e::envtest::timed_summary_list(&kubeconfig).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(listed, args.promotions * (CANARY + PER_PROMOTION));
 
     // Built before the clock starts: startup is the process's, not cargo's.
     promotion_e2e::bins::binary("promotion-controller").expect("promotion-controller builds");

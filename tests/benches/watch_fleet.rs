@@ -537,6 +537,33 @@ impl Driver {
             .expect("the stage's profile was applied")
     }
 
+    /// addon-controller reports `cluster` Provisioned, the stage's `count`th: written at
+    /// `now` (wall clock, RFC 3339) and recorded for the watchers' lags.
+    fn provisioned_one(
+        &mut self,
+        profile: &Value,
+        cluster: &Value,
+        stage: &str,
+        count: usize,
+        (wall, t): (DateTime<Utc>, &str),
+    ) -> Instant {
+        let s = summary(profile, cluster, Some(("Provisioned", None)), t);
+        let key = format!(
+            "{}/{}",
+            s["metadata"]["namespace"].as_str().unwrap_or(""),
+            s["metadata"]["name"].as_str().unwrap_or("")
+        );
+        let at = self.paced(s);
+        self.provisioned.push(Provisioned {
+            stage: stage.to_string(),
+            count,
+            at,
+            wall,
+            summary: key,
+        });
+        at
+    }
+
     /// addon-controller deploys the stage: creates the ClusterSummaries, reports each
     /// Provisioning, then Provisioned (in the soaking stage, a few fail first and recover last).
     fn deploy(&mut self, stage: usize, watcher: Watcher) {
@@ -583,39 +610,13 @@ impl Driver {
                 }
                 continue;
             }
-            let s = summary(&profile, &clusters[i], Some(("Provisioned", None)), &t);
-            let key = format!(
-                "{}/{}",
-                s["metadata"]["namespace"].as_str().unwrap_or(""),
-                s["metadata"]["name"].as_str().unwrap_or("")
-            );
-            let at = self.paced(s);
             count += 1;
-            self.provisioned.push(Provisioned {
-                stage: name.clone(),
-                count,
-                at,
-                wall,
-                summary: key,
-            });
+            self.provisioned_one(&profile, &clusters[i], &name, count, (wall, &t));
         }
         for (n, &i) in order.iter().take(failing).enumerate() {
             let (wall, t) = Self::now();
-            let s = summary(&profile, &clusters[i], Some(("Provisioned", None)), &t);
-            let key = format!(
-                "{}/{}",
-                s["metadata"]["namespace"].as_str().unwrap_or(""),
-                s["metadata"]["name"].as_str().unwrap_or("")
-            );
-            let at = self.paced(s);
             count += 1;
-            self.provisioned.push(Provisioned {
-                stage: name.clone(),
-                count,
-                at,
-                wall,
-                summary: key,
-            });
+            let at = self.provisioned_one(&profile, &clusters[i], &name, count, (wall, &t));
             if n + 1 == failing {
                 self.expects.push(Expect {
                     what: format!("{name}: the failures recover"),
@@ -763,14 +764,15 @@ fn run(args: &Args, watcher: Watcher, plugin: &PathBuf) -> Report {
             )
         });
     // kubectl prints nothing for an empty list: its watch request is the sign it is ready.
-    while !server.requests().iter().any(|r| {
-        r.path.ends_with("/clustersummaries")
-            && r.query.contains("watch=true")
-            && !r.query.contains("labelSelector")
-    }) {
-        assert!(Instant::now() < ready, "kubectl never watched");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let watching = server.wait_for_request(
+        |r| {
+            r.path.ends_with("/clustersummaries")
+                && r.query.contains("watch=true")
+                && !r.query.contains("labelSelector")
+        },
+        ready,
+    );
+    assert!(watching, "kubectl never watched");
 
     let base_cpu = |b: &[u32]| b.iter().map(|pid| cpu_seconds(*pid)).sum::<f64>();
     let rollout_start = Instant::now();
@@ -841,28 +843,8 @@ fn run(args: &Args, watcher: Watcher, plugin: &PathBuf) -> Report {
     drop(processes);
 
     // Baseline: one LIST of all ClusterSummaries, through the same server.
-    let list_time = {
-        let runtime = tokio::runtime::Runtime::new().expect("a runtime");
-        runtime.block_on(async {
-            let client = promotion_e2e::envtest::client_from_kubeconfig("admin", env.kubeconfig())
-                .expect("a client");
-            let api: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(
-                client,
-                &kube::api::ApiResource {
-                    group: "config.projectsveltos.io".into(),
-                    version: "v1beta1".into(),
-                    api_version: API.into(),
-                    kind: "ClusterSummary".into(),
-                    plural: "clustersummaries".into(),
-                },
-            );
-            let began = Instant::now();
-            api.list(&Default::default())
-                .await
-                .expect("LIST clustersummaries");
-            began.elapsed()
-        })
-    };
+    let (_, list_time) = promotion_e2e::envtest::timed_summary_list(env.kubeconfig())
+        .unwrap_or_else(|e| panic!("{e}"));
 
     let lines = out.snapshot();
     // What the watcher printed, with when (seconds into the rollout), to read after the run.

@@ -723,3 +723,26 @@ pub fn client_from_kubeconfig(
     .map_err(|source| EnvtestError::Kubeconfig { user: name, source })?;
     kube::Client::try_from(config).map_err(|source| EnvtestError::Client { user: name, source })
 }
+
+/// A benchmark's baseline: one LIST of every ClusterSummary through the server of `kubeconfig`
+/// (as admin): how many it returned and how long it took.
+pub fn timed_summary_list(kubeconfig: &Path) -> Result<(usize, Duration), EnvtestError> {
+    let client = client_from_kubeconfig("admin", kubeconfig)?;
+    let api: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(
+        client,
+        &kube::api::ApiResource {
+            group: "config.projectsveltos.io".into(),
+            version: "v1beta1".into(),
+            api_version: "config.projectsveltos.io/v1beta1".into(),
+            kind: "ClusterSummary".into(),
+            plural: "clustersummaries".into(),
+        },
+    );
+    let (list, took) = block_on(async move {
+        let began = std::time::Instant::now();
+        let list = api.list(&Default::default()).await;
+        (list, began.elapsed())
+    });
+    let list = list.map_err(|e| EnvtestError::Setup(format!("LIST clustersummaries: {e}")))?;
+    Ok((list.items.len(), took))
+}
