@@ -560,6 +560,55 @@ fn foreign_writer(cluster: &Cluster) -> Result<(), String> {
         ],
         "describe of a foreign promotion",
     )?;
+    // Another replica (a new leader) warns again: the same Event, its series counted on, never a
+    // second Event for one message.
+    ctl.kill();
+    let selector = format!("{SESSION_LABEL}={}", cluster.session());
+    let mut ctl = ControllerProcess::start_with_env(
+        &cluster.kubeconfig(User::Admin),
+        &["--selector", &selector, "--resync-period", "1h"],
+        &[("POD_NAME", "promotion-controller-replica-b")],
+    )
+    .map_err(e("controller"))?;
+    ctl.wait_line("the foreign writer named again", WAIT, |l| {
+        l.get("manager").and_then(Value::as_str) == Some("addon-controller")
+    })
+    .map_err(|e| e.to_string())?;
+    let series = eventually("the warning's series continued", WAIT, || {
+        let listed = kubectl_ok(
+            cluster,
+            User::Admin,
+            &[
+                "get",
+                "events.events.k8s.io",
+                "-n",
+                "default",
+                "--field-selector",
+                &format!("regarding.name={name},reason=ForeignStatusWriter"),
+                "-o",
+                "json",
+            ],
+        )
+        .ok()?;
+        let listed: Value = serde_json::from_str(&listed).ok()?;
+        let items = listed["items"].as_array()?.clone();
+        // The repeat is recorded after the line: as a series, or (wrongly) a second Event.
+        (items.len() > 1 || items.iter().any(|i| i.pointer("/series/count").is_some()))
+            .then_some(items)
+    })?;
+    let [event] = series.as_slice() else {
+        return Err(format!(
+            "one Event per message, not {}: {series:?}",
+            series.len()
+        ));
+    };
+    if event.pointer("/series/count") != Some(&json!(2))
+        || event["reportingInstance"] != json!("promotion-controller")
+    {
+        return Err(format!(
+            "the series begun by the first replica counts the second's warning: {event}"
+        ));
+    }
     // An approval now is not acted on while the other writer owns the status: the reconcile
     // its watch event asks for is skipped (the controller's own evidence: its counter of
     // skipped reconciles of a foreign promotion goes up), and the stage has not moved.

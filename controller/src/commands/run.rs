@@ -8,7 +8,6 @@ use std::sync::{Arc, Mutex};
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
-use kube::runtime::events::Reporter;
 use kube::runtime::{predicates, reflector, watcher, Predicate, WatchStreamExt};
 use tokio::sync::watch;
 use tracing::{info, warn};
@@ -18,6 +17,7 @@ use promotion_shared::reconcile::Options;
 
 use crate::cli::{LogFormat, RunArgs};
 use crate::error::{Error, Result};
+use crate::live::events::Events;
 use crate::live::leader::{self, Election, Leadership};
 use crate::live::metrics::Metrics;
 use crate::live::reconciler::{self, Context};
@@ -149,10 +149,6 @@ pub async fn run(args: &RunArgs) -> Result<()> {
         .applied_objects()
         .predicate_filter(worthy, Default::default());
 
-    let reporter = Reporter {
-        controller: promotion_shared::status_writer::CONTROLLER_FIELD_MANAGER.into(),
-        instance: std::env::var("POD_NAME").ok(),
-    };
     let ctx = Arc::new(Context {
         writer: Writer {
             promotions,
@@ -160,9 +156,7 @@ pub async fn run(args: &RunArgs) -> Result<()> {
         },
         stores: stores.clone(),
         metrics: metrics.clone(),
-        recorders: Mutex::new(Default::default()),
-        client: client.clone(),
-        reporter,
+        events: Events::new(client.clone(), std::env::var("POD_NAME").ok()),
         options: Options { window_zone },
         take_over: args.take_over,
         resync: args.resync_period,
@@ -190,6 +184,7 @@ pub async fn run(args: &RunArgs) -> Result<()> {
     // leadership are logged; reachability goes to readiness and the metrics.
     let mut leading = leader_rx.clone();
     let metrics_for_leader = metrics.clone();
+    let events_ctx = ctx.clone();
     tokio::spawn(async move {
         let mut was: Option<bool> = None;
         loop {
@@ -199,6 +194,8 @@ pub async fn run(args: &RunArgs) -> Result<()> {
             if was != Some(now.leading) {
                 if now.leading {
                     info!("leading: reconciling every promotion");
+                    // Another replica may have counted Event series meanwhile.
+                    events_ctx.events.forget();
                     let _ = all_tx.unbounded_send(());
                 } else {
                     info!("not leading: standing by");

@@ -10,10 +10,12 @@
 //! - [`writes`]: the guarded writes; [`fault`]: the crash injection the crash-safety tests use
 //!   (a cargo feature, off in every release build);
 //! - [`leader`]: leader election on a Lease;
+//! - [`events`]: Events about promotions, series continued across replicas;
 //! - [`metrics`], [`http`]: Prometheus metrics, `/healthz` and `/readyz`;
 //! - [`admission_probe`]: at start, whether the webhooks accept this controller's writes.
 
 pub mod admission_probe;
+pub mod events;
 pub mod fault;
 pub mod http;
 pub mod kept;

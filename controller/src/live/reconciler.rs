@@ -22,7 +22,6 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event as KubeEvent, EventType, Recorder};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::Resource;
 use serde_json::Value;
@@ -33,6 +32,7 @@ use promotion_shared::api_error::Failure;
 use promotion_shared::reconcile::{decide, Decision, FinalizerChange, Options, Snapshot};
 use promotion_shared::status_writer::{status_writer, take_over_requested, StatusWriter};
 
+use super::events::Events;
 use super::leader::Leadership;
 use super::metrics::Metrics;
 use super::stores::Stores;
@@ -43,12 +43,8 @@ pub struct Context {
     pub writer: Writer,
     pub stores: Arc<Stores>,
     pub metrics: Arc<Metrics>,
-    /// One recorder per distinct message: kube-runtime's recorder counts every Event with the
-    /// same type, reason and action as one series (keeping the first message), and all of
-    /// upstream's Events share those; per message, a repeat is still counted as a series.
-    pub recorders: Mutex<HashMap<(String, String), Recorder>>,
-    pub client: kube::Client,
-    pub reporter: kube::runtime::events::Reporter,
+    /// Events about promotions, each message a series that a new leader continues.
+    pub events: Events,
     pub options: Options,
     pub take_over: bool,
     pub resync: Duration,
@@ -98,31 +94,11 @@ impl Context {
             .remove(promotion)
     }
 
-    async fn publish(&self, object: &DynamicObject, type_: EventType, reason: &str, note: String) {
+    async fn publish(&self, object: &DynamicObject, type_: &str, reason: &str, note: String) {
         let reference = object.object_ref(&PROMOTION.api_resource());
-        let event = KubeEvent {
-            type_,
-            reason: reason.to_string(),
-            note: Some(note),
-            action: "ClusterPromotion".into(),
-            secondary: None,
-        };
-        let recorder = {
-            let mut recorders = self
-                .recorders
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if recorders.len() > 10_000 {
-                recorders.clear();
-            }
-            recorders
-                .entry((reason.to_string(), event.note.clone().unwrap_or_default()))
-                .or_insert_with(|| Recorder::new(self.client.clone(), self.reporter.clone()))
-                .clone()
-        };
-        if let Err(e) = recorder.publish(&event, &reference).await {
-            warn!(error = %e, reason, "cannot record an Event");
-        }
+        self.events
+            .publish(&reference, type_, reason, "ClusterPromotion", &note)
+            .await;
     }
 }
 
@@ -177,7 +153,7 @@ async fn reconcile_one(
             warn!(manager = %manager, "status last written by another field manager: left alone");
             ctx.publish(
                 &object,
-                EventType::Warning,
+                "Warning",
                 "ForeignStatusWriter",
                 format!(
                     "status last written by {manager:?}; promotion-controller leaves this \
@@ -305,13 +281,13 @@ async fn carry_out(
     // The Events tell what the status now says: published once it is written, so a later write
     // that fails does not lose them.
     for event in &d.events {
-        let type_ = if event.event_type == "Warning" {
-            EventType::Warning
-        } else {
-            EventType::Normal
-        };
-        ctx.publish(object, type_, event.reason, event.message.clone())
-            .await;
+        ctx.publish(
+            object,
+            event.event_type,
+            event.reason,
+            event.message.clone(),
+        )
+        .await;
     }
     // The committed step (written above, or found from an earlier reconcile) is done.
     if d.promoting.is_some() || d.clear_promoting.is_some() {
@@ -435,8 +411,7 @@ pub fn error_policy(
             let ctx2 = ctx.clone();
             let note = format!("promotion-controller could not write: {e}");
             tokio::spawn(async move {
-                ctx2.publish(&object, EventType::Warning, "WriteBlocked", note)
-                    .await;
+                ctx2.publish(&object, "Warning", "WriteBlocked", note).await;
             });
             Action::requeue(retry)
         }
