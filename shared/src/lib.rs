@@ -33,6 +33,7 @@ pub mod fuzzing;
 pub mod gate;
 pub mod model;
 pub mod patch;
+pub mod pause;
 pub mod pipeline;
 pub mod plan;
 pub mod promoting;

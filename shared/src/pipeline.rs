@@ -217,6 +217,9 @@ pub enum Phase {
     /// `preserveClusterProfilesOnDelete`, keeping) the stage profiles and then removes its
     /// finalizer. No stage starts and no approval is used any more, whatever the stages say.
     Deleting,
+    /// The promotion is paused ([`crate::pause`]): no stage starts and no approval is used until
+    /// it is resumed; what Sveltos deploys continues.
+    Paused,
     /// What decides the phase could not be read (the clusters of a stage still provisioning,
     /// when ClusterSummaries are forbidden): set by a reader, never by [`derive`].
     Unknown,
@@ -234,6 +237,7 @@ impl Phase {
             Phase::Failed => "failed",
             Phase::Blocked => "blocked",
             Phase::Deleting => "being deleted",
+            Phase::Paused => "paused",
             Phase::Unknown => "unknown",
         }
     }
@@ -261,6 +265,8 @@ pub struct Pipeline {
     pub stale: Option<String>,
     /// `metadata.deletionTimestamp`, when the promotion is being deleted (phase `deleting`).
     pub deleting: Option<String>,
+    /// Set while the promotion is paused (phase `paused`, unless it is being deleted).
+    pub paused: Option<crate::pause::Paused>,
     /// Who runs the promotion, for messages that say who acts
     /// ([`crate::status_writer::reconciler_name`]).
     pub reconciler: String,
@@ -284,7 +290,7 @@ impl Pipeline {
                 retriable: false,
             };
         }
-        if self.deleting.is_none() {
+        if self.deleting.is_none() && self.paused.is_none() {
             self.phase = phase_of(&self.stages, self.note.is_none(), self.stale.is_some());
         }
     }
@@ -359,9 +365,11 @@ pub fn derive(
         .deletion_timestamp
         .as_ref()
         .map(|t| t.0.to_string());
-    let phase = match deleting {
-        Some(_) => Phase::Deleting,
-        None => phase_of(&views, has_status, stale.is_some()),
+    let paused = crate::pause::paused_meta(&promotion.metadata);
+    let phase = match (&deleting, &paused) {
+        (Some(_), _) => Phase::Deleting,
+        (None, Some(_)) => Phase::Paused,
+        (None, None) => phase_of(&views, has_status, stale.is_some()),
     };
     Pipeline {
         name: promotion.name().to_string(),
@@ -373,6 +381,7 @@ pub fn derive(
         note,
         stale,
         deleting,
+        paused,
         reconciler,
         stages: views,
     }

@@ -126,7 +126,7 @@ impl Style {
     pub fn phase(&self, phase: &Phase) -> String {
         let tone = match phase {
             Phase::NotStarted | Phase::Unknown => Tone::Dim,
-            Phase::Stale | Phase::Deleting => Tone::Waiting,
+            Phase::Stale | Phase::Deleting | Phase::Paused => Tone::Waiting,
             Phase::Progressing => Tone::Active,
             Phase::Degraded => Tone::Waiting,
             Phase::AwaitingApproval => Tone::Waiting,

@@ -221,6 +221,35 @@ pub(crate) fn spec_change_record_in(
         .transpose()
 }
 
+/// The pause record of a parsed object ([`crate::pause::PAUSE_RECORD_ANNOTATION`]).
+pub(crate) fn pause_record_in(
+    object: &Tree,
+) -> Result<Option<crate::pause::PauseRecord>, AuditParseError> {
+    annotation(object, crate::pause::PAUSE_RECORD_ANNOTATION)
+        .map(|value| parse(crate::pause::PAUSE_RECORD_ANNOTATION, value))
+        .transpose()
+}
+
+/// The pause annotation's value in a parsed object (`None`: not paused).
+pub(crate) fn pause_request_in<'a>(object: &'a Tree) -> Option<&'a str> {
+    annotation(object, crate::pause::PAUSED_ANNOTATION).and_then(Tree::as_str)
+}
+
+/// The record the mutation writes for a request by `user` at `now` that leaves the pause
+/// annotation at `request` (`None`: resumed).
+pub(crate) fn pause_record_for(
+    request: Option<&str>,
+    user: &UserInfo,
+    now: DateTime<Utc>,
+) -> crate::pause::PauseRecord {
+    crate::pause::PauseRecord {
+        paused: request.is_some(),
+        user: username(user).to_string(),
+        time: format_time(now),
+        reason: request.filter(|r| !r.is_empty()).map(String::from),
+    }
+}
+
 /// The records of `automaticReset` flips.
 pub fn reset_flip_records(object: &serde_json::Value) -> StageRecords<ResetFlipRecord> {
     reset_flip_records_in(&tree_of(object))

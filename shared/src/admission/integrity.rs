@@ -10,7 +10,8 @@
 use std::collections::BTreeSet;
 
 use super::audit::{
-    annotations, approval_records_in, reset_flip_records_in, spec_change_record_in, StageRecords,
+    annotations, approval_records_in, is_current, pause_record_for, pause_record_in,
+    pause_request_in, reset_flip_records_in, spec_change_record_in, StageRecords,
 };
 use super::gates::{generation, newly_approved, newly_revoked};
 use super::mutation::{marked, marks, reset_flips, revoked_approval};
@@ -78,6 +79,7 @@ pub fn check_audit_integrity_tree(
             APPROVALS_ANNOTATION => check.approvals(),
             SPEC_CHANGE_ANNOTATION => check.spec_change(),
             RESET_FLIPS_ANNOTATION => check.reset_flips(),
+            crate::pause::PAUSE_RECORD_ANNOTATION => check.pause(),
             _ => check.forged(format!(
                 "unknown audit annotation; keys under {AUDIT_PREFIX} are written only by the promotion webhook"
             )),
@@ -194,6 +196,42 @@ impl Check<'_, '_> {
             if let Some(problem) = problem {
                 self.forged(problem);
             }
+        }
+    }
+
+    /// The pause record may only be written by a request that pauses, resumes or changes the
+    /// reason, for the requesting user, now, saying what the request leaves.
+    fn pause(&mut self) {
+        let request = pause_request_in(self.new);
+        if self.old.and_then(pause_request_in) == request {
+            self.forged(
+                "the pause record was written by the client, but this request neither pauses \
+                 nor resumes the promotion; only the promotion webhook writes audit records"
+                    .to_string(),
+            );
+            return;
+        }
+        let record = match pause_record_in(self.new) {
+            Ok(Some(record)) => record,
+            Ok(None) => return,
+            Err(e) => {
+                self.forged(e.to_string());
+                return;
+            }
+        };
+        let want = pause_record_for(request, self.user, self.now);
+        let matches = is_current(&record.time, self.now)
+            && crate::pause::PauseRecord {
+                time: want.time.clone(),
+                ..record.clone()
+            } == want;
+        if !matches {
+            self.forged(format!(
+                "the pause record does not record this request (by {:?}, now, {}): only the \
+                 promotion webhook writes audit records",
+                want.user,
+                if want.paused { "pausing" } else { "resuming" }
+            ));
         }
     }
 

@@ -23,8 +23,9 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::audit::{
-    annotation, annotations, approval_records_in, credited, reset_flip_records_in,
-    spec_change_record_in, ApprovalRecord, RemovalRecord, ResetFlipRecord, SpecChangeRecord,
+    annotation, annotations, approval_records_in, credited, is_current, pause_record_for,
+    pause_record_in, pause_request_in, reset_flip_records_in, spec_change_record_in,
+    ApprovalRecord, RemovalRecord, ResetFlipRecord, SpecChangeRecord,
 };
 use super::gates::{
     gates, gates_by_name, generation, is_deleting, newly_approved, newly_revoked, Gate,
@@ -221,6 +222,7 @@ pub fn plan_mutation_tree(
             &mut plan.warnings,
         );
     }
+    record_pause(old, new, user, now, &mut annotation_edits);
     ops.extend(annotation_edits.into_ops(new));
 
     plan.patch = Patch(ops);
@@ -505,6 +507,40 @@ fn record_spec_change(
     }
 }
 
+/// A request that pauses, resumes or changes the reason of a pause is recorded: who, when, the
+/// reason. The record of an earlier request stays as it was otherwise.
+fn record_pause(
+    old: Option<&Tree>,
+    new: &Tree,
+    user: &UserInfo,
+    now: DateTime<Utc>,
+    edits: &mut AnnotationEdits,
+) {
+    let request = pause_request_in(new);
+    if old.and_then(pause_request_in) == request {
+        return;
+    }
+    // A CREATE that does not pause has nothing to record.
+    if old.is_none() && request.is_none() {
+        return;
+    }
+    let before = old.and_then(|old| pause_record_in(old).ok().flatten());
+    let current = pause_record_in(new).ok().flatten();
+    // Reinvocation: this request's record is already there.
+    let want = pause_record_for(request, user, now);
+    let own = current.as_ref().is_some_and(|record| {
+        before.as_ref() != Some(record)
+            && is_current(&record.time, now)
+            && crate::pause::PauseRecord {
+                time: want.time.clone(),
+                ..record.clone()
+            } == want
+    });
+    if !own {
+        edits.set_json(new, crate::pause::PAUSE_RECORD_ANNOTATION, &want);
+    }
+}
+
 /// Stages whose `automaticReset` this request turns from `false` to `true` (or leaves out, which
 /// the CRD defaults to `true`), in the request's order.
 pub(crate) fn reset_flips<'a>(old: &Tree, new: &'a Tree) -> Vec<Gate<'a>> {
@@ -702,6 +738,66 @@ mod tests {
         let mut out = object.clone();
         json_patch::patch(&mut out, &plan.patch.0).expect("plan applies to its own input");
         out
+    }
+
+    #[test]
+    fn pausing_and_resuming_are_recorded_and_a_client_cannot_write_the_record() {
+        use crate::admission::check_audit_integrity;
+        use crate::pause::{paused, PAUSED_ANNOTATION, PAUSE_RECORD_ANNOTATION};
+        let stored = promotion(None, &["dev"], "3.6.2");
+        let mut pausing = stored.clone();
+        pausing["metadata"]["annotations"] = json!({PAUSED_ANNOTATION: "bad chart"});
+        let plan = plan_mutation(Some(&stored), &pausing, &user("alice"), now());
+        let paused_object = apply(&pausing, &plan);
+        let p = paused(&paused_object).expect("paused");
+        assert_eq!(
+            p.describe(),
+            "paused by alice at 2026-03-01T12:00:00Z: \"bad chart\""
+        );
+        assert!(
+            check_audit_integrity(Some(&stored), &paused_object, &user("alice"), now()).is_empty()
+        );
+        // Reinvocation and the validating webhook see the mutation's own output.
+        let again = plan_mutation(Some(&stored), &paused_object, &user("alice"), now());
+        assert!(again.is_empty(), "{:?}", again.patch);
+        // Recorded for bob instead: a forgery.
+        assert!(
+            !check_audit_integrity(Some(&stored), &paused_object, &user("bob"), now()).is_empty()
+        );
+        // A request that does not pause cannot write the record.
+        let mut forged = stored.clone();
+        forged["metadata"]["annotations"] = json!({
+            PAUSE_RECORD_ANNOTATION: paused_object["metadata"]["annotations"]
+                [PAUSE_RECORD_ANNOTATION].clone()
+        });
+        let v = check_audit_integrity(Some(&stored), &forged, &user("alice"), now());
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].message.contains("neither pauses nor resumes"), "{v:?}");
+
+        // bob resumes: the record says so; the promotion is no longer paused.
+        let mut resuming = paused_object.clone();
+        resuming["metadata"]["annotations"]
+            .as_object_mut()
+            .unwrap()
+            .remove(PAUSED_ANNOTATION);
+        let later = now() + TimeDelta::minutes(5);
+        let plan = plan_mutation(Some(&paused_object), &resuming, &user("bob"), later);
+        let resumed = apply(&resuming, &plan);
+        assert_eq!(paused(&resumed), None);
+        let record = crate::pause::pause_record(&resumed).unwrap().unwrap();
+        assert!(!record.paused);
+        assert_eq!(
+            (record.user.as_str(), record.time.as_str()),
+            ("bob", "2026-03-01T12:05:00Z")
+        );
+        // Paused again without the webhook (its record is the resume's): who is not recorded.
+        let mut unrecorded = resumed.clone();
+        unrecorded["metadata"]["annotations"][PAUSED_ANNOTATION] = json!("");
+        assert_eq!(paused(&unrecorded).unwrap().record, None);
+        // A write that leaves the pause as it was records nothing.
+        let mut relabel = paused_object.clone();
+        relabel["metadata"]["labels"] = json!({"team": "a"});
+        assert!(plan_mutation(Some(&paused_object), &relabel, &user("carol"), later).is_empty());
     }
 
     fn assert_idempotent(old: Option<&Value>, new: &Value, user: &UserInfo) -> Value {

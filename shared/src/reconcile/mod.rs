@@ -248,6 +248,7 @@ pub fn decide(snapshot: &Snapshot, now: DateTime<Utc>, options: &Options) -> Dec
         promotion: &promotion,
         now: now.with_nanosecond0(),
         options,
+        paused: crate::pause::paused(&snapshot.promotion),
     };
     if promotion.metadata.deletion_timestamp.is_some() {
         r.delete(&mut d);
@@ -279,6 +280,8 @@ struct Reconcile<'a> {
     promotion: &'a ClusterPromotion,
     now: DateTime<Utc>,
     options: &'a Options,
+    /// While paused no stage starts and no gate passes ([`crate::pause`]).
+    paused: Option<crate::pause::Paused>,
 }
 
 /// What a stage's trigger says.
@@ -384,6 +387,15 @@ impl<'a> Reconcile<'a> {
             .filter(|c| stages.iter().any(|s| &s.name == c))
             .map(str::to_string);
         let Some(current) = current.filter(|_| recorded.as_ref() == Some(&id)) else {
+            if let Some(paused) = &self.paused {
+                d.explanation = format!(
+                    "the spec's rollout starts at {} when the promotion is resumed: it is {}",
+                    first.name,
+                    paused.describe()
+                );
+                d.phase = Some(Phase::Paused);
+                return;
+            }
             self.restart(d, &mut status, first, &id, recorded.as_ref());
             d.phase = Some(Phase::Progressing);
             d.status = status.changed();
@@ -403,6 +415,17 @@ impl<'a> Reconcile<'a> {
         let (committed, text) = promoting::recorded(&self.snapshot.promotion);
         let committed = committed.filter(|p| p.stage == current && p.rollout == id);
         let promoted = self.advance(d, &mut status, &current, committed.as_ref());
+        if let Some(paused) = self
+            .paused
+            .as_ref()
+            .filter(|_| d.phase != Some(Phase::Paused))
+        {
+            d.explanation.push_str(&format!(
+                " (the promotion is {}: no stage starts until it is resumed)",
+                paused.describe()
+            ));
+            d.phase = Some(Phase::Paused);
+        }
         if !d.unconfirmed.is_empty() {
             d.explanation.push_str(&format!(
                 " (deployed as Sveltos reports it, unconfirmed for ClusterSummary {}: their \
@@ -605,6 +628,23 @@ impl<'a> Reconcile<'a> {
                 d.explanation = format!("{current} cannot advance: {why}");
                 return false;
             }
+        }
+        if let Some(paused) = &self.paused {
+            // The gate would pass: nothing is used or started while paused (a step committed
+            // before the pause stays committed, to be carried out on resume).
+            d.consume_approvals.clear();
+            d.clear_approvals.clear();
+            d.promoting = None;
+            d.phase = Some(Phase::Paused);
+            d.explanation = format!(
+                "{current} may advance, but the promotion is {}: {} when it is resumed",
+                paused.describe(),
+                match next {
+                    Some(next) => format!("{} starts", next.name),
+                    None => "it completes".to_string(),
+                }
+            );
+            return false;
         }
         status.check(current, true, None);
         status.describe(current, descriptions::PROMOTED);

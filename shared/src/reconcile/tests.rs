@@ -1164,3 +1164,87 @@ fn a_failing_stage_is_a_warning_once_per_failure() {
         d.events
     );
 }
+
+/// `p` paused by alice (the webhook's record with it) for "bad chart".
+fn paused(mut p: Value) -> Value {
+    p["metadata"]["annotations"] = json!({
+        crate::pause::PAUSED_ANNOTATION: "bad chart",
+        crate::pause::PAUSE_RECORD_ANNOTATION: json!({"paused": true, "user": "alice",
+            "time": "2026-03-02T09:55:00Z", "reason": "bad chart"}).to_string(),
+    });
+    p
+}
+
+#[test]
+fn a_paused_promotion_starts_no_stage_and_uses_no_approval() {
+    // Not started yet: nothing starts, nothing is written but the finalizer.
+    let mut fresh = paused(promotion_with(stages()));
+    fresh["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("finalizers");
+    let d = decide_now(fresh, vec![], vec![]);
+    assert_eq!(d.finalizer, Some(FinalizerChange::Add));
+    assert!(d.apply.is_empty() && d.status.is_none() && d.events.is_empty());
+    assert_eq!(d.phase, Some(Phase::Paused));
+    assert_eq!(
+        d.explanation,
+        "the spec's rollout starts at dev when the promotion is resumed: it is paused by alice \
+         at 2026-03-02T09:55:00Z: \"bad chart\""
+    );
+
+    // Approved while paused: the approval stays unused, prod does not start.
+    let (p, profiles, summaries) = at_staging(Some(true), stages());
+    let d = decide_now(paused(p.clone()), profiles.clone(), summaries.clone());
+    assert!(d.consume_approvals.is_empty() && d.clear_approvals.is_empty());
+    assert_eq!(d.promoting, None);
+    assert!(
+        !applied_names(&d).contains(&"p-prod"),
+        "{:?}",
+        applied_names(&d)
+    );
+    assert_eq!(d.phase, Some(Phase::Paused));
+    assert!(
+        d.explanation
+            .starts_with("staging may advance, but the promotion is paused by alice"),
+        "{}",
+        d.explanation
+    );
+    // Resumed: the same snapshot without the annotation uses it.
+    let d = decide_now(p, profiles, summaries);
+    assert_eq!(d.consume_approvals, ["staging"]);
+    assert_eq!(applied_names(&d), ["p-prod"]);
+
+    // Soaking while paused: the soak is still recorded and its end still wakes the
+    // reconciler; when it ends, staging does not start.
+    let soaking = paused(at_stage(
+        stages(),
+        &[("dev", None, "Clusters are being provisioned")],
+    ));
+    let s = snapshot(soaking.clone(), vec![profile(&soaking, 0, &["c1"])], vec![]);
+    let mut s = s;
+    s.summaries = vec![summary(&s.profiles[0], "c1", "Provisioned")];
+    let d = decide_at(&s, NOW);
+    assert_eq!(d.phase, Some(Phase::Paused));
+    assert!(d.status.is_some(), "dev's deployment is recorded");
+    assert_eq!(d.wake_at, Some(at("2026-03-02T10:02:00Z")));
+    let d = decide_at(&s, "2026-03-02T10:05:00Z");
+    assert!(!applied_names(&d).contains(&"p-staging"));
+    assert_eq!(d.phase, Some(Phase::Paused));
+}
+
+#[test]
+fn a_spec_change_while_paused_starts_nothing_until_resumed() {
+    let (p, profiles, summaries) = at_staging(Some(false), stages());
+    let mut changed = paused(p);
+    changed["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"] = json!("1.0.1");
+    let d = decide_now(changed.clone(), profiles.clone(), summaries.clone());
+    assert!(d.apply.is_empty() && d.status.is_none(), "{d:?}");
+    assert_eq!(d.phase, Some(Phase::Paused));
+    changed["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("annotations");
+    let d = decide_now(changed, profiles, summaries);
+    assert_eq!(applied_names(&d), ["p-dev"]);
+}

@@ -323,7 +323,7 @@ fn check(promotion: &ClusterPromotion, snap: SnapshotRef<'_>, d: &Description) {
             d.deleting.is_some() && d.awaiting_approval.is_none(),
             "deleting without a deletion time, or with a gate awaiting approval"
         ),
-        Phase::NotStarted | Phase::Progressing => {}
+        Phase::NotStarted | Phase::Progressing | Phase::Paused => {}
         Phase::Unknown => assert!(
             online && !clusters_known,
             "unknown with the clusters known, or offline"
