@@ -85,8 +85,12 @@ pub fn duplicate_key(tree: &Tree) -> Option<String> {
             if let Some(key) = duplicate {
                 return Some(format!("/{}", escape(key)));
             }
-            map.iter()
-                .find_map(|(key, value)| Some(format!("/{}{}", escape(key), duplicate_key(value)?)))
+            // The key is escaped only once a duplicate was found below it: escaping every key of
+            // every object on the way (two `replace`s each) was most of this check's cost.
+            map.iter().find_map(|(key, value)| {
+                let below = duplicate_key(value)?;
+                Some(format!("/{}{below}", escape(key)))
+            })
         }
         Tree::Array(items) => items
             .iter()
