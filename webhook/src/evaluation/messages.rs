@@ -101,7 +101,7 @@ pub fn warnings<S: AsRef<str>>(texts: &[S]) -> Vec<String> {
         .iter()
         .flat_map(|text| warning_lines(text.as_ref()))
         .collect();
-    let width = |line: &String| line.chars().count();
+    let width = |line: &String| chars(line);
     if lines.iter().map(width).sum::<usize>() <= TOTAL_LIMIT {
         return lines;
     }
@@ -132,7 +132,7 @@ pub fn warnings<S: AsRef<str>>(texts: &[S]) -> Vec<String> {
 /// word boundaries, into continued parts (`… `) rather than cut.
 pub fn warning_lines(text: &str) -> Vec<String> {
     let text = printable(text);
-    let width = text.chars().count();
+    let width = chars(&text);
     if width <= ITEM_LIMIT {
         return vec![text.into_owned()];
     }
@@ -141,13 +141,37 @@ pub fn warning_lines(text: &str) -> Vec<String> {
 
 /// `text` with whitespace folded and control characters escaped; borrowed when already so.
 fn printable(text: &str) -> Cow<'_, str> {
-    let clean = !text.starts_with(' ')
-        && !text.ends_with(' ')
-        && !text.contains("  ")
-        && !text.contains(|c: char| c.is_control() || (c.is_whitespace() && c != ' '));
-    if clean {
-        return Cow::Borrowed(text);
+    let clean = match text.is_ascii() {
+        // Almost every warning: one pass over the bytes. In ASCII the control characters are
+        // below 0x20 and 0x7f, and every whitespace but ' ' is one of them.
+        true => {
+            let mut after_space = false;
+            let mut clean = !text.starts_with(' ');
+            for &b in text.as_bytes() {
+                let space = b == b' ';
+                if b < 0x20 || b == 0x7f || (space && after_space) {
+                    clean = false;
+                    break;
+                }
+                after_space = space;
+            }
+            clean && !after_space
+        }
+        false => {
+            !text.starts_with(' ')
+                && !text.ends_with(' ')
+                && !text.contains("  ")
+                && !text.contains(|c: char| c.is_control() || (c.is_whitespace() && c != ' '))
+        }
+    };
+    match clean {
+        true => Cow::Borrowed(text),
+        false => Cow::Owned(fold(text)),
     }
+}
+
+/// `text` with whitespace folded and control characters escaped.
+fn fold(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for word in text.split_whitespace() {
         if !out.is_empty() {
@@ -161,7 +185,7 @@ fn printable(text: &str) -> Cow<'_, str> {
             }
         }
     }
-    Cow::Owned(out)
+    out
 }
 
 /// `text` (already [`printable`], `width` characters) in parts of at most [`ITEM_LIMIT`]
@@ -171,13 +195,6 @@ fn split(text: &str, width: usize) -> Vec<String> {
     const CONTINUED: &str = "… ";
     // Both markers are two characters wide.
     const MARK: usize = 2;
-    let chars = |s: &str| {
-        if s.is_ascii() {
-            s.len()
-        } else {
-            s.chars().count()
-        }
-    };
     let mut lines = Vec::with_capacity(width / (ITEM_LIMIT - 2 * MARK) + 1);
     let mut line = String::with_capacity(ITEM_LIMIT + 8);
     // Characters in `line`, and whether it holds nothing but the continuation marker.
@@ -209,6 +226,15 @@ fn split(text: &str, width: usize) -> Vec<String> {
         lines.push(line);
     }
     lines
+}
+
+/// How many characters `s` has (what the API server's limits count).
+fn chars(s: &str) -> usize {
+    if s.is_ascii() {
+        s.len()
+    } else {
+        s.chars().count()
+    }
 }
 
 /// `word` cut after at most `max` characters.
@@ -293,6 +319,29 @@ mod tests {
         assert_eq!(warning_lines("c1\u{9b}x"), ["c1\\u009bx"]);
         for line in warning_lines("x\u{0}y\u{7f}z") {
             assert!(!line.chars().any(char::is_control), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn a_text_is_kept_as_it_is_only_when_folding_would_not_change_it() {
+        // Every text of up to 4 characters from spaces, letters and the control and whitespace
+        // characters around them, ASCII or not: the quick check never passes a text folding
+        // would change.
+        let alphabet = [
+            ' ', 'a', '\t', '\n', '\u{7f}', '\u{1f}', '\u{a0}', 'é', '\u{85}',
+        ];
+        let mut texts = vec![String::new()];
+        for _ in 0..4 {
+            let longer: Vec<String> = texts
+                .iter()
+                .flat_map(|t| alphabet.iter().map(move |c| format!("{t}{c}")))
+                .collect();
+            texts.extend(longer);
+        }
+        texts.sort();
+        texts.dedup();
+        for text in &texts {
+            assert_eq!(printable(text), fold(text), "{text:?}");
         }
     }
 
