@@ -29,7 +29,7 @@ use serde_json::{json, Value};
 
 use crate::apiserver::matchconditions::MatchCondition;
 use crate::apiserver::{
-    AdmissionConfig, Attributes, Decision, StandIn, StandInHandle, StandInOptions, UserInfo,
+    AdmissionConfig, Attributes, Decision, Hook, StandIn, StandInHandle, StandInOptions, UserInfo,
 };
 use crate::bins::{self, Kubeconfig, Output};
 use crate::envtest::objects::{Kind, ObjectError, Objects, CLUSTER_PROMOTION, NAMESPACE};
@@ -223,16 +223,54 @@ impl Backend for StandInBackend {
 fn admission_config(configs: &WebhookConfigurations) -> Result<AdmissionConfig, BackendError> {
     let unsupported =
         |what: String| BackendError::Unsupported(format!("the stand-in cannot model {what}"));
-    let one = |config: &Value| -> Result<Value, BackendError> {
+    // The first webhook of each configuration is the main pair; the others call their own URLs
+    // with their own failure policy and conditions, on the same rules.
+    let split = |config: &Value| -> Result<(Value, Vec<Value>), BackendError> {
         match config["webhooks"].as_array().map(Vec::as_slice) {
-            Some([one]) => Ok(one.clone()),
+            Some([first, rest @ ..]) => Ok((first.clone(), rest.to_vec())),
             _ => Err(unsupported(format!(
-                "{} with other than one webhook",
+                "{} without webhooks",
                 config["kind"].as_str().unwrap_or("a configuration")
             ))),
         }
     };
-    let (mutating, validating) = (one(&configs.mutating)?, one(&configs.validating)?);
+    let conditions = |webhook: &Value| -> Vec<MatchCondition> {
+        webhook["matchConditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| MatchCondition {
+                name: c["name"].as_str().unwrap_or_default().to_string(),
+                expression: c["expression"].as_str().unwrap_or_default().to_string(),
+            })
+            .collect()
+    };
+    let ((mutating, more_mutating), (validating, more_validating)) =
+        (split(&configs.mutating)?, split(&configs.validating)?);
+    let mut more = Vec::new();
+    for (is_mutating, hook) in more_mutating
+        .into_iter()
+        .map(|h| (true, h))
+        .chain(more_validating.into_iter().map(|h| (false, h)))
+    {
+        if hook["rules"] != mutating["rules"]
+            || hook["timeoutSeconds"] != mutating["timeoutSeconds"]
+        {
+            return Err(unsupported(
+                "webhooks of one configuration that differ in rules or timeoutSeconds".into(),
+            ));
+        }
+        more.push(Hook {
+            mutating: is_mutating,
+            name: hook["name"].as_str().unwrap_or_default().to_string(),
+            url: hook["clientConfig"]["url"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            ignore_failures: hook["failurePolicy"] == "Ignore",
+            match_conditions: conditions(&hook),
+        });
+    }
     let same = |field: &str| mutating[field] == validating[field];
     if !same("failurePolicy")
         || !same("timeoutSeconds")
@@ -267,15 +305,8 @@ fn admission_config(configs: &WebhookConfigurations) -> Result<AdmissionConfig, 
         .flat_map(|r| r["resources"].as_array().cloned().unwrap_or_default())
         .filter_map(|r| r.as_str().map(String::from))
         .collect();
-    config.match_conditions = mutating["matchConditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|c| MatchCondition {
-            name: c["name"].as_str().unwrap_or_default().to_string(),
-            expression: c["expression"].as_str().unwrap_or_default().to_string(),
-        })
-        .collect();
+    config.match_conditions = conditions(&mutating);
+    config.more = more;
     config.include_status = resources.iter().any(|r| r.ends_with("/status"));
     config.resources = resources.into_iter().filter(|r| !r.contains('/')).collect();
     Ok(config)
@@ -863,7 +894,40 @@ mod tests {
                 .iter()
                 .map(|c| c.name.as_str())
                 .collect::<Vec<_>>(),
-            ["spec-or-annotations-changed"]
+            ["spec-or-annotations-changed", "not-a-pause-alone"]
+        );
+        // The pause webhooks: same server, failing open, only for a pause alone.
+        let more: Vec<(bool, &str, &str, bool, Vec<&str>)> = config
+            .more
+            .iter()
+            .map(|h| {
+                (
+                    h.mutating,
+                    h.name.as_str(),
+                    h.url.as_str(),
+                    h.ignore_failures,
+                    h.match_conditions.iter().map(|c| c.name.as_str()).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            more,
+            [
+                (
+                    true,
+                    "pause.mutate.kubectl-promotion.dev",
+                    "https://127.0.0.1:9443/mutate",
+                    true,
+                    vec!["a-pause-alone"]
+                ),
+                (
+                    false,
+                    "pause.validate.kubectl-promotion.dev",
+                    "https://127.0.0.1:9443/validate",
+                    true,
+                    vec!["a-pause-alone"]
+                )
+            ]
         );
 
         let ignore = admission_config(&rendered().with_failure_policy(FailurePolicy::Ignore))

@@ -2,7 +2,10 @@
 //! `admission.k8s.io/v1` AdmissionReview POSTed over HTTPS (certificate verified against the
 //! configured CA bundle), mutating first (its base64 JSONPatch applied), validating last; a
 //! denial becomes `admission webhook "<name>" denied the request: <message>`. A webhook whose
-//! `matchConditions` do not all hold is not called ([`super::matchconditions`]).
+//! `matchConditions` do not all hold is not called ([`super::matchconditions`]). Beside the
+//! main pair, more webhooks ([`AdmissionConfig::more`]) with their own failure policy and
+//! conditions: mutating ones run after the main one, in order, each on the previous one's
+//! output, as kube-apiserver runs the webhooks of one configuration.
 
 use std::time::Duration;
 
@@ -39,6 +42,26 @@ pub struct AdmissionConfig {
     pub include_status: bool,
     /// `matchConditions` of both webhooks (none: always call).
     pub match_conditions: Vec<MatchCondition>,
+    /// Further webhooks of the same configurations, on the same resources and timeout.
+    pub more: Vec<Hook>,
+}
+
+/// One more webhook ([`AdmissionConfig::more`]).
+#[derive(Clone, Debug)]
+pub struct Hook {
+    pub mutating: bool,
+    pub name: String,
+    pub url: String,
+    pub ignore_failures: bool,
+    pub match_conditions: Vec<MatchCondition>,
+}
+
+/// The webhook a call goes to: where, its name, its failure policy and conditions.
+struct Target<'a> {
+    url: &'a str,
+    name: &'a str,
+    ignore_failures: bool,
+    match_conditions: &'a [MatchCondition],
 }
 
 impl AdmissionConfig {
@@ -54,6 +77,7 @@ impl AdmissionConfig {
             resources: vec!["clusterpromotions".into()],
             include_status: false,
             match_conditions: Vec::new(),
+            more: Vec::new(),
         }
     }
 
@@ -98,25 +122,71 @@ impl AdmissionClient {
         &self.config
     }
 
-    /// Run the mutating webhook; returns the (possibly patched) object.
+    fn targets(&self, mutating: bool) -> Vec<Target<'_>> {
+        let main = if mutating {
+            self.config
+                .mutate_url
+                .as_deref()
+                .map(|url| (url, self.config.mutating_name.as_str()))
+        } else {
+            self.config
+                .validate_url
+                .as_deref()
+                .map(|url| (url, self.config.validating_name.as_str()))
+        };
+        main.map(|(url, name)| Target {
+            url,
+            name,
+            ignore_failures: self.config.ignore_failures,
+            match_conditions: &self.config.match_conditions,
+        })
+        .into_iter()
+        .chain(
+            self.config
+                .more
+                .iter()
+                .filter(|h| h.mutating == mutating)
+                .map(|h| Target {
+                    url: &h.url,
+                    name: &h.name,
+                    ignore_failures: h.ignore_failures,
+                    match_conditions: &h.match_conditions,
+                }),
+        )
+        .collect()
+    }
+
+    /// Run the mutating webhooks; returns the (possibly patched) object.
     pub async fn mutate(
         &self,
         req: &AdmissionRequest<'_>,
         warnings: &mut Vec<String>,
     ) -> Result<Value, ApiError> {
-        let Some(url) = &self.config.mutate_url else {
-            return Ok(req.object.clone());
-        };
-        let name = &self.config.mutating_name;
-        if !self.matches(req)? {
+        let mut object = req.object.clone();
+        for target in self.targets(true) {
+            let req = AdmissionRequest {
+                object: &object,
+                options: req.options.clone(),
+                ..*req
+            };
+            object = self.mutate_with(&target, &req, warnings).await?;
+        }
+        Ok(object)
+    }
+
+    async fn mutate_with(
+        &self,
+        target: &Target<'_>,
+        req: &AdmissionRequest<'_>,
+        warnings: &mut Vec<String>,
+    ) -> Result<Value, ApiError> {
+        let name = target.name;
+        if !Self::matches(target, req)? {
             return Ok(req.object.clone());
         }
-        let response = match self.call(url, name, req, true).await {
+        let response = match self.call(target.url, name, req, true).await {
             Ok(r) => r,
-            Err(e) if self.config.ignore_failures => {
-                let _ = e;
-                return Ok(req.object.clone());
-            }
+            Err(_) if target.ignore_failures => return Ok(req.object.clone()),
             Err(e) => return Err(e),
         };
         collect_warnings(&response, warnings);
@@ -138,21 +208,20 @@ impl AdmissionClient {
         req: &AdmissionRequest<'_>,
         warnings: &mut Vec<String>,
     ) -> Result<(), ApiError> {
-        let Some(url) = &self.config.validate_url else {
-            return Ok(());
-        };
-        let name = &self.config.validating_name;
-        if !self.matches(req)? {
-            return Ok(());
-        }
-        let response = match self.call(url, name, req, false).await {
-            Ok(r) => r,
-            Err(_) if self.config.ignore_failures => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        collect_warnings(&response, warnings);
-        if !allowed(&response) {
-            return Err(denied(name, &response).with_warnings(warnings.clone()));
+        for target in self.targets(false) {
+            let name = target.name;
+            if !Self::matches(&target, req)? {
+                continue;
+            }
+            let response = match self.call(target.url, name, req, false).await {
+                Ok(r) => r,
+                Err(_) if target.ignore_failures => continue,
+                Err(e) => return Err(e),
+            };
+            collect_warnings(&response, warnings);
+            if !allowed(&response) {
+                return Err(denied(name, &response).with_warnings(warnings.clone()));
+            }
         }
         Ok(())
     }
@@ -160,15 +229,15 @@ impl AdmissionClient {
     /// Whether the `matchConditions` let this request through to the webhook; an evaluation
     /// error under `failurePolicy: Fail` refuses the request (`NewForbidden`, as
     /// `ShouldCallHook` does).
-    fn matches(&self, req: &AdmissionRequest<'_>) -> Result<bool, ApiError> {
-        if self.config.match_conditions.is_empty() {
+    fn matches(target: &Target<'_>, req: &AdmissionRequest<'_>) -> Result<bool, ApiError> {
+        if target.match_conditions.is_empty() {
             return Ok(true);
         }
         let review = review(req, "");
         match matchconditions::evaluate(
-            &self.config.match_conditions,
+            target.match_conditions,
             &review["request"],
-            self.config.ignore_failures,
+            target.ignore_failures,
         ) {
             MatchResult::Matches => Ok(true),
             MatchResult::Skip => Ok(false),

@@ -40,7 +40,7 @@ use std::time::Duration;
 use base64::Engine;
 use serde_json::{json, Value};
 
-pub use admission::AdmissionConfig;
+pub use admission::{AdmissionConfig, Hook};
 pub use auth::{Attributes, Decision, DenyRule, UserInfo};
 pub use handlers::RecordedRequest;
 pub use status::ApiError;

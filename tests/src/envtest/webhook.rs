@@ -226,10 +226,12 @@ impl WebhookConfigurations {
         })
     }
 
+    /// Set the main webhooks' `failurePolicy` (an install that fails open, or closed). The pause
+    /// webhooks keep `Ignore`: they are the brake that works with the webhook down.
     pub fn with_failure_policy(mut self, policy: FailurePolicy) -> Self {
         for config in [&mut self.mutating, &mut self.validating] {
-            for webhook in webhooks_mut(config) {
-                webhook["failurePolicy"] = json!(policy.as_str());
+            if let Some(main) = webhooks_mut(config).next() {
+                main["failurePolicy"] = json!(policy.as_str());
             }
         }
         self
@@ -310,7 +312,11 @@ mod tests {
                 webhook["clientConfig"].get("service").is_none(),
                 "{webhook}"
             );
-            assert_eq!(webhook["failurePolicy"], "Fail", "what users install");
+            let pause = webhook["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("pause."));
+            let policy = if pause { "Ignore" } else { "Fail" };
+            assert_eq!(webhook["failurePolicy"], policy, "what users install");
             assert_eq!(webhook["sideEffects"], "None");
             paths.push((mutating, webhook["clientConfig"]["url"].clone()));
         }
@@ -318,6 +324,8 @@ mod tests {
             paths,
             vec![
                 (true, json!("https://127.0.0.1:1/mutate")),
+                (true, json!("https://127.0.0.1:1/mutate")),
+                (false, json!("https://127.0.0.1:1/validate")),
                 (false, json!("https://127.0.0.1:1/validate"))
             ]
         );
