@@ -55,6 +55,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
         spec_change,
     ),
     (
+        "a_pause_holds_the_gate_and_brakes_with_the_webhook_down",
+        pause_and_resume,
+    ),
+    (
         "capi_clusters_are_watched_from_the_moment_their_crd_is_installed",
         capi_installed_later,
     ),
@@ -794,6 +798,92 @@ fn webhook_outage(cluster: &Cluster) -> Result<(), String> {
         || current_stage(&p) != "staging"
     {
         return Err(format!("the outage changed the promotion: {p}"));
+    }
+    Ok(())
+}
+
+/// Pausing holds the gate: an approval given while paused is not used and prod does not start
+/// (the controller's own decision says why); resuming uses it. The webhook records who paused;
+/// with the webhook down a pause still goes through, unrecorded, and a resume is refused.
+fn pause_and_resume(cluster: &Cluster) -> Result<(), String> {
+    use promotion_shared::pause::{pause_record, paused, PAUSED_ANNOTATION};
+    clusters(cluster)?;
+    install_rbac(cluster)?;
+    let mut webhook = webhook(cluster)?;
+    let addon = AddonController::new(cluster);
+    let mut ctl = controller_as(cluster, User::Controller, &[])?;
+    let name = to_the_gate(cluster, &addon, &promotion(cluster, "pause"))?;
+    let annotate = |user: User, value: Option<&str>| {
+        let arg = match value {
+            Some(v) => format!("{PAUSED_ANNOTATION}={v}"),
+            None => format!("{PAUSED_ANNOTATION}-"),
+        };
+        cluster
+            .kubectl(
+                user,
+                &["annotate", "--overwrite", "clusterpromotion", &name, &arg],
+            )
+            .map_err(e("kubectl annotate"))
+    };
+    let out = annotate(User::ReleaseManager, Some("bad chart"))?;
+    if !out.success() {
+        return Err(format!("pausing: {out}"));
+    }
+    let p = stored(cluster, &name)?;
+    let by = paused(&p)
+        .and_then(|p| p.record)
+        .ok_or_else(|| format!("the pause is not recorded: {p}"))?;
+    if by.user != "release-manager" || by.reason.as_deref() != Some("bad chart") {
+        return Err(format!("the pause recorded as {by:?}"));
+    }
+    kubectl_ok(
+        cluster,
+        User::ReleaseManager,
+        &["promotion", "approve", &name, "--stage", "staging"],
+    )?;
+    // The reconcile the approval asked for decided to hold.
+    ctl.wait_line("the decision to hold the gate", WAIT, |l| {
+        l.get("explanation")
+            .and_then(Value::as_str)
+            .is_some_and(|x| x.starts_with("staging may advance, but the promotion is paused"))
+    })
+    .map_err(|e| e.to_string())?;
+    let p = stored(cluster, &name)?;
+    if current_stage(&p) != "staging"
+        || p.pointer("/spec/stages/1/trigger/manual/approved") != Some(&json!(true))
+        || profile_exists(cluster, &format!("{name}-prod"))
+    {
+        return Err(format!(
+            "a paused promotion advanced or used its approval: {p}"
+        ));
+    }
+
+    // Resumed: the approval is used and prod starts.
+    let out = annotate(User::ReleaseManager, None)?;
+    if !out.success() {
+        return Err(format!("resuming: {out}"));
+    }
+    until_profile(cluster, &format!("{name}-prod"), "prod started on resume")?;
+    let record = pause_record(&stored(cluster, &name)?)?.ok_or("the resume is not recorded")?;
+    if record.paused || record.user != "release-manager" {
+        return Err(format!("the resume recorded as {record:?}"));
+    }
+
+    // The emergency brake with the webhook down: a pause goes through, unrecorded; a resume
+    // (which governance may restrict) is refused until the webhook is back.
+    webhook.stop();
+    let out = annotate(User::ReleaseManager, Some("webhook outage"))?;
+    if !out.success() {
+        return Err(format!("pausing with the webhook down: {out}"));
+    }
+    let p = stored(cluster, &name)?;
+    match paused(&p) {
+        Some(pause) if pause.record.is_none() => {}
+        other => return Err(format!("the unrecorded pause reads as {other:?}: {p}")),
+    }
+    let out = annotate(User::ReleaseManager, None)?;
+    if out.success() || !out.stderr.contains("failed calling webhook") {
+        return Err(format!("a resume with the webhook down: {out}"));
     }
     Ok(())
 }

@@ -971,9 +971,49 @@ fn cluster_promotion_crd() -> Value {
 fn check_webhook_configuration(config: &Value, path: &str, service: &str, namespace: &str) {
     let what = describe(config);
     let webhooks = config["webhooks"].as_array().expect("webhooks");
-    assert_eq!(webhooks.len(), 1, "{what}: one webhook");
-    let hook = &webhooks[0];
+    assert_eq!(
+        webhooks.len(),
+        2,
+        "{what}: the webhook, and the pause webhook (the emergency brake)"
+    );
+    let mutating = config["kind"] == "MutatingWebhookConfiguration";
+    for (i, hook) in webhooks.iter().enumerate() {
+        let pause = i == 1;
+        check_one_webhook(hook, pause, mutating, &what, path, service, namespace);
+    }
+    // The main webhook and the pause webhook split the requests between them: the main one
+    // takes every request but a pause alone, which goes to the pause webhook only.
+    let condition = |hook: &Value, name: &str| -> String {
+        hook["matchConditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["name"] == name)
+            .map(|c| s(c, "/expression").to_string())
+            .unwrap_or_else(|| panic!("{what}: no matchCondition {name}"))
+    };
+    assert_eq!(
+        condition(&webhooks[0], "not-a-pause-alone"),
+        format!("!({})", condition(&webhooks[1], "a-pause-alone")),
+        "{what}"
+    );
+}
+
+fn check_one_webhook(
+    hook: &Value,
+    pause: bool,
+    mutating: bool,
+    what: &str,
+    path: &str,
+    service: &str,
+    namespace: &str,
+) {
     let name = s(hook, "/name");
+    assert_eq!(
+        name.starts_with("pause."),
+        pause,
+        "{what}: {name}: the second webhook is the pause webhook"
+    );
     assert!(
         name.split('.').count() >= 3,
         "{what}: webhook name {name} must be fully qualified"
@@ -986,11 +1026,16 @@ fn check_webhook_configuration(config: &Value, path: &str, service: &str, namesp
         (1..=5).contains(&timeout),
         "{what}: timeoutSeconds {timeout} is not in 1..=5"
     );
-    assert_eq!(hook["failurePolicy"], "Fail", "{what}: see docs/install.md");
+    // A pause must go through with the webhook down (docs/controller.md, "Pause"); everything
+    // else is refused then (docs/install.md).
+    let policy = if pause { "Ignore" } else { "Fail" };
+    assert_eq!(hook["failurePolicy"], policy, "{what}: {name}");
     assert_eq!(hook["matchPolicy"], "Equivalent", "{what}");
-    if config["kind"] == "MutatingWebhookConfiguration" {
-        // The mutation is idempotent (issue 3), so a re-run after later mutators is safe.
-        assert_eq!(hook["reinvocationPolicy"], "IfNeeded", "{what}");
+    if mutating {
+        // The mutation is idempotent (issue 3), so a re-run after later mutators is safe; the
+        // pause record is written once.
+        let reinvocation = if pause { "Never" } else { "IfNeeded" };
+        assert_eq!(hook["reinvocationPolicy"], reinvocation, "{what}");
     }
 
     let client = &hook["clientConfig"];
@@ -1056,12 +1101,23 @@ fn webhook_called(
     object: &Value,
     old_object: &Value,
 ) -> Vec<bool> {
+    hook_called(install, 0, operation, object, old_object)
+}
+
+/// [`webhook_called`] for the `index`th webhook of each configuration.
+fn hook_called(
+    install: &Install,
+    index: usize,
+    operation: &str,
+    object: &Value,
+    old_object: &Value,
+) -> Vec<bool> {
     let mut verdicts = Vec::new();
     for kind in [
         "ValidatingWebhookConfiguration",
         "MutatingWebhookConfiguration",
     ] {
-        let hook = &install.one(kind)["webhooks"][0];
+        let hook = &install.one(kind)["webhooks"][index];
         let conditions = hook["matchConditions"]
             .as_array()
             .cloned()
@@ -1483,6 +1539,92 @@ fn match_conditions_skip_only_updates_that_leave_spec_and_annotations_alone() {
         webhook_called(&install, "UPDATE", &bare_approved, &bare),
         [true, true]
     );
+}
+
+/// A request that only pauses a promotion goes to the pause webhooks (failurePolicy Ignore)
+/// and not to the main ones; anything more, and a resume, goes to the main ones only.
+#[test]
+fn a_pause_alone_goes_to_the_pause_webhooks_only() {
+    use promotion_shared::pause::{PAUSED_ANNOTATION, PAUSE_RECORD_ANNOTATION};
+    let install = render(&repo_root().join("manifests"));
+    let finalizers = json!(["clusterpromotion.finalizer"]);
+    let stored = cluster_promotion(json!({"team": "a"}), finalizers.clone(), false);
+    let with = |annotations: Value, approved: bool| {
+        cluster_promotion(annotations, finalizers.clone(), approved)
+    };
+    let paused = with(json!({"team": "a", PAUSED_ANNOTATION: "bad chart"}), false);
+    let record = json!({"paused": true, "user": "alice", "time": "2026-03-01T12:00:00Z"});
+    let recorded = with(
+        json!({"team": "a", PAUSED_ANNOTATION: "bad chart",
+               PAUSE_RECORD_ANNOTATION: record.to_string()}),
+        false,
+    );
+    let mut bare = stored.clone();
+    bare["metadata"]
+        .as_object_mut()
+        .expect("metadata")
+        .remove("annotations");
+    let cases = [
+        ("pause", "UPDATE", paused.clone(), stored.clone(), true),
+        (
+            "pause without annotations before",
+            "UPDATE",
+            with(json!({PAUSED_ANNOTATION: ""}), false),
+            bare,
+            true,
+        ),
+        (
+            "another reason",
+            "UPDATE",
+            with(json!({"team": "a", PAUSED_ANNOTATION: "other"}), false),
+            paused.clone(),
+            true,
+        ),
+        // The mutation's record makes the final object more than a pause: the main
+        // validating webhook checks the record.
+        (
+            "pause with its record",
+            "UPDATE",
+            recorded,
+            stored.clone(),
+            false,
+        ),
+        (
+            "pause and approve",
+            "UPDATE",
+            with(json!({"team": "a", PAUSED_ANNOTATION: ""}), true),
+            stored.clone(),
+            false,
+        ),
+        (
+            "pause and relabel an annotation",
+            "UPDATE",
+            with(json!({"team": "b", PAUSED_ANNOTATION: ""}), false),
+            stored.clone(),
+            false,
+        ),
+        ("resume", "UPDATE", stored.clone(), paused.clone(), false),
+        (
+            "create paused",
+            "CREATE",
+            paused.clone(),
+            Value::Null,
+            false,
+        ),
+    ];
+    for (case, operation, object, old, pause_alone) in cases {
+        assert_eq!(
+            hook_called(&install, 1, operation, &object, &old),
+            [pause_alone, pause_alone],
+            "{case}: the pause webhooks called?"
+        );
+        let main = webhook_called(&install, operation, &object, &old);
+        assert_eq!(
+            main,
+            [!pause_alone, !pause_alone],
+            "{case}: the main webhooks called?"
+        );
+    }
 }
 
 /// docs/install.md's own overlay (its `my-webhook/kustomization.yaml`, with the remote base

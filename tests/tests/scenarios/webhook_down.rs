@@ -1,11 +1,12 @@
 //! The webhook goes down: with `failurePolicy: Fail` (as installed) the API server refuses
 //! ClusterPromotion writes with a message naming the webhook and the failed call; with
 //! `Ignore` it admits them unexamined. Updates the installed `matchConditions` exclude (a label)
-//! never need the webhook.
+//! never need the webhook, and a pause alone goes to the pause webhooks, which fail open.
 
 use promotion_e2e::backend::Cluster;
 use promotion_e2e::envtest::{FailurePolicy, User};
 use promotion_shared::admission::SPEC_CHANGE_ANNOTATION;
+use promotion_shared::pause::{paused, PAUSED_ANNOTATION};
 
 use super::support::{example, kubectl, Expect};
 
@@ -108,6 +109,50 @@ pub fn webhook_down_fail_refuses_and_ignore_admits(cluster: &Cluster) {
             .as_str()
         ),
         "[{backend}] approve under Fail, as release manager: {out}"
+    );
+
+    // The emergency brake: a pause alone goes to the pause webhooks, which fail open, so it
+    // is admitted (unrecorded); a resume goes to the main ones and is refused.
+    let pause_arg = format!("{PAUSED_ANNOTATION}=webhook outage");
+    let out = kubectl(
+        cluster,
+        User::Admin,
+        &["annotate", "clusterpromotion", &existing_name, &pause_arg],
+    );
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (
+            0,
+            format!("clusterpromotion.config.projectsveltos.io/{existing_name} annotated\n")
+                .as_str()
+        ),
+        "[{backend}] pause with the webhook down: {out}"
+    );
+    let stored = cluster
+        .promotion(&existing_name)
+        .or_fail(cluster, "reading")
+        .unwrap_or_else(|| panic!("[{backend}] {existing_name} is gone"));
+    let pause = paused(&stored).unwrap_or_else(|| panic!("[{backend}] not paused: {stored}"));
+    assert_eq!(
+        (pause.reason.as_deref(), pause.record),
+        (Some("webhook outage"), None),
+        "[{backend}] the pause is in force, unrecorded"
+    );
+    let resume_arg = format!("{PAUSED_ANNOTATION}-");
+    let out = kubectl(
+        cluster,
+        User::Admin,
+        &["annotate", "clusterpromotion", &existing_name, &resume_arg],
+    );
+    assert_eq!(
+        out.code, 1,
+        "[{backend}] resume with the webhook down: {out}"
+    );
+    assert!(
+        out.stderr.contains(
+            "failed calling webhook \"mutate.kubectl-promotion.dev\": failed to call webhook"
+        ),
+        "[{backend}] resume with the webhook down: {out}"
     );
 
     let promotion = cluster.adopt(example("payment-four-stages.yaml"));
