@@ -857,6 +857,11 @@ fn pause_and_resume(cluster: &Cluster) -> Result<(), String> {
             "a paused promotion advanced or used its approval: {p}"
         ));
     }
+    eventually("the phase gauge says paused", WAIT, || {
+        metric(&ctl, "promotion_controller_promotions{phase=\"paused\"}")
+            .ok()
+            .filter(|n| *n == 1.0)
+    })?;
 
     // Resumed: the approval is used and prod starts.
     let out = annotate(User::ReleaseManager, None)?;
