@@ -183,6 +183,7 @@ fn thousands_of_promotions_break_no_invariant() {
         Phase::Complete,
         Phase::Failed,
         Phase::Blocked,
+        Phase::Paused,
     ] {
         let n = tally
             .phases

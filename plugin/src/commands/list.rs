@@ -353,6 +353,14 @@ pub fn row(d: &view::Description) -> Row {
                     .or_else(|| f.view.failure_message.clone()),
             })
         });
+    // The pause first: it is why nothing moves, whatever the frontier stage says.
+    let message = match d.paused.as_ref().filter(|_| d.deleting.is_none()) {
+        Some(p) => Some(match message {
+            Some(m) => format!("{}; {m}", p.pause.describe()),
+            None => p.pause.describe(),
+        }),
+        None => message,
+    };
     let awaiting = d.stages.iter().find(|s| s.approve_unblocks.is_some());
     Row {
         name: d.name.clone(),

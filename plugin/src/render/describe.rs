@@ -60,6 +60,13 @@ pub fn render(d: &Description, style: &Style, opts: &Options) -> String {
         ));
     }
     field(&mut out, 0, "Phase", &phase);
+    if let Some(paused) = &d.paused {
+        let mut line = paused.explain(&d.name);
+        if d.deleting.is_some() {
+            line.push_str(" (the deletion proceeds regardless)");
+        }
+        field(&mut out, 0, "Paused", &style.paint(&line, Tone::Waiting));
+    }
     let reconciler_tone = if d.foreign_status_writer {
         Tone::Waiting
     } else {

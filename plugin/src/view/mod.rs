@@ -472,6 +472,35 @@ pub struct WillReach {
     pub not_ready: usize,
 }
 
+/// A paused promotion: the pause as its annotations say, and what its stages show beneath it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PauseView {
+    /// `reason` (the annotation's value, absent when empty) and `record` (the webhook's record
+    /// of this very pause: who and when; absent when the webhook did not see it).
+    #[serde(flatten)]
+    pub pause: promotion_shared::pause::Paused,
+    /// The phase the stages show, which the pause hides: a pipeline that failed or completed
+    /// stays so while paused.
+    pub stages_phase: Phase,
+}
+
+impl PauseView {
+    /// What the pause holds, for `describe`'s `Paused:` line and `wait`: who, when, why, and
+    /// that nothing starts until `resume`.
+    pub fn explain(&self, name: &str) -> String {
+        let why = match &self.pause.reason {
+            Some(reason) => format!(": {reason:?}"),
+            None => " (no reason given)".to_string(),
+        };
+        format!(
+            "{}{why}; no stage starts and no approval is used until `kubectl promotion resume \
+             {name}`",
+            self.pause.by()
+        )
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalEntry {
@@ -520,6 +549,11 @@ pub struct Description {
     /// `metadata.deletionTimestamp`, while the promotion is being deleted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deleting: Option<String>,
+    /// Set while the promotion is paused (annotation
+    /// [`promotion_shared::pause::PAUSED_ANNOTATION`]): phase `paused`, unless it is being
+    /// deleted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paused: Option<PauseView>,
     /// What deleting the promotion does (or, while `deleting`, is doing) to the clusters.
     pub on_delete: String,
     /// promotion-controller cannot act on this promotion now (blocked by the API server, no
@@ -675,7 +709,7 @@ impl Description {
                 warnings.push(format!("{what}: {e}"));
             }
         }
-        let (pipeline, profiles) = derive(snap, &promotion);
+        let (pipeline, profiles, stages_phase) = derive(snap, &promotion);
 
         let approvals = match approval_records(snap.object) {
             Ok(m) => m,
@@ -733,8 +767,15 @@ impl Description {
             stale,
             deleting,
             reconciler,
+            paused,
             ..
         } = pipeline;
+        let paused = paused
+            .zip(stages_phase)
+            .map(|(pause, stages_phase)| PauseView {
+                pause,
+                stages_phase,
+            });
         Ok(Description {
             api_version: API_VERSION,
             kind: "PromotionDescription",
@@ -760,6 +801,7 @@ impl Description {
             reconciler,
             foreign_status_writer,
             deleting,
+            paused,
             on_delete,
             reconciler_blocked: None,
             next_step,
@@ -835,8 +877,32 @@ fn clusters_known(snap: SnapshotRef<'_>) -> bool {
     snap.profiles.is_ok() && snap.summaries.is_ok()
 }
 
-/// The pipeline from the promotion and the clusters of its stage profiles, and those profiles.
+/// The pipeline from the promotion and the clusters of its stage profiles, and those profiles;
+/// for a paused promotion also the phase its stages show beneath the pause.
 fn derive<'a>(
+    snap: SnapshotRef<'a>,
+    promotion: &ClusterPromotion,
+) -> (Pipeline, StageProfiles<'a>, Option<Phase>) {
+    let paused = promotion_shared::pause::paused_meta(&promotion.metadata);
+    // The pause hides the phase the stages show (failed, complete…), which `wait` still ends
+    // on: derive it without the pause, then put the pause back as `pipeline::derive` does.
+    let unpaused = paused.as_ref().map(|_| {
+        let mut p = promotion.clone();
+        if let Some(a) = p.metadata.annotations.as_mut() {
+            a.remove(promotion_shared::pause::PAUSED_ANNOTATION);
+        }
+        p
+    });
+    let (mut pipeline, profiles) = derive_unpaused(snap, unpaused.as_ref().unwrap_or(promotion));
+    let stages_phase = paused.as_ref().map(|_| pipeline.phase.clone());
+    if paused.is_some() && pipeline.deleting.is_none() {
+        pipeline.phase = Phase::Paused;
+    }
+    pipeline.paused = paused;
+    (pipeline, profiles, stages_phase)
+}
+
+fn derive_unpaused<'a>(
     snap: SnapshotRef<'a>,
     promotion: &ClusterPromotion,
 ) -> (Pipeline, StageProfiles<'a>) {
@@ -1070,6 +1136,14 @@ fn next_step(pipeline: &Pipeline, preserve: bool) -> Option<String> {
         return Some(format!(
             "none: {name} is being deleted (since {since}); {}",
             on_delete(preserve, true)
+        ));
+    }
+    // While paused nothing the other steps propose would move (a spec change is not picked up,
+    // an approval is not used): resuming is what moves it.
+    if pipeline.paused.is_some() {
+        return Some(format!(
+            "kubectl promotion resume {name}   (while paused no stage starts and no approval is \
+             used)"
         ));
     }
     if pipeline.phase == Phase::Stale {
@@ -1654,5 +1728,61 @@ mod tests {
         );
         assert!(d.online);
         assert!(d.stages.iter().all(|s| s.view.clusters.is_none()));
+    }
+
+    #[test]
+    fn a_paused_promotion_says_who_paused_it_and_advises_the_resume() {
+        use promotion_shared::pause::{PAUSED_ANNOTATION, PAUSE_RECORD_ANNOTATION};
+        let mut object = manual_gate();
+        object["metadata"]["annotations"][PAUSED_ANNOTATION] = json!("bad chart");
+        object["metadata"]["annotations"][PAUSE_RECORD_ANNOTATION] = json!(
+            "{\"paused\":true,\"user\":\"alice\",\"time\":\"2026-02-16T07:40:00Z\",\"reason\":\"bad chart\"}"
+        );
+        let d = Description::build(&Snapshot::offline(object.clone())).unwrap();
+        assert_eq!(d.phase, Phase::Paused);
+        let paused = d.paused.as_ref().expect("paused");
+        // Beneath the pause the gate still awaits its approval, and approving it is offered
+        // (the approval is used once resumed).
+        assert_eq!(paused.stages_phase, Phase::AwaitingApproval);
+        assert_eq!(d.awaiting_approval.as_deref(), Some("staging"));
+        assert_eq!(
+            paused.explain("p"),
+            "by alice at 2026-02-16T07:40:00Z: \"bad chart\"; no stage starts and no approval is \
+             used until `kubectl promotion resume p`"
+        );
+        assert_eq!(
+            d.next_step.as_deref(),
+            Some(
+                "kubectl promotion resume p   (while paused no stage starts and no approval is \
+                 used)"
+            )
+        );
+        let json = serde_json::to_value(&d).unwrap();
+        assert_eq!(json["phase"], "paused");
+        assert_eq!(
+            json["paused"],
+            json!({"reason": "bad chart", "stagesPhase": "awaitingApproval",
+                   "record": {"paused": true, "user": "alice", "time": "2026-02-16T07:40:00Z",
+                              "reason": "bad chart"}})
+        );
+
+        // Paused without the webhook: no record, and the view says who paused it is unknown.
+        object["metadata"]["annotations"][PAUSED_ANNOTATION] = json!("");
+        let d = Description::build(&Snapshot::offline(object.clone())).unwrap();
+        let paused = d.paused.as_ref().unwrap();
+        assert_eq!(paused.pause.record, None);
+        assert_eq!(
+            paused.explain("p"),
+            "(who paused it is not recorded: the admission webhook did not see the pause) (no \
+             reason given); no stage starts and no approval is used until `kubectl promotion \
+             resume p`"
+        );
+
+        // Deletion goes on while paused: the phase is the deletion's, the pause still shown.
+        object["metadata"]["deletionTimestamp"] = json!("2026-02-16T07:50:00Z");
+        let d = Description::build(&Snapshot::offline(object)).unwrap();
+        assert_eq!(d.phase, Phase::Deleting);
+        assert!(d.paused.is_some());
+        assert!(d.next_step.unwrap().starts_with("none: p is being deleted"));
     }
 }

@@ -292,7 +292,32 @@ fn check(promotion: &ClusterPromotion, snap: SnapshotRef<'_>, d: &Description) {
     }
 
     let states = || d.stages.iter().map(|s| &s.view.state);
-    match d.phase {
+    // A pause hides the phase the stages show; every rule below holds for that phase.
+    let annotated = promotion_shared::pause::paused(snap.object);
+    assert_eq!(
+        d.paused.as_ref().map(|p| &p.pause),
+        annotated.as_ref(),
+        "the pause shown and the annotations"
+    );
+    if let Some(p) = &d.paused {
+        assert_eq!(
+            d.phase == Phase::Paused,
+            d.deleting.is_none(),
+            "paused is the phase exactly when not being deleted"
+        );
+        assert!(
+            !matches!(p.stages_phase, Phase::Paused),
+            "the phase beneath the pause is the stages'"
+        );
+        assert!(
+            d.next_step.as_deref().is_some_and(|s| d.deleting.is_some()
+                || s.starts_with(&format!("kubectl promotion resume {}", d.name))),
+            "a paused promotion whose next step is not its resume: {:?}",
+            d.next_step
+        );
+    }
+    let phase = d.paused.as_ref().map_or(&d.phase, |p| &p.stages_phase);
+    match phase {
         Phase::Complete => assert!(
             d.stages
                 .last()
@@ -323,7 +348,8 @@ fn check(promotion: &ClusterPromotion, snap: SnapshotRef<'_>, d: &Description) {
             d.deleting.is_some() && d.awaiting_approval.is_none(),
             "deleting without a deletion time, or with a gate awaiting approval"
         ),
-        Phase::NotStarted | Phase::Progressing | Phase::Paused => {}
+        Phase::NotStarted | Phase::Progressing => {}
+        Phase::Paused => assert!(d.paused.is_some(), "paused without the pause annotation"),
         Phase::Unknown => assert!(
             online && !clusters_known,
             "unknown with the clusters known, or offline"
@@ -331,9 +357,8 @@ fn check(promotion: &ClusterPromotion, snap: SnapshotRef<'_>, d: &Description) {
     }
     if d.stale.is_some() {
         assert!(
-            matches!(d.phase, Phase::Stale | Phase::Blocked),
-            "a stale status in phase {:?}",
-            d.phase
+            matches!(phase, Phase::Stale | Phase::Blocked),
+            "a stale status in phase {phase:?}"
         );
         assert!(
             d.awaiting_approval.is_none(),

@@ -2,13 +2,15 @@
 //! mutated (names from a pool with collisions, duplicates, empty and non-ASCII names, every kind
 //! of trigger and selector) and a status anywhere between none and what Sveltos writes, through
 //! statuses Sveltos never writes (stages out of order or unknown, descriptions cut short, the
-//! licence failure, hashes that do not match), plus the webhook's audit annotations. Now and then
-//! one field gets a value of the wrong type, which the view must refuse with an error.
+//! licence failure, hashes that do not match), plus the webhook's audit annotations and now and
+//! then the pause annotation with or without its record. Now and then one field gets a value of
+//! the wrong type, which the view must refuse with an error.
 
 use serde_json::{json, Map, Value};
 
 use promotion_shared::admission::{APPROVALS_ANNOTATION, SPEC_CHANGE_ANNOTATION};
 use promotion_shared::model::{API_VERSION, FINALIZER, KIND};
+use promotion_shared::pause::{PAUSED_ANNOTATION, PAUSE_RECORD_ANNOTATION};
 use promotion_shared::rollout::stages_hash;
 use promotion_shared::status::{descriptions, failures};
 use promotion_shared::tree::tree_of;
@@ -160,7 +162,61 @@ pub fn promotion(c: &mut Choices) -> Value {
     if c.rarely(8) {
         wrong_type(c, &mut object);
     }
+    // Last, so that the choices before it decode as they did before pausing existed; `rarely`,
+    // so that an input cut short is not paused.
+    if c.rarely(8) {
+        pause(c, &mut object);
+    }
     object
+}
+
+/// The pause annotation (an empty reason or some text), with the webhook's record of this
+/// pause, of another one (a resume, another reason), or none.
+fn pause(c: &mut Choices, object: &mut Value) {
+    let reason = if c.chance(30) {
+        String::new()
+    } else {
+        c.text(20)
+    };
+    let mut annotations = Map::new();
+    annotations.insert(PAUSED_ANNOTATION.into(), json!(reason));
+    let record = match c.below(4) {
+        0 => Some(
+            json!({"paused": true, "user": "alice", "time": "2026-02-16T07:40:00Z",
+                         "reason": (!reason.is_empty()).then_some(&reason)}),
+        ),
+        1 => Some(json!({"paused": false, "user": "bob", "time": "2026-02-16T07:41:00Z"})),
+        2 => Some(
+            json!({"paused": true, "user": "carol", "time": "2026-02-16T07:42:00Z",
+                         "reason": "another reason"}),
+        ),
+        _ => None,
+    };
+    if let Some(record) = record {
+        // Absent members, not nulls, as the webhook writes the record.
+        let record: Map<String, Value> = record
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        annotations.insert(
+            PAUSE_RECORD_ANNOTATION.into(),
+            json!(Value::Object(record).to_string()),
+        );
+    }
+    let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    // Annotations of the wrong type (`wrong_type`) stay so.
+    if let Some(existing) = metadata
+        .entry("annotations")
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+    {
+        existing.extend(annotations);
+    }
 }
 
 fn stages(c: &mut Choices) -> Vec<Value> {
