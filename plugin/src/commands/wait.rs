@@ -24,11 +24,14 @@ Conditions:
   --for=complete      the last stage is done
   --for=approval      a stage waits for manual approval (to notify an approver from CI)
   --for=stage=NAME    the pipeline has reached stage NAME
+  --for=paused        the promotion is paused (kubectl promotion pause)
 
 A condition holds only for the current rollout: while Sveltos has not picked up the latest
 change (the status still describes the previous rollout), `wait` keeps waiting. Failures Sveltos
 retries (a feature `Failed`) keep it waiting too, unless --fail-fast; a failure Sveltos gave up on
-(`FailedNonRetriable`) or a refusal (licence) ends it with exit 2. What you may not read
+(`FailedNonRetriable`) or a refusal (licence) ends it with exit 2. A paused promotion (no stage
+starts until `kubectl promotion resume`) is said once on stderr and the wait goes on; a pipeline
+complete or failed for good beneath the pause ends it as unpaused. What you may not read
 (ClusterProfiles, ClusterSummaries) is said once on stderr and the wait goes on from the rest,
 as `describe` shows it: a failure only those show cannot end it.
 
@@ -46,7 +49,7 @@ pub struct WaitArgs {
     /// ClusterPromotion name
     #[arg(value_name = "NAME")]
     pub name: String,
-    /// Condition: complete, approval, or stage=NAME
+    /// Condition: complete, approval, stage=NAME, or paused
     #[arg(long = "for", value_name = "CONDITION", value_parser = parse_condition)]
     pub condition: WaitFor,
     /// How long the command may take, connecting included (e.g. 30s, 10m, 1h); 0 checks once
@@ -62,6 +65,7 @@ pub enum WaitFor {
     Complete,
     Approval,
     Stage(String),
+    Paused,
 }
 
 impl std::fmt::Display for WaitFor {
@@ -70,6 +74,7 @@ impl std::fmt::Display for WaitFor {
             WaitFor::Complete => write!(f, "complete"),
             WaitFor::Approval => write!(f, "approval"),
             WaitFor::Stage(s) => write!(f, "stage={s}"),
+            WaitFor::Paused => write!(f, "paused"),
         }
     }
 }
@@ -78,9 +83,10 @@ fn parse_condition(text: &str) -> Result<WaitFor, String> {
     match text {
         "complete" | "completed" => Ok(WaitFor::Complete),
         "approval" | "awaiting-approval" => Ok(WaitFor::Approval),
+        "paused" => Ok(WaitFor::Paused),
         _ => match text.strip_prefix("stage=") {
             Some(s) if !s.is_empty() => Ok(WaitFor::Stage(s.to_string())),
-            _ => Err("expected complete, approval or stage=NAME".into()),
+            _ => Err("expected complete, approval, paused or stage=NAME".into()),
         },
     }
 }
@@ -109,7 +115,15 @@ pub fn evaluate(cond: &WaitFor, d: &Description, fail_fast: bool) -> Verdict {
             ));
         }
     }
-    match d.phase {
+    if cond == &WaitFor::Paused {
+        if let Some(p) = &d.paused {
+            return Verdict::Reached(format!("{} {}", d.name, p.pause.describe()));
+        }
+    }
+    // A pause holds the pipeline where it is; what its stages show (failed, complete) still
+    // answers the condition.
+    let phase = d.paused.as_ref().map_or(&d.phase, |p| &p.stages_phase);
+    match phase {
         // The status is the previous rollout's: nothing in it answers the condition.
         Phase::Stale => return Verdict::Pending(doing),
         // Nothing starts any more: no condition of the rollout can be reached.
@@ -125,13 +139,13 @@ pub fn evaluate(cond: &WaitFor, d: &Description, fail_fast: bool) -> Verdict {
                 Some(st) if st.view.state != StageState::NotStarted => {
                     Verdict::Reached(format!("stage {s} reached: {}", st.view.state.label()))
                 }
-                _ if d.phase == Phase::Complete => {
+                _ if *phase == Phase::Complete => {
                     Verdict::Impossible(format!("{} is complete without reaching {s}", d.name))
                 }
                 _ => Verdict::Pending(doing),
             }
         }
-        WaitFor::Complete if d.phase == Phase::Complete => {
+        WaitFor::Complete if *phase == Phase::Complete => {
             Verdict::Reached(format!("{} complete", d.name))
         }
         WaitFor::Complete => Verdict::Pending(doing),
@@ -143,12 +157,14 @@ pub fn evaluate(cond: &WaitFor, d: &Description, fail_fast: bool) -> Verdict {
                 d.name,
                 stage.view.name
             )),
-            None if d.phase == Phase::Complete => Verdict::Impossible(format!(
+            None if *phase == Phase::Complete => Verdict::Impossible(format!(
                 "{} is complete: no stage will await approval in this rollout",
                 d.name
             )),
             None => Verdict::Pending(doing),
         },
+        // Not paused yet (a pause is possible at any time, a complete pipeline's included).
+        WaitFor::Paused => Verdict::Pending(doing),
     }
 }
 
@@ -243,6 +259,7 @@ pub async fn wait_for(
         // kubectl wait --timeout=0: check once.
         let d = Description::build(&fetch::state(kube, name).await?)?;
         warn_unread(ctx, &d, &mut Vec::new());
+        say_pause(ctx, cond, &d, &mut None);
         return conclude(ctx, cond, evaluate(cond, &d, fail_fast), timeout);
     }
     // The command's deadline, so that `approve --wait` waits only what is left of --timeout.
@@ -250,12 +267,14 @@ pub async fn wait_for(
     let mut follower = Follower::start(kube, name).await?;
     let mut last = String::new();
     let mut warned = Vec::new();
+    let mut pause = None;
     loop {
         let Some(state) = follower.next_until(Some(deadline)).await? else {
             return conclude(ctx, cond, Verdict::Pending(last), timeout);
         };
         let d = Description::build(&state.snapshot(Err(String::new())))?;
         warn_unread(ctx, &d, &mut warned);
+        say_pause(ctx, cond, &d, &mut pause);
         match evaluate(cond, &d, fail_fast) {
             Verdict::Pending(doing) => {
                 if doing != last {
@@ -266,6 +285,26 @@ pub async fn wait_for(
             verdict => return conclude(ctx, cond, verdict, timeout),
         }
     }
+}
+
+/// Say once that the promotion is paused (again when the pause changes, and when it is resumed):
+/// the wait goes on, and nothing starts until someone resumes it. `said`: the pause said last.
+fn say_pause(ctx: &Ctx, cond: &WaitFor, d: &Description, said: &mut Option<String>) {
+    if cond == &WaitFor::Paused {
+        return;
+    }
+    let now = d.paused.as_ref().map(|p| p.explain(&d.name));
+    if &now == said {
+        return;
+    }
+    match &now {
+        Some(pause) => note(
+            ctx,
+            &format!("{} is paused {pause}; still waiting for {cond}", d.name),
+        ),
+        None => note(ctx, &format!("{} was resumed", d.name)),
+    }
+    *said = now;
 }
 
 /// Say once what could not be read: the wait goes on from the rest, as `describe` shows it,
@@ -478,6 +517,48 @@ mod tests {
         assert!(matches!(
             evaluate(&WaitFor::Approval, &done, false),
             Verdict::Impossible(_)
+        ));
+    }
+
+    #[test]
+    fn a_pause_answers_paused_and_holds_no_other_condition_it_hides() {
+        use promotion_shared::pause::PAUSED_ANNOTATION;
+        assert_eq!(parse_condition("paused"), Ok(WaitFor::Paused));
+        let paused = |status: Value| {
+            let mut object = object(status);
+            object["metadata"]["annotations"] = json!({PAUSED_ANNOTATION: "INC-1"});
+            Description::build(&Snapshot::offline(object)).unwrap()
+        };
+        let at_gate = paused(json!({"stages": [
+            {"name": "dev", "lastSuccessfulAppliedTime": "t"},
+            {"name": "staging", "lastSuccessfulAppliedTime": "t",
+             "currentStatusDescription": "Paused: Awaiting Manual Approval (2026-02-16T07:38:02Z)"}]}));
+        assert_eq!(at_gate.phase, Phase::Paused);
+        match evaluate(&WaitFor::Paused, &at_gate, false) {
+            Verdict::Reached(m) => assert!(
+                m.starts_with("p paused (who paused it is not recorded"),
+                "{m}"
+            ),
+            v => panic!("{v:?}"),
+        }
+        assert!(matches!(
+            evaluate(&WaitFor::Complete, &at_gate, false),
+            Verdict::Pending(m) if m == "at stage staging: awaiting approval"
+        ));
+        // Complete beneath the pause: the pipeline is complete.
+        let done = paused(json!({"stages": [
+            {"name": "dev", "lastSuccessfulAppliedTime": "t"},
+            {"name": "staging", "lastSuccessfulAppliedTime": "t"},
+            {"name": "prod", "lastSuccessfulAppliedTime": "t",
+             "currentStatusDescription": "All matching clusters are successfully deployed. (2026-02-16T07:38:02Z)"}]}));
+        assert!(matches!(
+            evaluate(&WaitFor::Complete, &done, false),
+            Verdict::Reached(_)
+        ));
+        // Not paused: --for=paused waits, even for a complete pipeline.
+        assert!(matches!(
+            evaluate(&WaitFor::Paused, &awaiting(), false),
+            Verdict::Pending(_)
         ));
     }
 
