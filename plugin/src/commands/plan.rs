@@ -76,7 +76,8 @@ pub struct PlanArgs {
     pub all_clusters: bool,
     /// Print when each stage would start, soak, wait for its window or an approval, and
     /// complete: the reconcile decision on a simulated clock, assuming every cluster deploys at
-    /// once and every health check passes
+    /// once and every health check passes. For a paused promotion the timeline stops at the
+    /// pause: no estimate past it
     #[arg(long)]
     pub timeline: bool,
     /// With --timeline: approve STAGE at TIME (RFC 3339, or +DURATION after the start);
@@ -238,17 +239,30 @@ fn timeline_and_print(
             .with_timezone(&chrono::Utc),
         None => chrono::Utc::now(),
     };
-    let approvals = args
+    let mut approvals = args
         .approve_at
         .iter()
         .map(|a| timeline::parse_approval(a, start))
         .collect::<Result<Vec<_>>>()?;
     let stored = crate::view::as_stored(object);
+    let paused = promotion_shared::pause::paused(&stored);
+    if paused.is_some() && !approvals.is_empty() {
+        // A paused promotion uses no approval: the simulation would stand still at the gate.
+        super::warn(
+            ctx,
+            &format!(
+                "--approve-at is not simulated: {name} is paused, and no approval is used until \
+                 it is resumed"
+            ),
+        );
+        approvals.clear();
+    }
     let computed = timeline::compute(&stored, clusters, start, &approvals, zone)?;
+    let document = || timeline::document(name, zone, &computed, paused.as_ref());
     let text = match args.output {
-        Some(ModelFormat::Json) => output::to_json(&timeline::document(name, zone, &computed))?,
-        Some(ModelFormat::Yaml) => output::to_yaml(&timeline::document(name, zone, &computed))?,
-        None => timeline::render(name, &computed, zone, &ctx.out),
+        Some(ModelFormat::Json) => output::to_json(&document())?,
+        Some(ModelFormat::Yaml) => output::to_yaml(&document())?,
+        None => timeline::render(name, &computed, zone, &ctx.out, paused.as_ref()),
     };
     ctx.write_out(&text)?;
     Ok(exit::OK)

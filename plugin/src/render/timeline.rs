@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use promotion_shared::fleet::Cluster;
+use promotion_shared::pause::Paused;
 use promotion_shared::reconcile::simulate::{simulate, Step, StepKind, Timeline};
 use promotion_shared::reconcile::Options;
 
@@ -50,6 +51,10 @@ pub struct TimelineDocument<'a> {
     kind: &'static str,
     name: &'a str,
     window_time_zone: String,
+    /// The promotion is paused: the timeline stops at the pause (its last step), and nothing
+    /// after it is estimated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    paused: Option<&'a Paused>,
     #[serde(flatten)]
     timeline: &'a Timeline,
 }
@@ -58,12 +63,14 @@ pub fn document<'a>(
     name: &'a str,
     zone: chrono_tz::Tz,
     timeline: &'a Timeline,
+    paused: Option<&'a Paused>,
 ) -> TimelineDocument<'a> {
     TimelineDocument {
         api_version: API_VERSION,
         kind: "PromotionTimeline",
         name,
         window_time_zone: zone.name().to_string(),
+        paused,
         timeline,
     }
 }
@@ -107,7 +114,7 @@ fn when(t: DateTime<Utc>, zone: chrono_tz::Tz) -> String {
         .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-fn what(step: &Step, zone: chrono_tz::Tz) -> (String, Tone) {
+fn what(step: &Step, zone: chrono_tz::Tz, paused: bool) -> (String, Tone) {
     let until = |label: &str| match step.until {
         Some(t) => format!("{label} until {}", when(t, zone)),
         None => label.to_string(),
@@ -132,6 +139,11 @@ fn what(step: &Step, zone: chrono_tz::Tz) -> (String, Tone) {
         StepKind::Approved => ("approved".into(), Tone::Good),
         StepKind::Passes => ("passes its trigger".into(), Tone::Good),
         StepKind::Completes => ("complete".into(), Tone::Good),
+        // The simulated controller honours the pause: where nothing moves, the pause holds it.
+        StepKind::Blocked if paused => (
+            "paused: nothing starts until it is resumed".into(),
+            Tone::Waiting,
+        ),
         StepKind::Blocked => (
             "blocked: nothing moves without someone acting".into(),
             Tone::Bad,
@@ -139,13 +151,20 @@ fn what(step: &Step, zone: chrono_tz::Tz) -> (String, Tone) {
     }
 }
 
-/// The human form: one row per step, then the outcome.
-pub fn render(name: &str, timeline: &Timeline, zone: chrono_tz::Tz, style: &Style) -> String {
+/// The human form: one row per step, then the outcome; for a paused promotion the steps stop at
+/// the pause and the outcome says so.
+pub fn render(
+    name: &str,
+    timeline: &Timeline,
+    zone: chrono_tz::Tz,
+    style: &Style,
+    paused: Option<&Paused>,
+) -> String {
     let rows: Vec<Vec<String>> = timeline
         .steps
         .iter()
         .map(|s| {
-            let (text, tone) = what(s, zone);
+            let (text, tone) = what(s, zone, paused.is_some());
             vec![
                 when(s.time, zone),
                 s.stage.clone(),
@@ -168,6 +187,11 @@ pub fn render(name: &str, timeline: &Timeline, zone: chrono_tz::Tz, style: &Styl
             "Complete at {} ({} after the start)\n",
             when(t, zone),
             duration::human(t - timeline.start)
+        )),
+        None if paused.is_some() => out.push_str(&format!(
+            "No estimate past the pause: the timeline stops at the pause ({name} is {}; no stage \
+             starts until `kubectl promotion resume {name}`, then plan again)\n",
+            paused.map(Paused::describe).unwrap_or_default()
         )),
         None => {
             let waiting = timeline
