@@ -102,6 +102,17 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
     pub resync_period: std::time::Duration,
 
+    /// The namespace of the rollout history, one ControllerRevision per rollout (default: the
+    /// service account's namespace in-cluster, else the kubeconfig context's, as the Lease's).
+    #[arg(long, value_name = "NS")]
+    pub history_namespace: Option<String>,
+
+    /// Revisions kept per promotion, as a Deployment's revisionHistoryLimit (the current one, one
+    /// a stage still runs and the last complete one are kept beyond it).
+    #[arg(long, value_name = "N", default_value_t = promotion_shared::history::DEFAULT_LIMIT,
+          value_parser = history_limit)]
+    pub revision_history_limit: usize,
+
     /// How many promotions are reconciled at once.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub concurrent_reconciles: u16,
@@ -119,6 +130,14 @@ pub struct RunArgs {
 pub enum LogFormat {
     Json,
     Text,
+}
+
+/// At least one revision: the current one is always kept.
+fn history_limit(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("{text:?} is not a whole number of at least 1")),
+    }
 }
 
 /// A Go duration (`90s`, `10m`, `1h30m`), as Kubernetes controllers take them.

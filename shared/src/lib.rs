@@ -31,6 +31,7 @@ pub mod freshness;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod gate;
+pub mod history;
 pub mod model;
 pub mod patch;
 pub mod pause;

@@ -59,6 +59,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
         pause_and_resume,
     ),
     (
+        "each_rollout_is_a_revision_and_history_keeps_the_limit",
+        history_of_rollouts,
+    ),
+    (
         "capi_clusters_are_watched_from_the_moment_their_crd_is_installed",
         capi_installed_later,
     ),
@@ -798,6 +802,97 @@ fn webhook_outage(cluster: &Cluster) -> Result<(), String> {
         || current_stage(&p) != "staging"
     {
         return Err(format!("the outage changed the promotion: {p}"));
+    }
+    Ok(())
+}
+
+/// Each rollout is recorded as a ControllerRevision in the controller's namespace, with the
+/// install's RBAC: what it rolled, who started it, how it ended; beyond
+/// `--revision-history-limit` the oldest goes, but never the current one.
+fn history_of_rollouts(cluster: &Cluster) -> Result<(), String> {
+    use promotion_shared::history::{Revision, PROMOTION_UID_LABEL};
+    clusters(cluster)?;
+    install_rbac(cluster)?;
+    let _webhook = webhook(cluster)?;
+    let _ctl = controller_as(
+        cluster,
+        User::Controller,
+        &[
+            "--history-namespace",
+            "kubectl-promotion-system",
+            "--revision-history-limit",
+            "2",
+        ],
+    )?;
+    let mut manifest = promotion(cluster, "history");
+    let name = name_of(&manifest);
+    // The revisions as `kubectl get` lists them: (number, chart version, outcome), oldest first.
+    let revisions = |uid: &str| -> Option<Vec<(i64, String, String)>> {
+        let listed = kubectl_ok(
+            cluster,
+            User::Admin,
+            &[
+                "get",
+                "controllerrevisions",
+                "-n",
+                "kubectl-promotion-system",
+                "-l",
+                &format!("{PROMOTION_UID_LABEL}={uid}"),
+                "-o",
+                "json",
+            ],
+        )
+        .ok()?;
+        let listed: Value = serde_json::from_str(&listed).ok()?;
+        let mut out: Vec<(i64, String, String)> = listed["items"]
+            .as_array()?
+            .iter()
+            .filter_map(Revision::decode)
+            .map(|r| {
+                let version = r.data["profileSpec"]["helmCharts"][0]["chartVersion"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                let outcome = r.record.map(|rec| rec.outcome()).unwrap_or_default();
+                (r.number, version, outcome)
+            })
+            .collect();
+        out.sort();
+        Some(out)
+    };
+    let row = |n: i64, v: &str, o: &str| (n, v.to_string(), o.to_string());
+    let mut uid = String::new();
+    for (version, want) in [
+        ("3.6.2", vec![row(1, "3.6.2", "in progress")]),
+        (
+            "3.6.3",
+            vec![
+                row(1, "3.6.2", "superseded by 2"),
+                row(2, "3.6.3", "in progress"),
+            ],
+        ),
+        (
+            "3.6.4",
+            vec![
+                row(2, "3.6.3", "superseded by 3"),
+                row(3, "3.6.4", "in progress"),
+            ],
+        ),
+    ] {
+        manifest["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"] = json!(version);
+        apply(cluster, "promotion.yaml", &manifest)?;
+        if uid.is_empty() {
+            uid = stored(cluster, &name)?["metadata"]["uid"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+        }
+        let found = eventually(&format!("the history after {version}"), WAIT, || {
+            revisions(&uid).filter(|r| *r == want)
+        });
+        if let Err(why) = found {
+            return Err(format!("{why}: {:?}", revisions(&uid)));
+        }
     }
     Ok(())
 }

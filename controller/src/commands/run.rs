@@ -18,6 +18,7 @@ use promotion_shared::reconcile::Options;
 use crate::cli::{LogFormat, RunArgs};
 use crate::error::{Error, Result};
 use crate::live::events::Events;
+use crate::live::history::History;
 use crate::live::leader::{self, Election, Leadership};
 use crate::live::metrics::Metrics;
 use crate::live::reconciler::{self, Context};
@@ -157,6 +158,14 @@ pub async fn run(args: &RunArgs) -> Result<()> {
         stores: stores.clone(),
         metrics: metrics.clone(),
         events: Events::new(client.clone(), std::env::var("POD_NAME").ok()),
+        history: History::new(
+            client.clone(),
+            &args
+                .history_namespace
+                .clone()
+                .unwrap_or_else(|| client.default_namespace().to_string()),
+            args.revision_history_limit,
+        ),
         options: Options { window_zone },
         take_over: args.take_over,
         resync: args.resync_period,
@@ -196,6 +205,7 @@ pub async fn run(args: &RunArgs) -> Result<()> {
                     info!("leading: reconciling every promotion");
                     // Another replica may have counted Event series meanwhile.
                     events_ctx.events.forget();
+                    events_ctx.history.forget();
                     let _ = all_tx.unbounded_send(());
                 } else {
                     info!("not leading: standing by");

@@ -11,12 +11,14 @@
 //!   (a cargo feature, off in every release build);
 //! - [`leader`]: leader election on a Lease;
 //! - [`events`]: Events about promotions, series continued across replicas;
+//! - [`history`]: the rollout history, one ControllerRevision per rollout;
 //! - [`metrics`], [`http`]: Prometheus metrics, `/healthz` and `/readyz`;
 //! - [`admission_probe`]: at start, whether the webhooks accept this controller's writes.
 
 pub mod admission_probe;
 pub mod events;
 pub mod fault;
+pub mod history;
 pub mod http;
 pub mod kept;
 pub mod leader;

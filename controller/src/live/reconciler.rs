@@ -33,6 +33,7 @@ use promotion_shared::reconcile::{decide, Decision, FinalizerChange, Options, Sn
 use promotion_shared::status_writer::{status_writer, take_over_requested, StatusWriter};
 
 use super::events::Events;
+use super::history::History;
 use super::leader::Leadership;
 use super::metrics::Metrics;
 use super::stores::Stores;
@@ -45,6 +46,8 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// Events about promotions, each message a series that a new leader continues.
     pub events: Events,
+    /// The rollout history, recorded after each reconcile.
+    pub history: History,
     pub options: Options,
     pub take_over: bool,
     pub resync: Duration,
@@ -178,7 +181,8 @@ async fn reconcile_one(
             "decided"
         );
         match carry_out(&ctx, &object, &snapshot.promotion, &decision).await {
-            Ok(()) => {
+            Ok(stored) => {
+                ctx.history.sync(&stored).await;
                 ctx.failures
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -256,7 +260,7 @@ async fn carry_out(
     object: &DynamicObject,
     promotion: &Value,
     d: &Decision,
-) -> Result<(), WriteError> {
+) -> Result<Value, WriteError> {
     let mut stored: Option<Value> = None;
     if d.finalizer == Some(FinalizerChange::Add) {
         stored = Some(ctx.writer.add_finalizer(promotion).await?);
@@ -322,7 +326,7 @@ async fn carry_out(
         ctx.writer.remove_finalizer(latest).await?;
         info!("finalizer removed");
     }
-    Ok(())
+    Ok(stored.unwrap_or_else(|| promotion.clone()))
 }
 
 /// The promotion's phase for the metric: the decision's (which read the ClusterSummaries), or

@@ -342,6 +342,23 @@ pub fn registry(with_promotion_crd: bool) -> Vec<Arc<ResourceDef>> {
             is_crd: false,
             review: false,
         },
+        // promotion-controller's rollout history, which `history` reads.
+        ResourceDef {
+            group: "apps",
+            version: "v1",
+            plural: "controllerrevisions",
+            singular: "controllerrevision",
+            kind: "ControllerRevision",
+            namespaced: true,
+            short_names: &[],
+            verbs: BUILTIN_VERBS,
+            status_subresource: false,
+            storage: "controllerrevisions",
+            printer: Printer::Crd(Vec::new()),
+            schema: None,
+            is_crd: false,
+            review: false,
+        },
         // promotion-controller's leader election, which `describe` reads.
         ResourceDef {
             group: "coordination.k8s.io",

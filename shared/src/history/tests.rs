@@ -1,0 +1,164 @@
+use serde_json::{json, Value};
+
+use super::*;
+use crate::rollout::identity_of;
+
+const NOW: &str = "2026-03-02T10:00:00Z";
+
+/// A promotion rolling chart `version`, its status at the stages `reached` (each deployed at
+/// 09:00), the last one `promoted` (passed its gate) or not.
+fn promotion(version: &str, reached: &[&str], promoted: bool) -> Value {
+    let mut p = json!({
+        "apiVersion": "config.projectsveltos.io/v1beta1",
+        "kind": "ClusterPromotion",
+        "metadata": {"name": "kyverno", "uid": "u-1"},
+        "spec": {
+            "profileSpec": {"helmCharts": [{"repositoryURL": "https://kyverno.github.io/kyverno/",
+                "repositoryName": "kyverno", "chartName": "kyverno/kyverno",
+                "chartVersion": version, "releaseName": "kyverno", "releaseNamespace": "kyverno",
+                "helmChartAction": "Install"}]},
+            "stages": [
+                {"name": "dev", "clusterSelector": {"matchLabels": {"env": "dev"}}},
+                {"name": "prod", "clusterSelector": {"matchLabels": {"env": "prod"}}},
+            ],
+        },
+    });
+    let id = identity_of(&p).unwrap().id;
+    let stages: Vec<Value> = reached
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let description = if i + 1 < reached.len() || promoted {
+                "Successfully provisioned (2026-03-02T09:00:00Z)"
+            } else {
+                "Clusters are being provisioned (2026-03-02T09:00:00Z)"
+            };
+            json!({"name": name, "lastSuccessfulAppliedTime": "2026-03-02T09:00:00Z",
+                   "currentStatusDescription": description})
+        })
+        .collect();
+    p["status"] = json!({"stagesHash": id.stages_hash, "profileSpecHash": id.profile_spec_hash,
+                         "currentStageName": reached.last().copied().unwrap_or("dev"),
+                         "stages": stages});
+    p
+}
+
+/// Carry `writes` out on `revisions`, as the API server would.
+fn apply(revisions: &mut Vec<Revision>, writes: &[Write]) {
+    for w in writes {
+        match w {
+            Write::Create(object) => revisions.push(Revision::decode(object).unwrap()),
+            Write::Record {
+                name,
+                record,
+                number,
+            } => {
+                let r = revisions.iter_mut().find(|r| &r.name == name).unwrap();
+                r.record = Some(record.clone());
+                if let Some(n) = number {
+                    r.number = *n;
+                }
+            }
+            Write::Delete { name } => revisions.retain(|r| &r.name != name),
+        }
+    }
+}
+
+fn numbers(revisions: &[Revision]) -> Vec<i64> {
+    let mut n: Vec<i64> = revisions.iter().map(|r| r.number).collect();
+    n.sort();
+    n
+}
+
+#[test]
+fn a_rollout_gets_a_revision_that_records_its_progress() {
+    let mut revisions = Vec::new();
+    let p = promotion("3.6.2", &["dev"], false);
+    let writes = plan(&p, &revisions, 10, "ns", NOW);
+    let [Write::Create(object)] = writes.as_slice() else {
+        panic!("{writes:?}");
+    };
+    assert_eq!(object["kind"], "ControllerRevision");
+    assert_eq!(object["metadata"]["namespace"], "ns");
+    assert_eq!(object["metadata"]["labels"][PROMOTION_UID_LABEL], "u-1");
+    assert_eq!(object["revision"], 1);
+    assert_eq!(
+        object["data"]["profileSpec"]["helmCharts"][0]["chartVersion"],
+        "3.6.2"
+    );
+    apply(&mut revisions, &writes);
+    let record = revisions[0].record.clone().unwrap();
+    assert_eq!(record.outcome(), "in progress");
+    assert_eq!(record.stages.len(), 1);
+    assert_eq!(
+        record.stages[0].deployed.as_deref(),
+        Some("2026-03-02T09:00:00Z")
+    );
+    // Nothing new: nothing written.
+    assert!(plan(&p, &revisions, 10, "ns", NOW).is_empty());
+    // prod reached and passed: complete.
+    let done = promotion("3.6.2", &["dev", "prod"], true);
+    let writes = plan(&done, &revisions, 10, "ns", "2026-03-02T10:05:00Z");
+    apply(&mut revisions, &writes);
+    let record = revisions[0].record.clone().unwrap();
+    assert_eq!(record.outcome(), "complete");
+    assert_eq!(
+        (
+            record.stages[0].reached.as_str(),
+            record.stages[1].reached.as_str()
+        ),
+        (NOW, "2026-03-02T10:05:00Z"),
+        "each stage when it was first seen reached"
+    );
+}
+
+#[test]
+fn a_new_rollout_supersedes_the_last_and_history_keeps_the_limit() {
+    let mut revisions = Vec::new();
+    for i in 0..12 {
+        let p = promotion(&format!("3.6.{i}"), &["dev", "prod"], true);
+        let writes = plan(&p, &revisions, 10, "ns", NOW);
+        apply(&mut revisions, &writes);
+    }
+    assert_eq!(numbers(&revisions), (3..=12).collect::<Vec<_>>());
+    let eleven = revisions.iter().find(|r| r.number == 11).unwrap();
+    assert_eq!(
+        eleven.record.as_ref().unwrap().outcome(),
+        "superseded by 12"
+    );
+    // A rollout stopped at dev: prod still runs revision 12, which stays with the newest
+    // complete one whatever the limit.
+    let p = promotion("4.0.0", &["dev"], false);
+    let writes = plan(&p, &revisions, 1, "ns", NOW);
+    apply(&mut revisions, &writes);
+    assert_eq!(numbers(&revisions), [12, 13]);
+}
+
+#[test]
+fn a_rollout_that_comes_back_is_renumbered_as_the_newest() {
+    let mut revisions = Vec::new();
+    for version in ["3.6.2", "3.6.3", "3.6.2"] {
+        let p = promotion(version, &["dev"], false);
+        let writes = plan(&p, &revisions, 10, "ns", NOW);
+        apply(&mut revisions, &writes);
+    }
+    assert_eq!(numbers(&revisions), [2, 3]);
+    let back = revisions.iter().find(|r| r.number == 3).unwrap();
+    assert_eq!(
+        back.data["profileSpec"]["helmCharts"][0]["chartVersion"],
+        "3.6.2"
+    );
+    assert_eq!(back.record.as_ref().unwrap().outcome(), "in progress");
+    let two = revisions.iter().find(|r| r.number == 2).unwrap();
+    assert_eq!(two.record.as_ref().unwrap().outcome(), "superseded by 3");
+}
+
+#[test]
+fn nothing_is_recorded_before_the_status_follows_the_spec() {
+    let mut p = promotion("3.6.2", &["dev"], false);
+    p["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"] = json!("3.6.3");
+    assert!(plan(&p, &[], 10, "ns", NOW).is_empty());
+    let mut fresh = promotion("3.6.2", &[], false);
+    fresh.as_object_mut().unwrap().remove("status");
+    assert!(plan(&fresh, &[], 10, "ns", NOW).is_empty());
+}
