@@ -81,6 +81,8 @@ pub const CORE_EVENT: Resource = core!("v1", "Event", "events");
 pub const SECRET: Resource = core!("v1", "Secret", "secrets");
 pub const CONFIG_MAP: Resource = core!("v1", "ConfigMap", "configmaps");
 pub const LEASE: Resource = grouped!("coordination.k8s.io", "v1", "Lease", "leases");
+pub const CONTROLLER_REVISION: Resource =
+    grouped!("apps", "v1", "ControllerRevision", "controllerrevisions");
 pub const SELF_SUBJECT_REVIEW: Resource = grouped!(
     "authentication.k8s.io",
     "v1",
@@ -107,6 +109,7 @@ pub const SECRETS: &str = SECRET.name;
 pub const CONFIG_MAPS: &str = CONFIG_MAP.name;
 pub const SELF_SUBJECT_REVIEWS: &str = SELF_SUBJECT_REVIEW.name;
 pub const LEASES: &str = LEASE.name;
+pub const CONTROLLER_REVISIONS: &str = CONTROLLER_REVISION.name;
 
 impl Resource {
     /// What kube-runtime's watcher and `Api<DynamicObject>` take.

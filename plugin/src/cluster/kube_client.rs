@@ -469,6 +469,23 @@ impl Kube {
         Ok(items(listed).into_iter().next())
     }
 
+    /// promotion-controller's revisions of the promotion with UID `uid`, in `namespace`
+    /// ([`promotion_shared::history`]).
+    pub async fn list_revisions(&self, namespace: &str, uid: &str) -> Result<Vec<Value>> {
+        use promotion_shared::api_resources::{CONTROLLER_REVISION, CONTROLLER_REVISIONS};
+        let what = Request::new("list", CONTROLLER_REVISIONS);
+        let lp = ListParams::default().labels(&format!(
+            "{}={uid}",
+            promotion_shared::history::PROMOTION_UID_LABEL
+        ));
+        let path = format!(
+            "{}/namespaces/{namespace}/{}",
+            CONTROLLER_REVISION.prefix, CONTROLLER_REVISION.plural
+        );
+        let req = self.build(KubeRequest::new(path).list(&lp), &what)?;
+        Ok(items(self.send(req, &what).await?))
+    }
+
     pub async fn list_promotions(&self, selector: Option<&str>) -> Result<Vec<Value>> {
         let what = Request::new("list", PROMOTIONS);
         let mut lp = ListParams::default();

@@ -30,6 +30,7 @@ use promotion_shared::rollout::{self, RolloutId};
 
 pub mod approver;
 pub mod events;
+pub mod history;
 pub mod reconciler_health;
 
 use crate::error::{Error, Result};
