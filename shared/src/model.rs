@@ -358,7 +358,9 @@ impl ClusterPromotion {
 
 /// Name of the ClusterProfile Sveltos generates for a stage.
 pub fn stage_profile_name(promotion: &str, stage: &str) -> String {
-    format!("{promotion}-{stage}")
+    // Concatenated rather than `format!`ed: the webhook's validation builds these names for
+    // every stage of every review, and the formatting machinery cost several times the copying.
+    [promotion, "-", stage].concat()
 }
 
 /// The ClusterProfile name of each stage of a stored promotion `object` named `promotion`, in
@@ -380,7 +382,7 @@ pub fn stage_profile_names(object: &serde_json::Value, promotion: &str) -> Vec<S
 
 /// Name of the ClusterProfile Sveltos generates for a stage's `preHealthCheckDeployment`.
 pub fn preverification_profile_name(promotion: &str, stage: &str) -> String {
-    format!("preverification-{promotion}-{stage}")
+    ["preverification-", promotion, "-", stage].concat()
 }
 
 /// Which of a stage's generated ClusterProfiles.

@@ -19,9 +19,12 @@ pub fn dns1123_label(s: &str) -> Result<(), String> {
 
 /// The characters of a DNS-1123 label: `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, any length.
 fn label_chars(s: &str) -> bool {
-    let ok_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
-    let edge_ok = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    s.chars().all(ok_char) && edge_ok(s.chars().next()) && edge_ok(s.chars().last())
+    // Bytes, not chars: every allowed character is ASCII, and no byte of a non-ASCII character
+    // is (so a first or last byte that passes is a first or last character that does).
+    let ok_byte = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-';
+    let edge_ok = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    let bytes = s.as_bytes();
+    bytes.iter().all(ok_byte) && edge_ok(bytes.first()) && edge_ok(bytes.last())
 }
 
 /// Dot-separated DNS-1123 labels, at most 253 characters.
@@ -45,9 +48,11 @@ pub fn label_value(s: &str) -> Result<(), String> {
     if s.is_empty() {
         return Ok(());
     }
-    let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
-    let inner = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
-    if !alnum(s.chars().next()) || !alnum(s.chars().last()) || !s.chars().all(inner) {
+    // Bytes, as in `label_chars`: only ASCII characters are allowed.
+    let bytes = s.as_bytes();
+    let alnum = |b: Option<&u8>| b.is_some_and(u8::is_ascii_alphanumeric);
+    let inner = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.');
+    if !alnum(bytes.first()) || !alnum(bytes.last()) || !bytes.iter().all(inner) {
         return Err(
             "must be empty or consist of alphanumerics, '-', '_' or '.', starting and \
                     ending with an alphanumeric"
@@ -132,6 +137,15 @@ mod tests {
             &["kyverno.rollout"],
             &["a..b", &"a".repeat(254)],
         );
+    }
+
+    #[test]
+    fn characters_outside_ascii_are_refused_anywhere_in_a_name() {
+        // The checks look at bytes: a letter like é or the Cyrillic а must not pass as one.
+        let others = ["é", "aé", "éa", "a\u{430}b", "\u{660}", "a\u{2010}b"];
+        accepts_only(dns1123_label, &["a"], &others);
+        accepts_only(dns1123_subdomain, &["a.b"], &others);
+        accepts_only(label_value, &["a"], &others);
     }
 
     #[test]
