@@ -7,19 +7,20 @@ use clap::{Parser, Subcommand};
 use crate::cluster::connection::ConnectionFlags;
 use crate::commands::{
     approve::ApproveArgs, completion::CompletionArgs, describe::DescribeArgs, diff::DiffArgs,
-    health::HealthArgs, lint::LintArgs, list::ListArgs, plan::PlanArgs, version::VersionArgs,
-    version::PROGRAM, wait::WaitArgs,
+    health::HealthArgs, lint::LintArgs, list::ListArgs, pause::PauseArgs, pause::ResumeArgs,
+    plan::PlanArgs, version::VersionArgs, version::PROGRAM, wait::WaitArgs,
 };
 use crate::render::ColorChoice;
 
-const ABOUT: &str = "Inspect, approve and diff Sveltos ClusterPromotions";
+const ABOUT: &str = "Inspect, approve, pause and diff Sveltos ClusterPromotions";
 
 const LONG_ABOUT: &str = "\
-Inspect, approve and diff Sveltos ClusterPromotions (config.projectsveltos.io/v1beta1).
+Inspect, approve, pause and diff Sveltos ClusterPromotions (config.projectsveltos.io/v1beta1).
 
 A ClusterPromotion rolls one ClusterProfile spec through ordered stages of clusters. This plugin
 shows where each rollout stands, approves the right manual gate without being able to hit the
-wrong one, shows what the next stage will receive, and waits with honest exit codes.
+wrong one, pauses a rollout in an emergency, shows what the next stage will receive, and waits
+with honest exit codes.
 
 ClusterPromotion is cluster-scoped: -n/--namespace and -A/--all-namespaces are accepted for
 kubectl compatibility and ignored. Flags go after `promotion` (kubectl does not pass flags placed
@@ -38,6 +39,10 @@ Examples:
 
   # Approve the stage that waits for approval, and say why
   kubectl promotion approve kyverno-rollout --reason \"CAB-1234 signed off\"
+
+  # Emergency brake: no stage starts and no approval is used until it is resumed
+  kubectl promotion pause kyverno-rollout --reason \"INC-4711\"
+  kubectl promotion resume kyverno-rollout
 
   # In CI: block until the rollout completes (exit 2 if it fails, 3 on timeout)
   kubectl promotion wait kyverno-rollout --for=complete --timeout=30m
@@ -79,6 +84,8 @@ pub enum Command {
     Describe(DescribeArgs),
     List(ListArgs),
     Approve(ApproveArgs),
+    Pause(PauseArgs),
+    Resume(ResumeArgs),
     Diff(DiffArgs),
     Wait(WaitArgs),
     Completion(CompletionArgs),
@@ -123,9 +130,11 @@ mod tests {
     #[test]
     fn help_states_every_exit_status() {
         use crate::error::exit;
-        let tables: [(&str, &[exit::Status]); 6] = [
+        let tables: [(&str, &[exit::Status]); 8] = [
             ("describe", exit::describe::STATUSES),
             ("approve", exit::approve::STATUSES),
+            ("pause", exit::pause::STATUSES),
+            ("resume", exit::resume::STATUSES),
             ("diff", exit::diff::STATUSES),
             ("wait", exit::wait::STATUSES),
             ("health", exit::health::STATUSES),

@@ -82,6 +82,40 @@ pub mod exit {
         ];
     }
 
+    /// `pause`: each promotion is tried; 1 when any was refused or failed.
+    pub mod pause {
+        use super::Status;
+        pub const OK: u8 = 0;
+        pub const FAILURE: u8 = 1;
+        pub const STATUSES: &[Status] = &[
+            Status {
+                code: OK,
+                help: "0 every promotion was paused (or already was)",
+            },
+            Status {
+                code: FAILURE,
+                help: "1 if one was refused or failed",
+            },
+        ];
+    }
+
+    /// `resume`, as `pause`.
+    pub mod resume {
+        use super::Status;
+        pub const OK: u8 = 0;
+        pub const FAILURE: u8 = 1;
+        pub const STATUSES: &[Status] = &[
+            Status {
+                code: OK,
+                help: "0 every promotion was resumed (or was not paused)",
+            },
+            Status {
+                code: FAILURE,
+                help: "1 if one was refused or failed",
+            },
+        ];
+    }
+
     pub mod diff {
         use super::Status;
         pub const OK: u8 = 0;

@@ -72,6 +72,8 @@ fn main() -> ExitCode {
             commands::approve::run(&ctx, a),
         )),
         Command::Approve(a) => block_on(commands::approve::run(&ctx, a)),
+        Command::Pause(a) => block_on(commands::pause::run_pause(&ctx, a)),
+        Command::Resume(a) => block_on(commands::pause::run_resume(&ctx, a)),
         Command::Diff(a) => block_on(commands::diff::run(&ctx, a)),
         Command::Wait(a) => block_on(commands::wait::run(&ctx, a)),
         Command::Health(a) => block_on(commands::health::run(&ctx, a)),

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::Value;
 
+use promotion_shared::api_error::{classify, Failure};
 use promotion_shared::model::GROUP;
 use promotion_shared::selector::Selector;
 
@@ -130,6 +131,39 @@ fn selects(selector: &Value, labels: &BTreeMap<String, String>) -> bool {
             }
         },
         Err(_) => false,
+    }
+}
+
+/// A failed guarded write of a ClusterPromotion (not a conflict, which the writer retries) as
+/// the plugin reports it: a webhook the API server could not call is named, with what its
+/// failurePolicy makes of that (the promotion's `labels` select the configurations that apply);
+/// a write sent and not answered has an unknown outcome, and `check` (given for a write that is
+/// not a dry run) says how to find out; anything else as [`Kube::error`].
+pub async fn write_error(
+    kube: &Kube,
+    err: kube::Error,
+    what: &Request,
+    labels: &BTreeMap<String, String>,
+    check: Option<String>,
+) -> Error {
+    if let kube::Error::Api(s) = &err {
+        let unreachable =
+            unreachable_webhook(&s.message).filter(|_| classify(s) == Failure::Unavailable);
+        if let Some((webhook, cause)) = unreachable {
+            let found = for_promotions(kube, labels).await;
+            // The webhook's absence, and what its failurePolicy makes of it.
+            let policy = refused_because(&webhook, &found);
+            return Error::Api {
+                request: what.clone(),
+                message: format!(
+                    "admission webhook {webhook:?} did not answer ({cause}); {policy}"
+                ),
+            };
+        }
+    }
+    match check {
+        Some(check) => kube.write_error(err, what, check),
+        None => kube.error(err, what),
     }
 }
 

@@ -53,7 +53,9 @@ is approved like any other: approving it lets the pipeline complete.
 Approving a stage the pipeline has not reached yet needs --pre-approve. A stage the current
 rollout has already passed is refused: an approval there would count as used at once, and the next
 rollout needs its own (unless the gate has automaticReset: false, which keeps an approval for later
-rollouts: then --pre-approve). Approving an already approved stage changes nothing.
+rollouts: then --pre-approve). Approving an already approved stage changes nothing. A paused
+promotion (kubectl promotion pause) is approved all the same: the approval is used once it is
+resumed, and approve says so.
 
 --revoke withdraws the approval of --stage before it is used (sets approved: false, with the same
 guarded patch), and refuses a stage without an approval or whose approval was already used. The
@@ -366,6 +368,9 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
             if reason.is_some() {
                 note(ctx, "the reason was not recorded: nothing was changed");
             }
+            if let Some(paused) = super::pause::approval_while_paused(name, &object) {
+                note(ctx, &paused);
+            }
             if !args.wait {
                 return Ok(exit::OK);
             }
@@ -418,28 +423,18 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
                 ),
                 })
             }
-            Err(kube::Error::Api(s))
-                if classify(&s) == Failure::Unavailable
-                    && admission_webhooks::unreachable_webhook(&s.message).is_some() =>
-            {
-                let (webhook, cause) =
-                    admission_webhooks::unreachable_webhook(&s.message).unwrap_or_default();
-                let found = admission_webhooks::for_promotions(&kube, &labels(&promotion)).await;
-                // The webhook's absence, and what its failurePolicy makes of it.
-                let policy = admission_webhooks::refused_because(&webhook, &found);
-                return Err(Error::Api {
-                    request: what,
-                    message: format!(
-                        "admission webhook {webhook:?} did not answer ({cause}); {policy}"
-                    ),
-                });
+            Err(e) => {
+                let check = (args.dry_run == DryRun::None)
+                    .then(|| kube_client::write_check(name, &built.write.shows));
+                return Err(admission_webhooks::write_error(
+                    &kube,
+                    e,
+                    &what,
+                    &labels(&promotion),
+                    check,
+                )
+                .await);
             }
-            // Sent and not answered: whether it was stored is unknown, and how to find out.
-            Err(e) if args.dry_run == DryRun::None => {
-                let check = kube_client::write_check(name, &built.write.shows);
-                return Err(kube.write_error(e, &what, check));
-            }
-            Err(e) => return Err(kube.error(e, &what)),
         }
     };
     if args.dry_run == DryRun::None && !recorded(&before, &stored, &gate.stage) {
@@ -460,6 +455,12 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
     }
 
     print_result(ctx, name, &gate, &stored, args, &format)?;
+    // The approval is stored; a paused promotion uses it only once resumed.
+    if !args.revoke {
+        if let Some(paused) = super::pause::approval_while_paused(name, &stored) {
+            note(ctx, &paused);
+        }
+    }
     if args.wait {
         return wait_after(ctx, &kube, name, &gate, args).await;
     }
@@ -467,7 +468,7 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
 }
 
 /// The promotion's labels, which select the admission webhooks that apply to it.
-fn labels(promotion: &ClusterPromotion) -> BTreeMap<String, String> {
+pub fn labels(promotion: &ClusterPromotion) -> BTreeMap<String, String> {
     promotion.metadata.labels.clone().unwrap_or_default()
 }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 use clap::{Arg, Command, Parser};
 
 use promotion_shared::gate::approval_target;
-use promotion_shared::pipeline::{Pipeline, StageView};
+use promotion_shared::pipeline::{Phase, Pipeline, StageView};
 
 use crate::cluster::connection::{self, ConnectionFlags};
 use crate::cluster::kube_client::Kube;
@@ -244,6 +244,15 @@ pub async fn answer(root: &Command, words: &[String]) -> Answer {
         "describe" | "approve" | "diff" | "wait" | "plan" if parsed.positionals.is_empty() => {
             promotion_names(&conn, &to_complete).await
         }
+        // Several names: each one not typed yet, only those the command changes.
+        "pause" | "resume" => {
+            let pausing = parsed.cmd.get_name() == "pause";
+            let mut a = promotion_names(&conn, &to_complete).await;
+            a.candidates.retain(|(name, phase)| {
+                !parsed.positionals.contains(name) && (phase == Phase::Paused.label()) != pausing
+            });
+            a
+        }
         "get" | "list" | "version" => Answer::none(),
         "completion" if parsed.positionals.is_empty() => {
             let arg = parsed.cmd.get_arguments().find(|a| a.get_id() == "shell");
@@ -307,6 +316,7 @@ async fn flag_values(
                     "approval".to_string(),
                     "a stage waits for manual approval".to_string(),
                 ),
+                ("paused".to_string(), "the promotion is paused".to_string()),
             ];
             if let Some(name) = parsed.positionals.first() {
                 let stages = stage_names(conn, name, "", "wait").await;

@@ -9,6 +9,7 @@ pub mod health;
 pub mod lint;
 pub mod list;
 pub mod manifests;
+pub mod pause;
 pub mod plan;
 pub mod version;
 pub mod wait;
