@@ -228,3 +228,57 @@ fn describe_help_exit_status_and_names_hold() {
         "{out}"
     );
 }
+
+#[test]
+fn pause_and_resume_help_hold() {
+    let env = Env::start(example_world("kyverno-manual-gate.yaml"));
+    let h = help(&env, "pause");
+    says(
+        &h,
+        "A promotion already paused is left as it is (a different --reason replaces the reason).",
+    );
+    says(
+        &h,
+        "Exit status: 0 every promotion was paused (or already was); 1 if one was refused or \
+         failed (the others are still paused).",
+    );
+    env.run(&["pause", GATE, "--reason", "a"]).expect(0);
+    let version = env.promotion(GATE)["metadata"]["resourceVersion"].clone();
+    let again = env.run(&["pause", GATE]).expect(0);
+    assert!(again.stdout.contains("unchanged"), "{}", again.stdout);
+    assert_eq!(
+        env.promotion(GATE)["metadata"]["resourceVersion"],
+        version,
+        "a pause of a paused promotion wrote"
+    );
+    env.run(&["pause", GATE, "--reason", "b"]).expect(0);
+    assert_eq!(
+        env.promotion(GATE)["metadata"]["annotations"]
+            ["promotion-controller.kubectl-promotion.dev/paused"],
+        "b"
+    );
+    env.run(&["pause", GATE, "nope"]).expect(1);
+
+    let h = help(&env, "resume");
+    says(&h, "A promotion that is not paused is left as it is.");
+    says(
+        &h,
+        "Exit status: 0 every promotion was resumed (or was not paused); 1 if one was refused or \
+         failed (the others are still resumed).",
+    );
+    env.run(&["resume", GATE]).expect(0);
+    let again = env.run(&["resume", GATE]).expect(0);
+    assert!(
+        again.stdout.contains("unchanged: not paused"),
+        "{}",
+        again.stdout
+    );
+    env.run(&["resume", "nope"]).expect(1);
+
+    // wait's help on a pause: said once, and the wait goes on.
+    says(
+        &help(&env, "wait"),
+        "A paused promotion (no stage starts until `kubectl promotion resume`) is said once on \
+         stderr and the wait goes on",
+    );
+}
