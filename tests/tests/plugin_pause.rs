@@ -607,3 +607,36 @@ fn completion_offers_the_commands_and_the_promotions_each_one_changes() {
         assert!(flags.iter().any(|f| f == flag), "{flag}: {flags:?}");
     }
 }
+
+/// A pipeline complete beneath its pause is complete: `describe -w` and `wait --for=complete`
+/// end on it (exit 0), the pause shown.
+#[test]
+fn a_pipeline_complete_beneath_the_pause_ends_the_watches() {
+    let mut p = example("kyverno-manual-gate.yaml");
+    p["status"]["currentStageName"] = json!("production");
+    p["status"]["stages"][1]["currentStatusDescription"] =
+        json!("Successfully provisioned (2026-02-16T07:40:02Z)");
+    p["status"]["stages"].as_array_mut().unwrap().push(json!({
+        "name": "production",
+        "currentStatusDescription": "All matching clusters are successfully deployed. (2026-02-16T07:45:00Z)",
+        "lastSuccessfulAppliedTime": "2026-02-16T07:45:00Z",
+        "lastUpdateReconciledTime": "2026-02-16T07:40:02Z"}));
+    p["metadata"]["annotations"] = json!({PAUSED_ANNOTATION: "after the fact"});
+    let env = Env::start(vec![p]);
+    let json: Value =
+        serde_json::from_str(&env.run(&["describe", GATE, "-o", "json"]).expect(0).stdout).unwrap();
+    assert_eq!(
+        (&json["phase"], &json["paused"]["stagesPhase"]),
+        (&json!("paused"), &json!("complete"))
+    );
+    let out = env.run(&["describe", GATE, "-w"]).expect(0);
+    assert!(
+        out.stdout.contains("Phase:          paused\n"),
+        "{}",
+        out.stdout
+    );
+    let out = env
+        .run(&["wait", GATE, "--for=complete", "--timeout=60s"])
+        .expect(0);
+    assert_eq!(out.stdout, format!("{GATE} complete\n"));
+}

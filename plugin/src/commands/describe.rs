@@ -464,7 +464,9 @@ async fn watch(
         } else {
             ctx.write_out(&log.lines(d, changes.as_ref(), Instant::now(), false, ctx))?;
         }
-        let done = match d.phase {
+        // Beneath a pause the stages still tell a pipeline complete or failed for good, as `wait`
+        // reads them.
+        let done = match d.paused.as_ref().map_or(&d.phase, |p| &p.stages_phase) {
             Phase::Complete => Some(exit::OK),
             Phase::Failed | Phase::Blocked => Some(exit::PIPELINE_FAILED),
             _ => None,
