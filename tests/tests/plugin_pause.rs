@@ -285,6 +285,19 @@ fn a_promotion_another_reconciler_runs_is_refused() {
     assert!(env
         .requests("PATCH", &format!("/clusterpromotions/{GATE}"))
         .is_empty());
+    // Annotated by other means, describe says the pause holds nothing here.
+    let mut p = env.promotion(GATE);
+    p["metadata"]["annotations"] = json!({PAUSED_ANNOTATION: "by hand"});
+    forget_version(&mut p);
+    env.put(p);
+    let t = env.run(&["describe", GATE]).expect(0).stdout;
+    assert!(
+        t.contains(
+            "(but only promotion-controller honours the pause, and it does not run this \
+             promotion: see Reconciled by)"
+        ),
+        "{t}"
+    );
 }
 
 #[test]

@@ -65,6 +65,13 @@ pub fn render(d: &Description, style: &Style, opts: &Options) -> String {
         if d.deleting.is_some() {
             line.push_str(" (the deletion proceeds regardless)");
         }
+        // Set by hand or by a tool: another writer of the status does not read the annotation.
+        if d.foreign_status_writer {
+            line.push_str(
+                " (but only promotion-controller honours the pause, and it does not run this \
+                 promotion: see Reconciled by)",
+            );
+        }
         field(&mut out, 0, "Paused", &style.paint(&line, Tone::Waiting));
     }
     let reconciler_tone = if d.foreign_status_writer {
