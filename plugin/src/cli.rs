@@ -7,8 +7,8 @@ use clap::{Parser, Subcommand};
 use crate::cluster::connection::ConnectionFlags;
 use crate::commands::{
     approve::ApproveArgs, completion::CompletionArgs, describe::DescribeArgs, diff::DiffArgs,
-    health::HealthArgs, lint::LintArgs, list::ListArgs, pause::PauseArgs, pause::ResumeArgs,
-    plan::PlanArgs, version::VersionArgs, version::PROGRAM, wait::WaitArgs,
+    health::HealthArgs, history::HistoryArgs, lint::LintArgs, list::ListArgs, pause::PauseArgs,
+    pause::ResumeArgs, plan::PlanArgs, version::VersionArgs, version::PROGRAM, wait::WaitArgs,
 };
 use crate::render::ColorChoice;
 
@@ -36,6 +36,9 @@ Examples:
 
   # What will production receive when staging is promoted?
   kubectl promotion diff kyverno-rollout --stage staging
+
+  # Every rollout of it so far, and what each one changed
+  kubectl promotion history kyverno-rollout
 
   # Approve the stage that waits for approval, and say why
   kubectl promotion approve kyverno-rollout --reason \"CAB-1234 signed off\"
@@ -87,6 +90,7 @@ pub enum Command {
     Pause(PauseArgs),
     Resume(ResumeArgs),
     Diff(DiffArgs),
+    History(HistoryArgs),
     Wait(WaitArgs),
     Completion(CompletionArgs),
     Version(VersionArgs),

@@ -72,6 +72,7 @@ fn main() -> ExitCode {
             commands::approve::run(&ctx, a),
         )),
         Command::Approve(a) => block_on(commands::approve::run(&ctx, a)),
+        Command::History(a) => block_on(commands::history::run(&ctx, a)),
         Command::Pause(a) => block_on(commands::pause::run_pause(&ctx, a)),
         Command::Resume(a) => block_on(commands::pause::run_resume(&ctx, a)),
         Command::Diff(a) => block_on(commands::diff::run(&ctx, a)),

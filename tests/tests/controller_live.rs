@@ -894,6 +894,84 @@ fn history_of_rollouts(cluster: &Cluster) -> Result<(), String> {
             return Err(format!("{why}: {:?}", revisions(&uid)));
         }
     }
+    // `history` as a viewer holding the roles of manifests/roles (promotion-viewer-controller
+    // bound in the controller's namespace): one row per revision kept, the admin who changed the
+    // spec (the webhook's record), what each changed.
+    install(cluster, "roles/roles.yaml", |_| Ok(()))?;
+    cluster
+        .put(&json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "viewers-promotion-viewer-controller",
+                         "namespace": "kubectl-promotion-system"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": "promotion-viewer-controller"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                          "name": "viewers"}],
+        }))
+        .map_err(e("binding the viewers"))?;
+    let table = kubectl_ok(cluster, User::Viewer, &["promotion", "history", &name])?;
+    let lines: Vec<Vec<&str>> = table
+        .lines()
+        .map(|l| {
+            l.split("   ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .collect()
+        })
+        .collect();
+    let cells = |i: usize| -> Vec<&str> {
+        let row = &lines[i];
+        vec![row[0], row[2], row[3], row[4], row[5]]
+    };
+    if lines.len() != 3
+        || lines[0] != ["REVISION", "STARTED", "BY", "OUTCOME", "REACHED", "CHANGE"]
+        || cells(1)
+            != [
+                "2",
+                "admin",
+                "superseded by 3",
+                "dev",
+                "kyverno/kyverno 3.6.3 as kyverno/kyverno-latest (earlier revisions pruned)",
+            ]
+        || cells(2)
+            != [
+                "3",
+                "admin",
+                "in progress",
+                "dev",
+                "kyverno/kyverno 3.6.3 → 3.6.4",
+            ]
+    {
+        return Err(format!("history as a viewer:\n{table}\n{lines:?}"));
+    }
+    let whole = kubectl_ok(
+        cluster,
+        User::Viewer,
+        &[
+            "promotion",
+            "history",
+            &name,
+            "--revision",
+            "3",
+            "-o",
+            "json",
+        ],
+    )?;
+    let whole: Value = serde_json::from_str(&whole).map_err(e("history --revision -o json"))?;
+    if whole["profileSpec"]["helmCharts"][0]["chartVersion"] != "3.6.4"
+        || whole["record"]["startedBy"] != "admin"
+    {
+        return Err(format!("history --revision 3: {whole}"));
+    }
+    let out = cluster
+        .kubectl(
+            User::Viewer,
+            &["promotion", "history", &name, "--revision", "1"],
+        )
+        .map_err(e("history --revision 1"))?;
+    if out.code != 1 || !out.stderr.contains("has no revision 1 (recorded: 2, 3)") {
+        return Err(format!("a pruned revision: {out}"));
+    }
     Ok(())
 }
 

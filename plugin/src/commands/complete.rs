@@ -241,7 +241,9 @@ pub async fn answer(root: &Command, words: &[String]) -> Answer {
         return Answer::of(subs, &to_complete);
     }
     match parsed.cmd.get_name() {
-        "describe" | "approve" | "diff" | "wait" | "plan" if parsed.positionals.is_empty() => {
+        "describe" | "approve" | "diff" | "history" | "wait" | "plan"
+            if parsed.positionals.is_empty() =>
+        {
             promotion_names(&conn, &to_complete).await
         }
         // Several names: each one not typed yet, only those the command changes.

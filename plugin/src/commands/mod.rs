@@ -6,6 +6,7 @@ pub mod completion;
 pub mod describe;
 pub mod diff;
 pub mod health;
+pub mod history;
 pub mod lint;
 pub mod list;
 pub mod manifests;

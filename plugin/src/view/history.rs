@@ -52,7 +52,7 @@ pub fn rows(revisions: &[Revision]) -> Vec<HistoryRow> {
     for r in revisions {
         let record = r.record.as_ref();
         let change = match previous {
-            None => first_change(r.profile_spec()),
+            None => first_change(r.number, r.profile_spec()),
             Some(p) => {
                 let words = change(p.profile_spec(), r.profile_spec());
                 if words.is_empty() {
@@ -77,16 +77,22 @@ pub fn rows(revisions: &[Revision]) -> Vec<HistoryRow> {
     out
 }
 
-/// What the first revision deploys, in a few words.
-fn first_change(spec: Option<&Value>) -> String {
+/// What the oldest revision kept deploys, in a few words: the first rollout's configuration,
+/// or (when earlier revisions were pruned) what there is nothing left to compare it with.
+fn first_change(number: i64, spec: Option<&Value>) -> String {
     let d = Deploys::of(spec);
     let mut parts: Vec<String> = d.helm_charts.clone();
     parts.extend(d.policy_refs.iter().cloned());
     parts.extend(d.kustomization_refs.iter().cloned());
-    if parts.is_empty() {
-        "first rollout".to_string()
+    let deploys = if parts.is_empty() {
+        "its profileSpec".to_string()
     } else {
         parts.join(", ")
+    };
+    if number == 1 {
+        format!("first rollout: {deploys}")
+    } else {
+        format!("{deploys} (earlier revisions pruned)")
     }
 }
 
@@ -157,7 +163,10 @@ mod tests {
                 "alice",
                 "superseded by 2",
                 "dev",
-                &Deploys::of(revision(1, "3.6.2", None).profile_spec()).helm_charts[0]
+                &format!(
+                    "first rollout: {}",
+                    Deploys::of(revision(1, "3.6.2", None).profile_spec()).helm_charts[0]
+                )
             ]
         );
         assert_eq!(cells[1][2], "-");
