@@ -963,6 +963,16 @@ fn history_of_rollouts(cluster: &Cluster) -> Result<(), String> {
     {
         return Err(format!("history --revision 3: {whole}"));
     }
+    // describe names the revision each stage runs.
+    let described = eventually("describe naming dev's revision", WAIT, || {
+        kubectl_ok(cluster, User::Viewer, &["promotion", "describe", &name])
+            .ok()
+            .filter(|d| d.contains("(this rollout's configuration, revision 3)"))
+    });
+    if let Err(why) = described {
+        let now = kubectl_ok(cluster, User::Viewer, &["promotion", "describe", &name]);
+        return Err(format!("{why}: {now:?}"));
+    }
     let out = cluster
         .kubectl(
             User::Viewer,

@@ -152,6 +152,7 @@ pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
         futures::future::join_all(names.iter().map(|n| fetch::snapshot(&kube, n))).await;
     let mut descriptions = Vec::new();
     let mut promotions = Vec::new();
+    let mut profiles = Vec::new();
     // As `kubectl describe a b c`: the ones that exist are described, each missing one is an
     // error after them, and the command fails.
     let mut missing = Vec::new();
@@ -159,6 +160,7 @@ pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
         match snap {
             Ok(snap) => {
                 descriptions.push(Description::build(&snap)?);
+                profiles.push(snap.profiles.clone().unwrap_or_default());
                 promotions.push(snap.object);
             }
             Err(e @ Error::NotFound(_)) if names.len() > 1 => missing.push(e),
@@ -166,6 +168,7 @@ pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
         }
     }
     add_reach(&kube, &mut descriptions, &promotions).await;
+    name_revisions(&kube, &mut descriptions, &promotions, &profiles).await;
     judge_the_reconciler(&kube, &mut descriptions).await;
     advise_only_what_the_caller_can(&kube, &mut descriptions, &promotions).await;
     if descriptions.is_empty() && missing.is_empty() {
@@ -181,6 +184,27 @@ pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
         crate::error::report(e, ctx.err.color);
     }
     Ok(exit::FAILURE)
+}
+
+/// The rollout history's revision each stage runs, from promotion-controller's revisions in the
+/// install's namespace. Without them (no controller history, or not readable) the `Runs:` lines
+/// say what the stages run without a revision number, which is still true.
+async fn name_revisions(
+    kube: &Kube,
+    descriptions: &mut [Description],
+    objects: &[Value],
+    profiles: &[Vec<Value>],
+) {
+    use promotion_shared::history::{Revision, DEFAULT_NAMESPACE};
+    for ((d, object), profiles) in descriptions.iter_mut().zip(objects).zip(profiles) {
+        let Some(uid) = object.pointer("/metadata/uid").and_then(Value::as_str) else {
+            continue;
+        };
+        if let Ok(listed) = kube.list_revisions(DEFAULT_NAMESPACE, uid).await {
+            let revisions: Vec<Revision> = listed.iter().filter_map(Revision::decode).collect();
+            d.name_revisions(profiles, &revisions);
+        }
+    }
 }
 
 /// Whether promotion-controller can act on each promotion: its Lease is read once

@@ -402,8 +402,12 @@ fn reset_flip(flip: &ResetFlipRecord) -> String {
 /// The configuration a stage's ClusterProfile deploys: the spec's, or another rollout's (what,
 /// and what changes to reach the spec).
 fn running(runs: &Running, style: &Style) -> String {
+    let revision = runs
+        .revision
+        .map(|n| format!(", revision {n}"))
+        .unwrap_or_default();
     match (runs.spec, &runs.deploys) {
-        (Some(true), _) => "spec.profileSpec (this rollout's configuration)".to_string(),
+        (Some(true), _) => format!("spec.profileSpec (this rollout's configuration{revision})"),
         (_, deploys) => {
             let what = deploys
                 .as_ref()
@@ -422,9 +426,10 @@ fn running(runs: &Running, style: &Style) -> String {
                 })
                 .filter(|w| !w.is_empty())
                 .unwrap_or_else(|| "nothing".into());
-            let head = match runs.spec {
-                Some(_) => "another rollout's configuration",
-                None => "a configuration that cannot be compared with the spec",
+            let head = match (runs.spec, runs.revision) {
+                (Some(_), Some(n)) => format!("another rollout's configuration (revision {n})"),
+                (Some(_), None) => "another rollout's configuration".to_string(),
+                (None, _) => "a configuration that cannot be compared with the spec".to_string(),
             };
             let to = runs
                 .to_spec

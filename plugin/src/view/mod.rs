@@ -630,6 +630,35 @@ impl Description {
 
     /// Word the proposed approvals for a caller: the next step now, each stage's command when
     /// rendered.
+    /// Name the revision each stage runs: the newest of `revisions` whose configuration its
+    /// ClusterProfile (among `profiles`) deploys.
+    pub fn name_revisions(
+        &mut self,
+        profiles: &[Value],
+        revisions: &[promotion_shared::history::Revision],
+    ) {
+        for stage in &mut self.stages {
+            let (Some(runs), Some(name)) = (stage.runs.as_mut(), stage.cluster_profile.as_ref())
+            else {
+                continue;
+            };
+            let Some(profile) = profiles
+                .iter()
+                .find(|p| p.pointer("/metadata/name").and_then(Value::as_str) == Some(name))
+            else {
+                continue;
+            };
+            runs.revision = revisions
+                .iter()
+                .filter(|r| {
+                    let spec = serde_json::json!({"spec": {"profileSpec": r.profile_spec()}});
+                    revision::runs_the_spec(profile, &spec) == Some(true)
+                })
+                .map(|r| r.number)
+                .max();
+        }
+    }
+
     pub fn set_approval_right(&mut self, right: approver::ApprovalRight) {
         if let Some(step) = self
             .next_step
@@ -1052,6 +1081,10 @@ pub struct Running {
     /// From what the stage runs to the spec, in one line (`kyverno/kyverno 3.6.1 → 3.6.2`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub to_spec: Option<String>,
+    /// The rollout history's revision whose configuration the stage runs (the newest one), when
+    /// the history was read and one matches.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<i64>,
 }
 
 impl Running {
@@ -1066,6 +1099,7 @@ impl Running {
                     revision::change(profile.get("spec"), promotion.pointer("/spec/profileSpec"))
                 })
                 .filter(|c| !c.is_empty()),
+            revision: None,
         }
     }
 }
