@@ -123,9 +123,6 @@ pub struct ApproveArgs {
     pub allow_missing_template_keys: bool,
 }
 
-/// Attempts before giving up when the object keeps changing under us.
-pub const MAX_ATTEMPTS: u32 = 5;
-
 /// Apply the refusal rules of `approve` ([`approval_target`]) to the derived pipeline; a refusal
 /// becomes its message.
 pub fn resolve(pipeline: &Pipeline, stage: Option<&str>, pre_approve: bool) -> Result<Gate> {
@@ -400,28 +397,9 @@ pub async fn run(ctx: &Ctx, args: &ApproveArgs) -> Result<u8> {
         {
             Ok(stored) => break (gate, object, stored, promotion),
             // The object changed between our read and the write: read again and decide again.
-            Err(kube::Error::Api(s))
-                if classify(&s) == Failure::Conflict && attempt < MAX_ATTEMPTS =>
-            {
-                let doing = if args.revoke { "revoking" } else { "approving" };
-                note(
-                    ctx,
-                    &format!(
-                        "{name} changed while {doing} (resourceVersion conflict); reading it again (attempt {}/{MAX_ATTEMPTS})",
-                        attempt + 1
-                    ),
-                );
-                tokio::time::sleep(Duration::from_millis(50 * u64::from(attempt))).await;
-                attempt += 1;
-            }
             Err(kube::Error::Api(s)) if classify(&s) == Failure::Conflict => {
-                return Err(Error::Api {
-                    request: what,
-                    message: format!(
-                    "the object kept changing; gave up after {MAX_ATTEMPTS} attempts (last: {})",
-                    s.message
-                ),
-                })
+                let doing = if args.revoke { "revoking" } else { "approving" };
+                super::after_conflict(ctx, name, doing, &mut attempt, &what, &s).await?;
             }
             Err(e) => {
                 let check = (args.dry_run == DryRun::None)

@@ -121,6 +121,44 @@ impl Ctx {
     }
 }
 
+/// How many times a command that reads, decides and writes a guarded patch tries after the
+/// server's 409 Conflict (the object changed between the read and the write).
+pub const MAX_ATTEMPTS: u32 = 5;
+
+/// After a 409 Conflict on attempt `attempt` of writing `name` while `doing`: say so, wait a
+/// little and count the attempt (the caller reads again and decides again), or give up with the
+/// server's last words once [`MAX_ATTEMPTS`] were made. The one conflict rule of every command
+/// that writes a promotion.
+pub async fn after_conflict(
+    ctx: &Ctx,
+    name: &str,
+    doing: &str,
+    attempt: &mut u32,
+    request: &crate::error::Request,
+    status: &kube::core::Status,
+) -> Result<()> {
+    if *attempt >= MAX_ATTEMPTS {
+        return Err(Error::Api {
+            request: request.clone(),
+            message: format!(
+                "the object kept changing; gave up after {MAX_ATTEMPTS} attempts (last: {})",
+                status.message
+            ),
+        });
+    }
+    note(
+        ctx,
+        &format!(
+            "{name} changed while {doing} (resourceVersion conflict); reading it again (attempt \
+             {}/{MAX_ATTEMPTS})",
+            *attempt + 1
+        ),
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(50 * u64::from(*attempt))).await;
+    *attempt += 1;
+    Ok(())
+}
+
 /// Print a progress or warning line on stderr (stdout carries only results).
 pub fn note(ctx: &Ctx, text: &str) {
     eprintln!("{}", ctx.err.paint(text, crate::render::Tone::Dim));

@@ -10,7 +10,6 @@
 //! status says whether any failed.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use clap::Args;
 use serde_json::{json, Value};
@@ -22,7 +21,7 @@ use promotion_shared::status_writer::{
     reconciler_name, status_writer, take_over_requested, StatusWriter, CONTROLLER_FIELD_MANAGER,
 };
 
-use super::approve::{DryRun, MAX_ATTEMPTS};
+use super::approve::DryRun;
 use super::{note, warn, Ctx};
 use crate::cluster::admission_webhooks;
 use crate::cluster::kube_client::Kube;
@@ -351,29 +350,12 @@ async fn one(
                 return Ok(Done::Written { stored });
             }
             // The object changed between our read and the write: read again, decide again.
-            Err(kube::Error::Api(s))
-                if classify(&s) == Failure::Conflict && attempt < MAX_ATTEMPTS =>
-            {
-                note(
-                    ctx,
-                    &format!(
-                        "{name} changed meanwhile (resourceVersion conflict); reading it again \
-                         (attempt {}/{MAX_ATTEMPTS})",
-                        attempt + 1
-                    ),
-                );
-                tokio::time::sleep(Duration::from_millis(50 * u64::from(attempt))).await;
-                attempt += 1;
-            }
             Err(kube::Error::Api(s)) if classify(&s) == Failure::Conflict => {
-                return Err(Error::Api {
-                    request: what,
-                    message: format!(
-                        "the object kept changing; gave up after {MAX_ATTEMPTS} attempts (last: \
-                         {})",
-                        s.message
-                    ),
-                })
+                let doing = match action {
+                    Action::Pause(_) => "pausing",
+                    Action::Resume => "resuming",
+                };
+                super::after_conflict(ctx, name, doing, &mut attempt, &what, &s).await?;
             }
             Err(e) => {
                 let check = (flags.dry_run == DryRun::None)
