@@ -365,13 +365,7 @@ fn wait_follows_the_promotion_to_the_next_stage() {
     plugin.expect_line(Stream::Stderr, "waiting for stage=qa: ");
     let mut p = env.promotion(GATE);
     assert_eq!(approved(&p, "staging"), Some(json!(true)));
-    p["spec"]["stages"][1]["trigger"]["manual"]
-        .as_object_mut()
-        .unwrap()
-        .remove("approved");
-    p["status"]["stages"].as_array_mut().unwrap().push(json!({
-        "name": "qa", "lastUpdateReconciledTime": "2026-02-16T08:00:00Z"}));
-    p["status"]["currentStageName"] = json!("qa");
+    use_approval_and_reach(&mut p, "qa");
     forget_version(&mut p);
     env.put(p);
     let out = plugin.finish().expect(0);

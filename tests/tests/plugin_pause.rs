@@ -429,13 +429,7 @@ fn wait_reports_the_pause_once_and_keeps_waiting() {
     plugin.expect_line(Stream::Stderr, &format!("{GATE} was resumed"));
     // Play the controller: the approval is used, production starts.
     let mut p = env.promotion(GATE);
-    p["spec"]["stages"][1]["trigger"]["manual"]
-        .as_object_mut()
-        .unwrap()
-        .remove("approved");
-    p["status"]["stages"].as_array_mut().unwrap().push(json!({
-        "name": "production", "lastUpdateReconciledTime": "2026-02-16T08:00:00Z"}));
-    p["status"]["currentStageName"] = json!("production");
+    use_approval_and_reach(&mut p, "production");
     forget_version(&mut p);
     env.put(p);
     let out = plugin.finish().expect(0);

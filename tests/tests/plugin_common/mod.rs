@@ -121,6 +121,18 @@ pub fn set_features(summary: &mut Value, features: &[(&str, &str, Option<&str>)]
         .collect();
 }
 
+/// Play the controller at the gate fixture's staging: the approval is used (`approved` removed,
+/// as automaticReset does) and the pipeline reaches `next` at 08:00.
+pub fn use_approval_and_reach(p: &mut Value, next: &str) {
+    if let Some(manual) = p["spec"]["stages"][1]["trigger"]["manual"].as_object_mut() {
+        manual.remove("approved");
+    }
+    if let Some(stages) = p["status"]["stages"].as_array_mut() {
+        stages.push(json!({"name": next, "lastUpdateReconciledTime": "2026-02-16T08:00:00Z"}));
+    }
+    p["status"]["currentStageName"] = json!(next);
+}
+
 /// Drop `metadata.resourceVersion`, so that [`Env::put`] replaces the object unconditionally.
 pub fn forget_version(object: &mut Value) {
     if let Some(meta) = object["metadata"].as_object_mut() {
