@@ -38,78 +38,16 @@ pub fn init(config: &LogConfig) -> Result<FlushGuard, LoggingError> {
     let (writer, guard) = log_writer::spawn(std::io::stderr()).map_err(LoggingError::Writer)?;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(writer)
-        .with_timer(UtcMicros);
+        .with_writer(writer);
     let installed = match config.format {
         LogFormat::Text => builder.with_ansi(false).try_init(),
         LogFormat::Json => builder
             .json()
-            .event_format(JsonLines::new(UtcMicros))
+            .event_format(JsonLines::new(SystemTime))
             .try_init(),
     };
     installed.map_err(|e| LoggingError::Install(e.to_string()))?;
     Ok(guard)
-}
-
-/// The time of a log line exactly as tracing-subscriber's default clock (`fmt::time::SystemTime`)
-/// writes it, `2026-11-29T06:00:00.123456Z` (UTC, microseconds, truncated), with the digits put
-/// in place instead of through six `{:02}` formats: that formatting was a third of what a JSON
-/// line cost once the line itself was cheap. A time it does not cover (before 1970, after 9999)
-/// is left to tracing-subscriber's clock.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct UtcMicros;
-
-impl FormatTime for UtcMicros {
-    fn format_time(&self, w: &mut Writer<'_>) -> fmt::Result {
-        let mut text = [0u8; RFC3339_MICROS_LEN];
-        match rfc3339_micros(std::time::SystemTime::now(), &mut text) {
-            Some(text) => w.write_str(text),
-            None => SystemTime.format_time(w),
-        }
-    }
-}
-
-const RFC3339_MICROS_LEN: usize = "2026-11-29T06:00:00.123456Z".len();
-
-/// `time` as `YYYY-MM-DDTHH:MM:SS.ffffffZ` in `out`, for times from 1970 to 9999.
-fn rfc3339_micros(time: std::time::SystemTime, out: &mut [u8; RFC3339_MICROS_LEN]) -> Option<&str> {
-    let since = time.duration_since(std::time::UNIX_EPOCH).ok()?;
-    let (days, seconds) = (since.as_secs() / 86_400, since.as_secs() % 86_400);
-    // Days to a civil date (Howard Hinnant's `civil_from_days`, for days on or after 1970-01-01):
-    // years counted from March, so that the leap day ends a year.
-    let z = days + 719_468;
-    let (era, day_of_era) = (z / 146_097, z % 146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_from_march = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
-    let month = if month_from_march < 10 {
-        month_from_march + 3
-    } else {
-        month_from_march - 9
-    };
-    let year = year_of_era + era * 400 + u64::from(month <= 2);
-    if year > 9999 {
-        return None;
-    }
-    let fields = [
-        (0, 4, year),
-        (5, 2, month),
-        (8, 2, day),
-        (11, 2, seconds / 3_600),
-        (14, 2, seconds / 60 % 60),
-        (17, 2, seconds % 60),
-        (20, 6, u64::from(since.subsec_micros())),
-    ];
-    out.copy_from_slice(b"0000-00-00T00:00:00.000000Z");
-    for (at, width, mut value) in fields {
-        for digit in out[at..at + width].iter_mut().rev() {
-            *digit = b'0' + (value % 10) as u8;
-            value /= 10;
-        }
-    }
-    std::str::from_utf8(out).ok()
 }
 
 /// tracing-subscriber's JSON lines (`json().flatten_event(true).with_current_span(false)`), byte
@@ -306,45 +244,6 @@ mod tests {
         }
         let bytes = captured.0.lock().unwrap().clone();
         String::from_utf8(bytes).unwrap()
-    }
-
-    #[test]
-    fn times_are_written_as_tracing_subscribers_clock_writes_them() {
-        use chrono::{DateTime, Utc};
-        use std::time::{Duration, UNIX_EPOCH};
-        let mut text = [0u8; RFC3339_MICROS_LEN];
-        // Every day from 1970 to past 2100 (leap years, century years, month ends), at a time
-        // of day and a fraction that vary with it; then the last second this clock covers.
-        let days = (0..48_000u64).map(|d| d * 86_400 + (d * 7_919) % 86_400);
-        let last = (253_402_300_799u64..253_402_300_800).chain(days);
-        for seconds in last {
-            let time = UNIX_EPOCH + Duration::new(seconds, (seconds as u32 % 1_000) * 999_999);
-            let expected = DateTime::<Utc>::from(time)
-                .format("%Y-%m-%dT%H:%M:%S%.6fZ")
-                .to_string();
-            assert_eq!(rfc3339_micros(time, &mut text), Some(expected.as_str()));
-        }
-        let past_9999 = UNIX_EPOCH + Duration::from_secs(253_402_300_800);
-        assert_eq!(rfc3339_micros(past_9999, &mut text), None);
-        let before_1970 = UNIX_EPOCH - Duration::from_secs(1);
-        assert_eq!(rfc3339_micros(before_1970, &mut text), None);
-
-        // And the clock itself next to tracing-subscriber's: the same text up to the seconds
-        // (the two readings are a few µs apart; retried if they straddle a second).
-        for attempt in 0.. {
-            let (mut ours, mut theirs) = (String::new(), String::new());
-            UtcMicros.format_time(&mut Writer::new(&mut ours)).unwrap();
-            SystemTime
-                .format_time(&mut Writer::new(&mut theirs))
-                .unwrap();
-            assert_eq!(ours.len(), theirs.len(), "{ours} {theirs}");
-            if ours[..19] == theirs[..19] || attempt == 3 {
-                assert_eq!(ours[..19], theirs[..19]);
-                assert_eq!(&ours[19..20], ".");
-                assert!(ours.ends_with('Z'));
-                break;
-            }
-        }
     }
 
     #[test]
