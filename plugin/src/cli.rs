@@ -102,7 +102,7 @@ pub enum Command {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::approve::DryRun;
+    use crate::commands::DryRun;
     use clap::CommandFactory;
 
     #[test]

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use serde_json::Value;
 
@@ -22,7 +22,7 @@ use promotion_shared::patch;
 use promotion_shared::pipeline::{Approval, Pipeline};
 
 use super::wait::WaitFor;
-use super::{note, wait, warn, Ctx};
+use super::{note, wait, warn, Ctx, DryRun};
 use crate::cluster::admission_webhooks;
 use crate::cluster::kube_client::{self, Kube};
 use crate::cluster::resources::PROMOTIONS;
@@ -31,14 +31,6 @@ use crate::error::{exit::approve as exit, Error, Request, Result};
 use crate::render::output;
 use crate::render::printers::{self, FormatArg, OutputFormat, PrintOptions, OBJECT_FORMATS};
 use crate::view::{self, Snapshot};
-
-/// `--dry-run`, as kubectl spells it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum DryRun {
-    None,
-    Client,
-    Server,
-}
 
 #[derive(Args, Debug)]
 #[command(

@@ -121,6 +121,14 @@ impl Ctx {
     }
 }
 
+/// `--dry-run`, as kubectl spells it, for every command that writes a promotion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DryRun {
+    None,
+    Client,
+    Server,
+}
+
 /// How many times a command that reads, decides and writes a guarded patch tries after the
 /// server's 409 Conflict (the object changed between the read and the write).
 pub const MAX_ATTEMPTS: u32 = 5;

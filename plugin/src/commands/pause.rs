@@ -21,7 +21,7 @@ use promotion_shared::status_writer::{
     reconciler_name, status_writer, take_over_requested, StatusWriter, CONTROLLER_FIELD_MANAGER,
 };
 
-use super::approve::DryRun;
+use super::DryRun;
 use super::{note, warn, Ctx};
 use crate::cluster::admission_webhooks;
 use crate::cluster::kube_client::Kube;
