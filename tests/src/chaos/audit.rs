@@ -35,6 +35,8 @@ pub struct Event {
     pub holder: Option<String>,
     /// `spec.helmCharts[0].chartVersion` of a ClusterProfile write's body.
     pub chart: Option<String>,
+    /// A server-side dry run (`dryRun=All`): judged by admission, stored nowhere.
+    pub dry_run: bool,
 }
 
 impl Event {
@@ -93,6 +95,7 @@ pub fn parse(text: &str) -> (Vec<Event>, usize) {
                 .and_then(|b| b.pointer("/spec/helmCharts/0/chartVersion"))
                 .and_then(Value::as_str)
                 .map(str::to_string),
+            dry_run: s("/requestURI").contains("dryRun=All"),
         });
     }
     events.sort_by_key(|e| e.at);
@@ -129,8 +132,11 @@ pub fn one_writer_per_term(events: &[Event], namespace: &str, name: &str) -> Ter
             holder = next;
             continue;
         }
+        // A dry run (promotion-controller's admission check at start, made by a standby too)
+        // stores nothing: it is no write of a term.
         let written = matches!(e.resource.as_str(), "clusterpromotions" | "clusterprofiles")
-            && e.verb != "get";
+            && e.verb != "get"
+            && !e.dry_run;
         let Some(replica) = e.replica().filter(|_| written) else {
             continue;
         };
@@ -248,6 +254,7 @@ mod tests {
             code: 200,
             holder: None,
             chart: None,
+            dry_run: false,
         }
     }
 
@@ -290,6 +297,18 @@ mod tests {
         assert_eq!(terms.violations.len(), 1, "{:?}", terms.violations);
         assert!(terms.violations[0].contains("by a_1"));
         assert!(terms.violations[0].contains("held by b_2"));
+    }
+
+    #[test]
+    fn a_dry_run_by_a_standby_is_no_write() {
+        let mut check = event("2026-01-01T00:00:02Z", "clusterpromotions", "p", B);
+        check.dry_run = true;
+        let events = [lease("2026-01-01T00:00:00Z", Some("a_1")), check.clone()];
+        let terms = one_writer_per_term(&events, "ns", "lease");
+        assert_eq!((terms.writes, terms.violations.len()), (0, 0));
+        check.dry_run = false;
+        let terms = one_writer_per_term(&[events[0].clone(), check], "ns", "lease");
+        assert_eq!(terms.violations.len(), 1);
     }
 
     #[test]
