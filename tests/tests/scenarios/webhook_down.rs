@@ -224,10 +224,13 @@ pub fn webhook_down_fail_refuses_and_ignore_admits(cluster: &Cluster) {
                 "warning: the approval of stage \"staging\" carries no record of who gave it: \
                  webhook \"mutate.kubectl-promotion.dev\" did not answer and its failurePolicy \
                  is Ignore (MutatingWebhookConfiguration {configuration:?}), so the API server \
-                 stored the change without it\n"
+                 stored the change without it\n{existing_name} is paused (who paused it is not \
+                 recorded: the admission webhook did not see the pause): \"webhook outage\": \
+                 the approval is used once it is resumed (kubectl promotion resume \
+                 {existing_name})\n"
             )
             .as_str()
         ),
-        "[{backend}] approve under Ignore: {out}"
+        "[{backend}] approve under Ignore (the promotion paused above, unrecorded): {out}"
     );
 }
