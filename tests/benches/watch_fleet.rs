@@ -816,9 +816,15 @@ fn run(args: &Args, watcher: Watcher, plugin: &PathBuf) -> Report {
             std::thread::sleep(args.idle);
             idle_cpu = (cpu_seconds(pid) - c.0, base_cpu(&baseline) - c.1);
             idle_wall = idle_start.elapsed();
+            // The soak ends at a wall-clock time (the decision's `wakeAt`): wait until the clock
+            // the decision reads has reached it.
             if let Some(wake) = driver.wake_at {
-                let left = (wake - Utc::now()).to_std().unwrap_or(Duration::ZERO);
-                std::thread::sleep(left + Duration::from_millis(10));
+                while let Ok(left) = (wake - Utc::now()).to_std() {
+                    if left.is_zero() {
+                        break;
+                    }
+                    std::thread::sleep(left);
+                }
             }
             driver.next = Instant::now();
             at = driver.reconcile();
