@@ -76,6 +76,11 @@ pub const SVELTOS_CLUSTER: Resource = grouped!(
     "SveltosCluster",
     "sveltosclusters"
 );
+/// Where Events about a ClusterPromotion are: Kubernetes' recorders (client-go's, which Sveltos'
+/// addon-controller uses, and promotion-controller's) put the Events of a cluster-scoped object
+/// in `default`, whichever namespace the recorder runs in. Reading this one namespace lets a
+/// viewer need Event reads in it alone (docs/roles.md), not across the cluster.
+pub const EVENTS_NAMESPACE: &str = "default";
 pub const EVENT: Resource = grouped!("events.k8s.io", "v1", "Event", "events");
 pub const CORE_EVENT: Resource = core!("v1", "Event", "events");
 pub const SECRET: Resource = core!("v1", "Secret", "secrets");

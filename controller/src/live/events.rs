@@ -24,14 +24,12 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use tracing::{debug, warn};
 
+use promotion_shared::api_resources::EVENTS_NAMESPACE;
 use promotion_shared::status_writer::CONTROLLER_FIELD_MANAGER;
 
 /// Repeats within this long of the last are counted in one series (kube-runtime's `CACHE_TTL`,
 /// client-go's series window).
 pub const SERIES_WINDOW: SignedDuration = SignedDuration::from_mins(6);
-
-/// The namespace of Events about cluster-scoped objects.
-pub const EVENTS_NAMESPACE: &str = "default";
 
 /// Bound on the series remembered (each is forgotten [`SERIES_WINDOW`] after its last repeat).
 const REMEMBERED: usize = 10_000;

@@ -6,12 +6,8 @@ use serde_json::Value;
 
 use promotion_shared::model::KIND;
 
-/// Where Events about a ClusterPromotion are: Kubernetes' recorders (client-go's, which Sveltos'
-/// addon-controller uses, and kube-runtime's, promotion-controller's) put the Events of a
-/// cluster-scoped object in `default`, whichever namespace the controller runs in. Reading this
-/// one namespace lets a viewer need Event reads in it alone (docs/roles.md), not across the
-/// cluster.
-pub const NAMESPACE: &str = "default";
+/// Where Events about a ClusterPromotion are ([`promotion_shared::api_resources::EVENTS_NAMESPACE`]).
+pub use promotion_shared::api_resources::EVENTS_NAMESPACE as NAMESPACE;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
