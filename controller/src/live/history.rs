@@ -17,6 +17,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{json, Value};
 use tracing::{debug, warn};
 
+use promotion_shared::admission::SPEC_CHANGE_ANNOTATION;
 use promotion_shared::history::{self, Revision, Write, PROMOTION_UID_LABEL, RECORD_ANNOTATION};
 
 pub struct History {
@@ -59,7 +60,9 @@ impl History {
         // What the history depends on: the status, and who changed the spec.
         let key = json!([
             promotion.get("status"),
-            promotion.pointer("/metadata/annotations/audit.kubectl-promotion.dev~1spec-change"),
+            promotion
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(SPEC_CHANGE_ANNOTATION)),
         ])
         .to_string();
         if self.remembered().get(uid) == Some(&key) {
