@@ -235,6 +235,22 @@ pub(crate) fn pause_request_in<'a>(object: &'a Tree) -> Option<&'a str> {
     annotation(object, crate::pause::PAUSED_ANNOTATION).and_then(Tree::as_str)
 }
 
+/// Whether `record` could have been written by the mutation for a request by `user` at `now`
+/// that leaves the pause annotation at `request`.
+pub(crate) fn pause_record_matches(
+    record: &crate::pause::PauseRecord,
+    request: Option<&str>,
+    user: &UserInfo,
+    now: DateTime<Utc>,
+) -> bool {
+    let want = pause_record_for(request, user, now);
+    is_current(&record.time, now)
+        && crate::pause::PauseRecord {
+            time: want.time.clone(),
+            ..record.clone()
+        } == want
+}
+
 /// The record the mutation writes for a request by `user` at `now` that leaves the pause
 /// annotation at `request` (`None`: resumed).
 pub(crate) fn pause_record_for(

@@ -10,8 +10,8 @@
 use std::collections::BTreeSet;
 
 use super::audit::{
-    annotations, approval_records_in, is_current, pause_record_for, pause_record_in,
-    pause_request_in, reset_flip_records_in, spec_change_record_in, StageRecords,
+    annotations, approval_records_in, pause_record_in, pause_record_matches, pause_request_in,
+    reset_flip_records_in, spec_change_record_in, StageRecords,
 };
 use super::gates::{generation, newly_approved, newly_revoked};
 use super::mutation::{marked, marks, reset_flips, revoked_approval};
@@ -219,18 +219,16 @@ impl Check<'_, '_> {
                 return;
             }
         };
-        let want = pause_record_for(request, self.user, self.now);
-        let matches = is_current(&record.time, self.now)
-            && crate::pause::PauseRecord {
-                time: want.time.clone(),
-                ..record.clone()
-            } == want;
-        if !matches {
+        if !pause_record_matches(&record, request, self.user, self.now) {
             self.forged(format!(
                 "the pause record does not record this request (by {:?}, now, {}): only the \
                  promotion webhook writes audit records",
-                want.user,
-                if want.paused { "pausing" } else { "resuming" }
+                username(self.user),
+                if request.is_some() {
+                    "pausing"
+                } else {
+                    "resuming"
+                }
             ));
         }
     }

@@ -23,8 +23,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::audit::{
-    annotation, annotations, approval_records_in, credited, is_current, pause_record_for,
-    pause_record_in, pause_request_in, reset_flip_records_in, spec_change_record_in,
+    annotation, annotations, approval_records_in, credited, pause_record_for, pause_record_in,
+    pause_record_matches, pause_request_in, reset_flip_records_in, spec_change_record_in,
     ApprovalRecord, RemovalRecord, ResetFlipRecord, SpecChangeRecord,
 };
 use super::gates::{
@@ -527,17 +527,15 @@ fn record_pause(
     let before = old.and_then(|old| pause_record_in(old).ok().flatten());
     let current = pause_record_in(new).ok().flatten();
     // Reinvocation: this request's record is already there.
-    let want = pause_record_for(request, user, now);
     let own = current.as_ref().is_some_and(|record| {
-        before.as_ref() != Some(record)
-            && is_current(&record.time, now)
-            && crate::pause::PauseRecord {
-                time: want.time.clone(),
-                ..record.clone()
-            } == want
+        before.as_ref() != Some(record) && pause_record_matches(record, request, user, now)
     });
     if !own {
-        edits.set_json(new, crate::pause::PAUSE_RECORD_ANNOTATION, &want);
+        edits.set_json(
+            new,
+            crate::pause::PAUSE_RECORD_ANNOTATION,
+            &pause_record_for(request, user, now),
+        );
     }
 }
 
