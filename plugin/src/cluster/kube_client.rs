@@ -469,15 +469,16 @@ impl Kube {
         Ok(items(listed).into_iter().next())
     }
 
-    /// promotion-controller's revisions of the promotion with UID `uid`, in `namespace`
-    /// ([`promotion_shared::history`]).
-    pub async fn list_revisions(&self, namespace: &str, uid: &str) -> Result<Vec<Value>> {
+    /// promotion-controller's revisions in `namespace` ([`promotion_shared::history`]): of the
+    /// promotion with UID `uid`, or (`None`) of every promotion, in one request.
+    pub async fn list_revisions(&self, namespace: &str, uid: Option<&str>) -> Result<Vec<Value>> {
         use promotion_shared::api_resources::{CONTROLLER_REVISION, CONTROLLER_REVISIONS};
+        use promotion_shared::history::PROMOTION_UID_LABEL;
         let what = Request::new("list", CONTROLLER_REVISIONS);
-        let lp = ListParams::default().labels(&format!(
-            "{}={uid}",
-            promotion_shared::history::PROMOTION_UID_LABEL
-        ));
+        let lp = ListParams::default().labels(&match uid {
+            Some(uid) => format!("{PROMOTION_UID_LABEL}={uid}"),
+            None => PROMOTION_UID_LABEL.to_string(),
+        });
         let path = format!(
             "{}/namespaces/{namespace}/{}",
             CONTROLLER_REVISION.prefix, CONTROLLER_REVISION.plural

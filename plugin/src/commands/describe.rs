@@ -187,23 +187,47 @@ pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
 }
 
 /// The rollout history's revision each stage runs, from promotion-controller's revisions in the
-/// install's namespace. Without them (no controller history, or not readable) the `Runs:` lines
-/// say what the stages run without a revision number, which is still true.
+/// install's namespace, read once for every promotion described. Without them (no controller
+/// history, or not readable) the `Runs:` lines say what the stages run without a revision
+/// number, which is still true.
 async fn name_revisions(
     kube: &Kube,
     descriptions: &mut [Description],
     objects: &[Value],
     profiles: &[Vec<Value>],
 ) {
-    use promotion_shared::history::{Revision, DEFAULT_NAMESPACE};
+    use promotion_shared::history::{Revision, DEFAULT_NAMESPACE, PROMOTION_UID_LABEL};
+    let uid = |object: &Value| {
+        object
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .map(String::from)
+    };
+    let single = match objects {
+        [one] => uid(one),
+        _ => None,
+    };
+    let Ok(listed) = kube
+        .list_revisions(DEFAULT_NAMESPACE, single.as_deref())
+        .await
+    else {
+        return;
+    };
     for ((d, object), profiles) in descriptions.iter_mut().zip(objects).zip(profiles) {
-        let Some(uid) = object.pointer("/metadata/uid").and_then(Value::as_str) else {
+        let Some(uid) = uid(object) else {
             continue;
         };
-        if let Ok(listed) = kube.list_revisions(DEFAULT_NAMESPACE, uid).await {
-            let revisions: Vec<Revision> = listed.iter().filter_map(Revision::decode).collect();
-            d.name_revisions(profiles, &revisions);
-        }
+        let revisions: Vec<Revision> = listed
+            .iter()
+            .filter(|r| {
+                r.pointer("/metadata/labels")
+                    .and_then(|l| l.get(PROMOTION_UID_LABEL))
+                    .and_then(Value::as_str)
+                    == Some(uid.as_str())
+            })
+            .filter_map(Revision::decode)
+            .collect();
+        d.name_revisions(profiles, &revisions);
     }
 }
 

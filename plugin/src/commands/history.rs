@@ -61,7 +61,7 @@ pub async fn run(ctx: &Ctx, args: &HistoryArgs) -> Result<u8> {
         .and_then(serde_json::Value::as_str)
         .unwrap_or_default();
     let mut revisions: Vec<Revision> = kube
-        .list_revisions(&args.history_namespace, uid)
+        .list_revisions(&args.history_namespace, Some(uid))
         .await?
         .iter()
         .filter_map(Revision::decode)
