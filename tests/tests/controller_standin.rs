@@ -19,7 +19,11 @@ const NAME: &str = "core-payment-processor-ci";
 /// not hold the newer version yet and would only conflict again.
 #[test]
 fn a_conflict_is_decided_again_from_a_direct_read() {
-    let env = Env::start(vec![example("payment-four-stages.yaml")]);
+    // The controller's start-up admission check dry-runs a write on the first promotion listed;
+    // this one sorts first, so the check never takes the one conflict meant for a real write.
+    let mut probed = example("payment-four-stages.yaml");
+    probed["metadata"]["name"] = json!("a-promotion-the-admission-check-tries");
+    let env = Env::start(vec![probed, example("payment-four-stages.yaml")]);
     // Once, before the controller's first write of the promotion is applied: another writer
     // labels it.
     let store = env.server.store();
@@ -28,6 +32,7 @@ fn a_conflict_is_decided_again_from_a_direct_read() {
     env.server.set_authorizer(move |a: &Attributes| {
         if a.verb == "patch"
             && a.resource == "clusterpromotions"
+            && a.name == NAME
             && count.fetch_add(1, Ordering::SeqCst) == 0
         {
             if let Some(mut p) = store.get("clusterpromotions", None, NAME) {
