@@ -19,6 +19,7 @@
 //! once too: [`patch`] builds every write of a promotion (a merge patch guarded by the
 //! `resourceVersion` read), [`api_error`] reads every failed answer.
 
+pub mod abort;
 pub mod admission;
 pub mod api_error;
 pub mod api_resources;

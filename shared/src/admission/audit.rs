@@ -221,49 +221,89 @@ pub(crate) fn spec_change_record_in(
         .transpose()
 }
 
-/// The pause record of a parsed object ([`crate::pause::PAUSE_RECORD_ANNOTATION`]).
-pub(crate) fn pause_record_in(
-    object: &Tree,
-) -> Result<Option<crate::pause::PauseRecord>, AuditParseError> {
-    annotation(object, crate::pause::PAUSE_RECORD_ANNOTATION)
-        .map(|value| parse(crate::pause::PAUSE_RECORD_ANNOTATION, value))
+/// An annotation users set to steer a rollout (pause, abort), and the record the webhook keeps of
+/// the last request that set, changed or removed it: who, when, and what it left.
+pub(crate) trait SteerRecord:
+    Serialize + for<'de> Deserialize<'de> + Clone + PartialEq
+{
+    /// The annotation users set.
+    const REQUEST: &'static str;
+    /// The audit annotation the webhook writes.
+    const RECORD: &'static str;
+    /// What a request that changes it does, for refusals ("pauses nor resumes the promotion").
+    const WHAT: &'static str;
+    /// The record of a request by `user` at `time` that leaves the annotation at `request`
+    /// (`None`: removed).
+    fn for_request(request: Option<&str>, user: &str, time: String) -> Self;
+    fn time(&self) -> &str;
+}
+
+impl SteerRecord for crate::pause::PauseRecord {
+    const REQUEST: &'static str = crate::pause::PAUSED_ANNOTATION;
+    const RECORD: &'static str = crate::pause::PAUSE_RECORD_ANNOTATION;
+    const WHAT: &'static str = "pauses nor resumes the promotion";
+    fn for_request(request: Option<&str>, user: &str, time: String) -> Self {
+        crate::pause::PauseRecord {
+            paused: request.is_some(),
+            user: user.to_string(),
+            time,
+            reason: request.filter(|r| !r.is_empty()).map(String::from),
+        }
+    }
+    fn time(&self) -> &str {
+        &self.time
+    }
+}
+
+impl SteerRecord for crate::abort::AbortRecord {
+    const REQUEST: &'static str = crate::abort::ABORT_ANNOTATION;
+    const RECORD: &'static str = crate::abort::ABORT_RECORD_ANNOTATION;
+    const WHAT: &'static str = "aborts, rolls back nor retries the rollout";
+    fn for_request(request: Option<&str>, user: &str, time: String) -> Self {
+        crate::abort::AbortRecord {
+            aborted: request.is_some(),
+            user: user.to_string(),
+            time,
+            request: request.map(String::from),
+        }
+    }
+    fn time(&self) -> &str {
+        &self.time
+    }
+}
+
+/// The steering record `R` of a parsed object.
+pub(crate) fn steer_record_in<R: SteerRecord>(object: &Tree) -> Result<Option<R>, AuditParseError> {
+    annotation(object, R::RECORD)
+        .map(|value| parse(R::RECORD, value))
         .transpose()
 }
 
-/// The pause annotation's value in a parsed object (`None`: not paused).
-pub(crate) fn pause_request_in<'a>(object: &'a Tree) -> Option<&'a str> {
-    annotation(object, crate::pause::PAUSED_ANNOTATION).and_then(Tree::as_str)
+/// The value of `R`'s request annotation in a parsed object (`None`: not set).
+pub(crate) fn steer_request_in<'a, R: SteerRecord>(object: &'a Tree) -> Option<&'a str> {
+    annotation(object, R::REQUEST).and_then(Tree::as_str)
 }
 
 /// Whether `record` could have been written by the mutation for a request by `user` at `now`
-/// that leaves the pause annotation at `request`.
-pub(crate) fn pause_record_matches(
-    record: &crate::pause::PauseRecord,
+/// that leaves `R`'s annotation at `request`.
+pub(crate) fn steer_record_matches<R: SteerRecord>(
+    record: &R,
     request: Option<&str>,
     user: &UserInfo,
     now: DateTime<Utc>,
 ) -> bool {
-    let want = pause_record_for(request, user, now);
-    is_current(&record.time, now)
-        && crate::pause::PauseRecord {
-            time: want.time.clone(),
-            ..record.clone()
-        } == want
+    is_current(record.time(), now)
+        && R::for_request(request, username(user), record.time().to_string()) == *record
 }
 
-/// The record the mutation writes for a request by `user` at `now` that leaves the pause
-/// annotation at `request` (`None`: resumed).
-pub(crate) fn pause_record_for(
+/// The record the mutation writes for a request by `user` at `now` that leaves `R`'s annotation
+/// at `request`.
+pub(crate) fn steer_record_for<R: SteerRecord>(
     request: Option<&str>,
     user: &UserInfo,
     now: DateTime<Utc>,
-) -> crate::pause::PauseRecord {
-    crate::pause::PauseRecord {
-        paused: request.is_some(),
-        user: username(user).to_string(),
-        time: format_time(now),
-        reason: request.filter(|r| !r.is_empty()).map(String::from),
-    }
+) -> R {
+    R::for_request(request, username(user), format_time(now))
 }
 
 /// The records of `automaticReset` flips.

@@ -10,8 +10,8 @@
 use std::collections::BTreeSet;
 
 use super::audit::{
-    annotations, approval_records_in, pause_record_in, pause_record_matches, pause_request_in,
-    reset_flip_records_in, spec_change_record_in, StageRecords,
+    annotations, approval_records_in, reset_flip_records_in, spec_change_record_in,
+    steer_record_in, steer_record_matches, steer_request_in, StageRecords, SteerRecord,
 };
 use super::gates::{generation, newly_approved, newly_revoked};
 use super::mutation::{marked, marks, reset_flips, revoked_approval};
@@ -79,7 +79,8 @@ pub fn check_audit_integrity_tree(
             APPROVALS_ANNOTATION => check.approvals(),
             SPEC_CHANGE_ANNOTATION => check.spec_change(),
             RESET_FLIPS_ANNOTATION => check.reset_flips(),
-            crate::pause::PAUSE_RECORD_ANNOTATION => check.pause(),
+            crate::pause::PAUSE_RECORD_ANNOTATION => check.steer::<crate::pause::PauseRecord>(),
+            crate::abort::ABORT_RECORD_ANNOTATION => check.steer::<crate::abort::AbortRecord>(),
             _ => check.forged(format!(
                 "unknown audit annotation; keys under {AUDIT_PREFIX} are written only by the promotion webhook"
             )),
@@ -199,19 +200,19 @@ impl Check<'_, '_> {
         }
     }
 
-    /// The pause record may only be written by a request that pauses, resumes or changes the
-    /// reason, for the requesting user, now, saying what the request leaves.
-    fn pause(&mut self) {
-        let request = pause_request_in(self.new);
-        if self.old.and_then(pause_request_in) == request {
-            self.forged(
-                "the pause record was written by the client, but this request neither pauses \
-                 nor resumes the promotion; only the promotion webhook writes audit records"
-                    .to_string(),
-            );
+    /// A steering record (pause, abort) may only be written by a request that changes its
+    /// annotation, for the requesting user, now, saying what the request leaves.
+    fn steer<R: SteerRecord>(&mut self) {
+        let request = steer_request_in::<R>(self.new);
+        if self.old.and_then(steer_request_in::<R>) == request {
+            self.forged(format!(
+                "the record was written by the client, but this request neither {}; only the \
+                 promotion webhook writes audit records",
+                R::WHAT
+            ));
             return;
         }
-        let record = match pause_record_in(self.new) {
+        let record = match steer_record_in::<R>(self.new) {
             Ok(Some(record)) => record,
             Ok(None) => return,
             Err(e) => {
@@ -219,16 +220,17 @@ impl Check<'_, '_> {
                 return;
             }
         };
-        if !pause_record_matches(&record, request, self.user, self.now) {
+        if !steer_record_matches(&record, request, self.user, self.now) {
             self.forged(format!(
-                "the pause record does not record this request (by {:?}, now, {}): only the \
+                "the record does not record this request (by {:?}, now, {} {}): only the \
                  promotion webhook writes audit records",
                 username(self.user),
                 if request.is_some() {
-                    "pausing"
+                    "setting"
                 } else {
-                    "resuming"
-                }
+                    "removing"
+                },
+                R::REQUEST
             ));
         }
     }

@@ -23,9 +23,10 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::audit::{
-    annotation, annotations, approval_records_in, credited, pause_record_for, pause_record_in,
-    pause_record_matches, pause_request_in, reset_flip_records_in, spec_change_record_in,
-    ApprovalRecord, RemovalRecord, ResetFlipRecord, SpecChangeRecord,
+    annotation, annotations, approval_records_in, credited, reset_flip_records_in,
+    spec_change_record_in, steer_record_for, steer_record_in, steer_record_matches,
+    steer_request_in, ApprovalRecord, RemovalRecord, ResetFlipRecord, SpecChangeRecord,
+    SteerRecord,
 };
 use super::gates::{
     gates, gates_by_name, generation, is_deleting, newly_approved, newly_revoked, Gate,
@@ -222,7 +223,8 @@ pub fn plan_mutation_tree(
             &mut plan.warnings,
         );
     }
-    record_pause(old, new, user, now, &mut annotation_edits);
+    record_steer::<crate::pause::PauseRecord>(old, new, user, now, &mut annotation_edits);
+    record_steer::<crate::abort::AbortRecord>(old, new, user, now, &mut annotation_edits);
     ops.extend(annotation_edits.into_ops(new));
 
     plan.patch = Patch(ops);
@@ -507,35 +509,31 @@ fn record_spec_change(
     }
 }
 
-/// A request that pauses, resumes or changes the reason of a pause is recorded: who, when, the
-/// reason. The record of an earlier request stays as it was otherwise.
-fn record_pause(
+/// A request that sets, changes or removes a steering annotation (a pause, an abort) is
+/// recorded: who, when, what it left. The record of an earlier request stays as it was otherwise.
+fn record_steer<R: SteerRecord>(
     old: Option<&Tree>,
     new: &Tree,
     user: &UserInfo,
     now: DateTime<Utc>,
     edits: &mut AnnotationEdits,
 ) {
-    let request = pause_request_in(new);
-    if old.and_then(pause_request_in) == request {
+    let request = steer_request_in::<R>(new);
+    if old.and_then(steer_request_in::<R>) == request {
         return;
     }
-    // A CREATE that does not pause has nothing to record.
+    // A CREATE that does not set it has nothing to record.
     if old.is_none() && request.is_none() {
         return;
     }
-    let before = old.and_then(|old| pause_record_in(old).ok().flatten());
-    let current = pause_record_in(new).ok().flatten();
+    let before = old.and_then(|old| steer_record_in::<R>(old).ok().flatten());
+    let current = steer_record_in::<R>(new).ok().flatten();
     // Reinvocation: this request's record is already there.
     let own = current.as_ref().is_some_and(|record| {
-        before.as_ref() != Some(record) && pause_record_matches(record, request, user, now)
+        before.as_ref() != Some(record) && steer_record_matches(record, request, user, now)
     });
     if !own {
-        edits.set_json(
-            new,
-            crate::pause::PAUSE_RECORD_ANNOTATION,
-            &pause_record_for(request, user, now),
-        );
+        edits.set_json(new, R::RECORD, &steer_record_for::<R>(request, user, now));
     }
 }
 
@@ -796,6 +794,55 @@ mod tests {
         let mut relabel = paused_object.clone();
         relabel["metadata"]["labels"] = json!({"team": "a"});
         assert!(plan_mutation(Some(&paused_object), &relabel, &user("carol"), later).is_empty());
+    }
+
+    /// Abort requests are recorded by the same rule as pauses: who set it, changed it (a
+    /// rollback) and removed it (a retry).
+    #[test]
+    fn aborting_and_retrying_are_recorded_and_a_client_cannot_write_the_record() {
+        use crate::abort::{aborted, AbortRecord, ABORT_ANNOTATION, ABORT_RECORD_ANNOTATION};
+        use crate::admission::check_audit_integrity;
+        let stored = promotion(None, &["dev"], "3.6.2");
+        let request = r#"{"stagesHash":"s","profileSpecHash":"p","rollbackTo":2}"#;
+        let mut aborting = stored.clone();
+        aborting["metadata"]["annotations"] = json!({ABORT_ANNOTATION: request});
+        let plan = plan_mutation(Some(&stored), &aborting, &user("alice"), now());
+        let aborted_object = apply(&aborting, &plan);
+        assert_eq!(
+            aborted(&aborted_object).unwrap().describe(),
+            "rolled back to revision 2 by alice at 2026-03-01T12:00:00Z"
+        );
+        assert!(
+            check_audit_integrity(Some(&stored), &aborted_object, &user("alice"), now()).is_empty()
+        );
+        assert!(plan_mutation(Some(&stored), &aborted_object, &user("alice"), now()).is_empty());
+        assert!(
+            !check_audit_integrity(Some(&stored), &aborted_object, &user("bob"), now()).is_empty()
+        );
+        let mut forged = stored.clone();
+        forged["metadata"]["annotations"] = json!({
+            ABORT_RECORD_ANNOTATION: aborted_object["metadata"]["annotations"]
+                [ABORT_RECORD_ANNOTATION].clone()
+        });
+        let v = check_audit_integrity(Some(&stored), &forged, &user("alice"), now());
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].message.contains("neither aborts"), "{v:?}");
+        // bob retries (removes the request): recorded as his.
+        let mut retrying = aborted_object.clone();
+        retrying["metadata"]["annotations"]
+            .as_object_mut()
+            .unwrap()
+            .remove(ABORT_ANNOTATION);
+        let plan = plan_mutation(Some(&aborted_object), &retrying, &user("bob"), now());
+        let retried = apply(&retrying, &plan);
+        assert_eq!(aborted(&retried), None);
+        let record: AbortRecord = serde_json::from_str(
+            retried["metadata"]["annotations"][ABORT_RECORD_ANNOTATION]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!((record.aborted, record.user.as_str()), (false, "bob"));
     }
 
     fn assert_idempotent(old: Option<&Value>, new: &Value, user: &UserInfo) -> Value {
