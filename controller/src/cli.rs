@@ -196,6 +196,11 @@ pub struct ReconcileArgs {
     /// The kubeconfig context to use.
     #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
+
+    /// With NAME: where the rollout history is (as `run --history-namespace`), read when the
+    /// promotion asks for a rollback (default: the kubeconfig context's namespace).
+    #[arg(long, value_name = "NS")]
+    pub history_namespace: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

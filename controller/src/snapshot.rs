@@ -9,6 +9,7 @@ use kube::{Client, Config};
 use serde_json::Value;
 
 use promotion_shared::fleet::{ClusterType, Inventory};
+use promotion_shared::history::{Revision, PROMOTION_UID_LABEL};
 use promotion_shared::model::{
     is_cluster_promotion, stage_profile_names, CLUSTER_PROFILE_NAME_LABEL, PROMOTION_NAME_LABEL,
 };
@@ -31,6 +32,7 @@ pub fn from_objects(
     let mut profiles = Vec::new();
     let mut summaries = Vec::new();
     let mut clusters = Vec::new();
+    let mut revisions = Vec::new();
     for object in objects {
         let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
         match kind {
@@ -38,6 +40,7 @@ pub fn from_objects(
             "ClusterProfile" => profiles.push(object),
             "ClusterSummary" => summaries.push(object),
             "SveltosCluster" | "Cluster" => clusters.push(object),
+            "ControllerRevision" => revisions.push(object),
             _ => {}
         }
     }
@@ -77,11 +80,25 @@ pub fn from_objects(
             .map_err(|e| Error::Input(e.to_string()))?;
         Some(inventory.into_clusters().into())
     };
+    // The chosen promotion's revisions: those labelled with its UID.
+    let uid = chosen.pointer("/metadata/uid").and_then(Value::as_str);
+    let revisions = revisions
+        .iter()
+        .filter(|r| {
+            uid.is_some()
+                && r.pointer("/metadata/labels")
+                    .and_then(|l| l.get(PROMOTION_UID_LABEL))
+                    .and_then(Value::as_str)
+                    == uid
+        })
+        .filter_map(Revision::decode)
+        .collect();
     Ok(Snapshot {
         promotion: chosen,
         profiles,
         summaries,
         fleet,
+        revisions,
     })
 }
 
@@ -156,8 +173,9 @@ fn user_agent(replica: Option<&str>) -> http::HeaderValue {
         .unwrap_or(http::HeaderValue::from_static(plain))
 }
 
-/// The snapshot of promotion `name` as the cluster holds it now.
-pub async fn live(client: &Client, name: &str) -> Result<Snapshot> {
+/// The snapshot of promotion `name` as the cluster holds it now; its rollout history is read
+/// from `history_namespace` while a rollback is requested.
+pub async fn live(client: &Client, name: &str, history_namespace: &str) -> Result<Snapshot> {
     let read = |what: &str, e: kube::Error| Error::Cluster(format!("reading {what}: {e}"));
     let promotions: Api<DynamicObject> = Api::all_with(client.clone(), &PROMOTION.api_resource());
     let promotion = promotions
@@ -222,10 +240,27 @@ pub async fn live(client: &Client, name: &str) -> Result<Snapshot> {
             Err(e) => return Err(read(plural, e)),
         }
     }
+    let revisions = match rollback_requested(&promotion) {
+        Some(uid) => crate::live::history::revisions_of(
+            &Api::namespaced(client.clone(), history_namespace),
+            uid,
+        )
+        .await
+        .map_err(|e| read("controllerrevisions", e))?,
+        None => Vec::new(),
+    };
     Ok(Snapshot {
         promotion,
         profiles,
         summaries,
         fleet: Some(inventory.into_clusters().into()),
+        revisions,
     })
+}
+
+/// The promotion's UID when it asks for a rollback: only then does its decision read the
+/// rollout history.
+pub fn rollback_requested(promotion: &Value) -> Option<&str> {
+    promotion_shared::abort::aborted(promotion)?.rollback_to()?;
+    promotion.pointer("/metadata/uid").and_then(Value::as_str)
 }

@@ -220,6 +220,13 @@ pub enum Phase {
     /// The promotion is paused ([`crate::pause`]): no stage starts and no approval is used until
     /// it is resumed; what Sveltos deploys continues.
     Paused,
+    /// The current rollout is aborted ([`crate::abort`]): it stays where it is until retried.
+    Aborted,
+    /// The current rollout is aborted and its stages are being set back to an earlier revision.
+    RollingBack,
+    /// The stages run the revision they were rolled back to, deployed; the spec is still the
+    /// aborted rollout's.
+    RolledBack,
     /// What decides the phase could not be read (the clusters of a stage still provisioning,
     /// when ClusterSummaries are forbidden): set by a reader, never by [`derive`].
     Unknown,
@@ -238,6 +245,9 @@ impl Phase {
             Phase::Blocked => "blocked",
             Phase::Deleting => "being deleted",
             Phase::Paused => "paused",
+            Phase::Aborted => "aborted",
+            Phase::RollingBack => "rolling back",
+            Phase::RolledBack => "rolled back",
             Phase::Unknown => "unknown",
         }
     }
@@ -265,8 +275,12 @@ pub struct Pipeline {
     pub stale: Option<String>,
     /// `metadata.deletionTimestamp`, when the promotion is being deleted (phase `deleting`).
     pub deleting: Option<String>,
-    /// Set while the promotion is paused (phase `paused`, unless it is being deleted).
+    /// Set while the promotion is paused (phase `paused`, unless it is being deleted or
+    /// aborted).
     pub paused: Option<crate::pause::Paused>,
+    /// Set while the current rollout is aborted ([`crate::abort`]; phase `aborted`, `rolling
+    /// back` or `rolled back`, unless it is being deleted).
+    pub aborted: Option<crate::abort::Aborted>,
     /// Who runs the promotion, for messages that say who acts
     /// ([`crate::status_writer::reconciler_name`]).
     pub reconciler: String,
@@ -290,7 +304,7 @@ impl Pipeline {
                 retriable: false,
             };
         }
-        if self.deleting.is_none() && self.paused.is_none() {
+        if self.deleting.is_none() && self.paused.is_none() && self.aborted.is_none() {
             self.phase = phase_of(&self.stages, self.note.is_none(), self.stale.is_some());
         }
     }
@@ -366,10 +380,13 @@ pub fn derive(
         .as_ref()
         .map(|t| t.0.to_string());
     let paused = crate::pause::paused_meta(&promotion.metadata);
-    let phase = match (&deleting, &paused) {
-        (Some(_), _) => Phase::Deleting,
-        (None, Some(_)) => Phase::Paused,
-        (None, None) => phase_of(&views, has_status, stale.is_some()),
+    let aborted = crate::abort::aborted_meta(&promotion.metadata)
+        .filter(|a| rollout_of(promotion).is_none_or(|id| a.applies_to(&id)));
+    let phase = match (&deleting, &aborted, &paused) {
+        (Some(_), _, _) => Phase::Deleting,
+        (None, Some(a), _) => aborted_phase(promotion, a),
+        (None, None, Some(_)) => Phase::Paused,
+        (None, None, None) => phase_of(&views, has_status, stale.is_some()),
     };
     Pipeline {
         name: promotion.name().to_string(),
@@ -382,8 +399,37 @@ pub fn derive(
         stale,
         deleting,
         paused,
+        aborted,
         reconciler,
         stages: views,
+    }
+}
+
+/// The rollout the promotion's spec describes (`None`: its spec cannot be hashed).
+fn rollout_of(promotion: &ClusterPromotion) -> Option<crate::rollout::RolloutId> {
+    let value = serde_json::to_value(promotion).ok()?;
+    crate::rollout::identity_of(&value).ok().map(|i| i.id)
+}
+
+/// The phase of an aborted rollout: `aborted`; with a rollback, `rolled back` once the
+/// controller has said of every stage it lists that it runs the revision, deployed
+/// ([`crate::status::descriptions::ROLLED_BACK`]), `rolling back` until then.
+fn aborted_phase(promotion: &ClusterPromotion, aborted: &crate::abort::Aborted) -> Phase {
+    let Some(n) = aborted.rollback_to() else {
+        return Phase::Aborted;
+    };
+    let done = format!("{}{n}", crate::status::descriptions::ROLLED_BACK);
+    let stages = promotion.stage_statuses();
+    let all_done = !stages.is_empty()
+        && stages.iter().all(|s| {
+            s.current_status_description
+                .as_deref()
+                .is_some_and(|d| crate::status::strip_timestamp(d) == done)
+        });
+    if all_done {
+        Phase::RolledBack
+    } else {
+        Phase::RollingBack
     }
 }
 

@@ -13,6 +13,11 @@ pub mod descriptions {
     pub const AWAITING_APPROVAL: &str = "Paused: Awaiting Manual Approval";
     /// The stage's trigger is satisfied: Sveltos moves on (or, on the last stage, completes).
     pub const PROMOTED: &str = "Successfully provisioned";
+    /// Ours, not Sveltos': the stage is being set back to a revision ([`crate::abort`]),
+    /// followed by its number.
+    pub const ROLLING_BACK: &str = "Rolling back to revision ";
+    /// Ours: the stage runs the revision it was rolled back to, deployed; followed by its number.
+    pub const ROLLED_BACK: &str = "Rolled back to revision ";
 }
 
 /// `failureMessage` texts that are not about clusters.

@@ -146,6 +146,7 @@ fn world(promotions: usize) -> Vec<Value> {
                 profiles: vec![canary.clone()],
                 summaries: canary_summaries.clone(),
                 fleet: Some(fleet.into()),
+                ..Snapshot::default()
             },
             now,
             &Options::default(),

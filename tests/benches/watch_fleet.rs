@@ -483,6 +483,7 @@ impl Driver {
                 profiles: self.profiles.clone(),
                 summaries: self.summaries.values().cloned().collect(),
                 fleet: Some(self.fleet.clone()),
+                revisions: Vec::new(),
             },
             now,
             &Options::default(),

@@ -34,7 +34,11 @@ pub async fn run(args: &ReconcileArgs) -> Result<()> {
         (None, Some(name)) => {
             let client =
                 snapshot::client(args.kubeconfig.as_deref(), args.context.as_deref(), None).await?;
-            snapshot::live(&client, name).await?
+            let namespace = args
+                .history_namespace
+                .clone()
+                .unwrap_or_else(|| client.default_namespace().to_string());
+            snapshot::live(&client, name, &namespace).await?
         }
         (None, None) => return Err(Error::Usage("give -f SNAPSHOT or a promotion NAME".into())),
     };

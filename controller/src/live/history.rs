@@ -20,6 +20,22 @@ use tracing::{debug, warn};
 use promotion_shared::admission::SPEC_CHANGE_ANNOTATION;
 use promotion_shared::history::{self, Revision, Write, PROMOTION_UID_LABEL, RECORD_ANNOTATION};
 
+/// The revisions, in `api`'s namespace, of the promotion with UID `uid`.
+pub async fn revisions_of(
+    api: &Api<ControllerRevision>,
+    uid: &str,
+) -> Result<Vec<Revision>, kube::Error> {
+    let listed = api
+        .list(&ListParams::default().labels(&format!("{PROMOTION_UID_LABEL}={uid}")))
+        .await?;
+    Ok(listed
+        .items
+        .iter()
+        .filter_map(|r| serde_json::to_value(r).ok())
+        .filter_map(|r| Revision::decode(&r))
+        .collect())
+}
+
 pub struct History {
     api: Api<ControllerRevision>,
     namespace: String,
@@ -82,17 +98,13 @@ impl History {
         }
     }
 
+    /// The revisions of the promotion with UID `uid`.
+    pub async fn revisions(&self, uid: &str) -> Result<Vec<Revision>, kube::Error> {
+        revisions_of(&self.api, uid).await
+    }
+
     async fn carry_out(&self, promotion: &Value, uid: &str) -> Result<(), kube::Error> {
-        let listed = self
-            .api
-            .list(&ListParams::default().labels(&format!("{PROMOTION_UID_LABEL}={uid}")))
-            .await?;
-        let revisions: Vec<Revision> = listed
-            .items
-            .iter()
-            .filter_map(|r| serde_json::to_value(r).ok())
-            .filter_map(|r| Revision::decode(&r))
-            .collect();
+        let revisions = self.revisions(uid).await?;
         let now = Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true);
         for write in history::plan(promotion, &revisions, self.limit, &self.namespace, &now) {
             match write {

@@ -172,7 +172,18 @@ async fn reconcile_one(
     let mut promotion = promotion;
     let mut attempt = 1;
     loop {
-        let snapshot = snapshot(&ctx.stores, promotion, &name);
+        let mut snapshot = snapshot(&ctx.stores, promotion, &name);
+        if let Some(uid) = crate::snapshot::rollback_requested(&snapshot.promotion) {
+            snapshot.revisions = ctx
+                .history
+                .revisions(uid)
+                .await
+                // Nothing is decided until the revision can be read (a forbidden read blocks
+                // the rollback and is reported as one).
+                .map_err(|e| {
+                    WriteError::of("reading the rollout history for the requested rollback", e)
+                })?;
+        }
         let now = Utc::now();
         let decision = decide(&snapshot, now, &ctx.options);
         debug!(
@@ -250,6 +261,7 @@ fn snapshot(stores: &Stores, promotion: Value, name: &str) -> Snapshot {
         summaries: stores.summaries_of(&stage_profiles),
         fleet: Some(stores.fleet()),
         promotion,
+        revisions: Vec::new(),
     }
 }
 

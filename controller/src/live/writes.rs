@@ -71,7 +71,7 @@ impl WriteError {
         }
     }
 
-    fn of(what: impl Into<String>, e: kube::Error) -> WriteError {
+    pub(crate) fn of(what: impl Into<String>, e: kube::Error) -> WriteError {
         let what = what.into();
         match e {
             kube::Error::Api(status) => WriteError::Refused {

@@ -127,6 +127,8 @@ impl Style {
         let tone = match phase {
             Phase::NotStarted | Phase::Unknown => Tone::Dim,
             Phase::Stale | Phase::Deleting | Phase::Paused => Tone::Waiting,
+            Phase::Aborted | Phase::RolledBack => Tone::Waiting,
+            Phase::RollingBack => Tone::Active,
             Phase::Progressing => Tone::Active,
             Phase::Degraded => Tone::Waiting,
             Phase::AwaitingApproval => Tone::Waiting,

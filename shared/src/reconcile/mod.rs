@@ -67,6 +67,9 @@ pub struct Snapshot {
     /// SveltosClusters and CAPI Clusters, when they were read (shared: a controller hands the
     /// same fleet to every promotion's reconcile).
     pub fleet: Option<std::sync::Arc<[Cluster]>>,
+    /// The promotion's rollout history, read only while a rollback is requested
+    /// ([`crate::abort`]): the revision it goes back to.
+    pub revisions: Vec<crate::history::Revision>,
 }
 
 /// How the decision reads the clock's wall time.
@@ -243,12 +246,18 @@ pub fn decide(snapshot: &Snapshot, now: DateTime<Utc>, options: &Options) -> Dec
             return d;
         }
     };
+    let aborted = crate::abort::aborted(&snapshot.promotion)
+        .filter(|a| identity(&tree_of(&snapshot.promotion)).is_ok_and(|i| a.applies_to(&i.id)));
     let r = Reconcile {
         snapshot,
         promotion: &promotion,
         now: now.with_nanosecond0(),
         options,
-        paused: crate::pause::paused(&snapshot.promotion),
+        hold: Hold::of(
+            crate::pause::paused(&snapshot.promotion).as_ref(),
+            aborted.as_ref(),
+        ),
+        aborted,
     };
     if promotion.metadata.deletion_timestamp.is_some() {
         r.delete(&mut d);
@@ -280,8 +289,44 @@ struct Reconcile<'a> {
     promotion: &'a ClusterPromotion,
     now: DateTime<Utc>,
     options: &'a Options,
-    /// While paused no stage starts and no gate passes ([`crate::pause`]).
-    paused: Option<crate::pause::Paused>,
+    /// While paused, or while this rollout is aborted, no stage starts and no gate passes.
+    hold: Option<Hold>,
+    /// The abort request of this rollout ([`crate::abort`]).
+    aborted: Option<crate::abort::Aborted>,
+}
+
+/// What holds the rollout where it is: a pause ([`crate::pause`]) or an abort of this rollout
+/// ([`crate::abort`]; it wins: a retry, not a resume, releases it).
+struct Hold {
+    phase: Phase,
+    /// "the promotion", "the rollout".
+    subject: &'static str,
+    /// "paused by alice at T: \"bad chart\"".
+    what: String,
+    /// What releases it: "resumed", "retried".
+    verb: &'static str,
+}
+
+impl Hold {
+    fn of(
+        paused: Option<&crate::pause::Paused>,
+        aborted: Option<&crate::abort::Aborted>,
+    ) -> Option<Hold> {
+        if let Some(a) = aborted {
+            return Some(Hold {
+                phase: Phase::Aborted,
+                subject: "the rollout",
+                what: a.describe(),
+                verb: "retried",
+            });
+        }
+        paused.map(|p| Hold {
+            phase: Phase::Paused,
+            subject: "the promotion",
+            what: p.describe(),
+            verb: "resumed",
+        })
+    }
 }
 
 /// What a stage's trigger says.
@@ -380,6 +425,14 @@ impl<'a> Reconcile<'a> {
             }
         };
         d.rollout = Some(id.clone());
+        if let Some(n) = self
+            .aborted
+            .as_ref()
+            .and_then(crate::abort::Aborted::rollback_to)
+        {
+            self.roll_back(d, &id, n);
+            return;
+        }
         let mut status = Status::new(self.promotion.status.clone().unwrap_or_default(), self.now);
         let recorded = RolloutId::in_status(&self.snapshot.promotion);
         let current = status
@@ -387,13 +440,12 @@ impl<'a> Reconcile<'a> {
             .filter(|c| stages.iter().any(|s| &s.name == c))
             .map(str::to_string);
         let Some(current) = current.filter(|_| recorded.as_ref() == Some(&id)) else {
-            if let Some(paused) = &self.paused {
+            if let Some(hold) = &self.hold {
                 d.explanation = format!(
-                    "the spec's rollout starts at {} when the promotion is resumed: it is {}",
-                    first.name,
-                    paused.describe()
+                    "the spec's rollout starts at {} when {} is {}: it is {}",
+                    first.name, hold.subject, hold.verb, hold.what
                 );
-                d.phase = Some(Phase::Paused);
+                d.phase = Some(hold.phase.clone());
                 return;
             }
             self.restart(d, &mut status, first, &id, recorded.as_ref());
@@ -415,16 +467,16 @@ impl<'a> Reconcile<'a> {
         let (committed, text) = promoting::recorded(&self.snapshot.promotion);
         let committed = committed.filter(|p| p.stage == current && p.rollout == id);
         let promoted = self.advance(d, &mut status, &current, committed.as_ref());
-        if let Some(paused) = self
-            .paused
+        if let Some(hold) = self
+            .hold
             .as_ref()
-            .filter(|_| d.phase != Some(Phase::Paused))
+            .filter(|h| d.phase.as_ref() != Some(&h.phase))
         {
             d.explanation.push_str(&format!(
-                " (the promotion is {}: no stage starts until it is resumed)",
-                paused.describe()
+                " ({} is {}: no stage starts until it is {})",
+                hold.subject, hold.what, hold.verb
             ));
-            d.phase = Some(Phase::Paused);
+            d.phase = Some(hold.phase.clone());
         }
         if !d.unconfirmed.is_empty() {
             d.explanation.push_str(&format!(
@@ -485,6 +537,163 @@ impl<'a> Reconcile<'a> {
             "{why}: {} is provisioned with it first; nothing else blocks",
             first.name
         );
+    }
+
+    /// A rollback of the rollout `id` to revision `n` ([`crate::abort`]): revision `n`'s stage
+    /// profile applied to every stage whose profile differs from it, at once; each stage counted
+    /// rolled back only once it is deployed as [`deployed`] judges it, against that profile. The
+    /// status says so per stage and names no current stage, so that a retry starts the rollout
+    /// again from its first stage. Nothing is stored as progress: each reconcile judges again
+    /// from what is stored, so a crash or a new leader finishes it.
+    fn roll_back(&self, d: &mut Decision, id: &RolloutId, n: i64) {
+        let by = self
+            .aborted
+            .as_ref()
+            .map(crate::abort::Aborted::by)
+            .unwrap_or_default();
+        let refuse = |d: &mut Decision, why: String| {
+            d.warning(
+                "RollbackRefused",
+                format!("the rollback to revision {n} {by} is refused: {why}"),
+            );
+            d.explanation = format!(
+                "the rollback to revision {n} is refused: {why}; the rollout stays aborted where \
+                 it is"
+            );
+            d.phase = Some(Phase::Aborted);
+        };
+        let target = match crate::abort::rollback_target(&self.snapshot.revisions, id, Some(n)) {
+            Ok(t) => t,
+            Err(why) => return refuse(d, why),
+        };
+        let mut stored = self.snapshot.promotion.clone();
+        stored["spec"]["profileSpec"] = target.data.get("profileSpec").cloned().unwrap_or_default();
+        stored["spec"]["stages"] = target.data.get("stages").cloned().unwrap_or_default();
+        let promotion = match ClusterPromotion::decode(&stored) {
+            Ok(p) => p,
+            Err(e) => return refuse(d, format!("its data cannot be read: {e}")),
+        };
+        let snapshot = Snapshot {
+            promotion: stored,
+            revisions: Vec::new(),
+            ..self.snapshot.clone()
+        };
+        let r = Reconcile {
+            snapshot: &snapshot,
+            promotion: &promotion,
+            now: self.now,
+            options: self.options,
+            hold: None,
+            aborted: None,
+        };
+        let mut status = Status::new(self.promotion.status.clone().unwrap_or_default(), self.now);
+        let before = status.status.clone();
+        status.reset();
+        status.status.current_stage_name = None;
+        status.set_hashes(id);
+        let rolled_back = format!("{}{n}", descriptions::ROLLED_BACK);
+        let (mut done, mut rolling) = (Vec::new(), Vec::new());
+        for stage in &promotion.spec.stages {
+            let name = stage_profile_name(self.name(), &stage.name);
+            // A stage no rollout ever reached has no profile: nothing to set back.
+            let Some(have) = r.profile(&name) else {
+                continue;
+            };
+            let post = post_delay(stage);
+            let want = stage_profile(&promotion, &snapshot.promotion, stage, post);
+            let deployed = if same_profile(have, &want) {
+                match r.deployment(d, stage, !post.is_empty()) {
+                    Deployment::Deployed(_) => None,
+                    Deployment::NotDeployed(why) => Some(why),
+                }
+            } else {
+                d.apply.push(want);
+                Some(format!(
+                    "ClusterProfile {name} is being set back to revision {n}"
+                ))
+            };
+            let description = match &deployed {
+                None => rolled_back.clone(),
+                Some(_) => format!("{}{n}", descriptions::ROLLING_BACK),
+            };
+            // An entry that already says so keeps its times (when the stage was first seen
+            // rolled back): the status changes only when a stage's state does.
+            let earlier = before
+                .stages
+                .iter()
+                .flatten()
+                .find(|s| s.name == stage.name)
+                .filter(|s| {
+                    s.current_status_description
+                        .as_deref()
+                        .is_some_and(|t| crate::status::strip_timestamp(t) == description)
+                })
+                .cloned();
+            status.add_stage(&stage.name);
+            status.check(&stage.name, deployed.is_none(), deployed.clone());
+            status.describe(&stage.name, &description);
+            if let Some(earlier) = earlier {
+                for s in status.status.stages.iter_mut().flatten() {
+                    if s.name == stage.name {
+                        s.last_update_reconciled_time = earlier.last_update_reconciled_time.clone();
+                        s.last_successful_applied_time =
+                            earlier.last_successful_applied_time.clone();
+                    }
+                }
+            }
+            match deployed {
+                None => done.push(stage.name.clone()),
+                Some(why) => rolling.push(format!("{}: {why}", stage.name)),
+            }
+        }
+        status.status.current_stage_name = None;
+        status.status.last_promotion_time = None;
+        for stage in &promotion.spec.stages {
+            let pre = preverification_profile_name(self.name(), &stage.name);
+            if self.profile(&pre).is_some() {
+                d.delete_profile(pre);
+            }
+        }
+        let was_done = before.stages.iter().flatten().all(|s| {
+            s.current_status_description
+                .as_deref()
+                .is_some_and(|t| crate::status::strip_timestamp(t) == rolled_back)
+        }) && before.stages.as_ref().is_some_and(|s| !s.is_empty());
+        if rolling.is_empty() {
+            if !was_done {
+                d.event(
+                    format!("Rolled back to revision {n}: {} run it", done.join(", ")),
+                    None,
+                );
+            }
+            d.phase = Some(Phase::RolledBack);
+            d.explanation = format!(
+                "rolled back to revision {n} {by}: {} run it (the spec is still the aborted \
+                 rollout's; `kubectl promotion retry` starts it again from its first stage)",
+                if done.is_empty() {
+                    "no stage has a profile, so none".to_string()
+                } else {
+                    done.join(", ")
+                }
+            );
+        } else {
+            if !d.apply.is_empty() {
+                d.warning(
+                    "RollingBack",
+                    format!(
+                        "Rolling back to revision {n} {by}: {}",
+                        d.apply
+                            .iter()
+                            .map(|b| named(b).to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                );
+            }
+            d.phase = Some(Phase::RollingBack);
+            d.explanation = format!("rolling back to revision {n} {by}: {}", rolling.join("; "));
+        }
+        d.status = status.changed();
     }
 
     /// D10: the generated profile of each stage the current rollout has reached, applied again
@@ -629,20 +838,22 @@ impl<'a> Reconcile<'a> {
                 return false;
             }
         }
-        if let Some(paused) = &self.paused {
-            // The gate would pass: nothing is used or started while paused (a step committed
-            // before the pause stays committed, to be carried out on resume).
+        if let Some(hold) = &self.hold {
+            // The gate would pass: nothing is used or started while held (a step committed
+            // before the hold stays committed, to be carried out on resume or retry).
             d.consume_approvals.clear();
             d.clear_approvals.clear();
             d.promoting = None;
-            d.phase = Some(Phase::Paused);
+            d.phase = Some(hold.phase.clone());
             d.explanation = format!(
-                "{current} may advance, but the promotion is {}: {} when it is resumed",
-                paused.describe(),
+                "{current} may advance, but {} is {}: {} when it is {}",
+                hold.subject,
+                hold.what,
                 match next {
                     Some(next) => format!("{} starts", next.name),
                     None => "it completes".to_string(),
-                }
+                },
+                hold.verb
             );
             return false;
         }

@@ -79,6 +79,7 @@ pub fn simulate(
         profiles: Vec::new(),
         summaries: Vec::new(),
         fleet: Some(fleet.into()),
+        revisions: Vec::new(),
     };
     if let Some(meta) = snapshot
         .promotion

@@ -133,6 +133,7 @@ fn snapshot(promotion: Value, profiles: Vec<Value>, summaries: Vec<Value>) -> Sn
         profiles,
         summaries,
         fleet: None,
+        revisions: Vec::new(),
     }
 }
 
@@ -1247,4 +1248,190 @@ fn a_spec_change_while_paused_starts_nothing_until_resumed() {
         .remove("annotations");
     let d = decide_now(changed, profiles, summaries);
     assert_eq!(applied_names(&d), ["p-dev"]);
+}
+
+/// Revision 1 rolled chart 1.0.0 through every stage; revision 2, chart 1.0.1, reached dev and
+/// staging (each deployed there), and prod still runs 1.0.0. The snapshot of revision 2 at
+/// staging, with its abort request (`rollback_to`).
+fn bad_upgrade_at_staging(rollback_to: Option<i64>) -> (Value, Snapshot) {
+    use crate::history::{Record, Revision};
+    let good = promotion_with(stages());
+    let mut bad = at_stage(
+        stages(),
+        &[
+            DEV_DONE,
+            (
+                "staging",
+                Some("2026-03-02T09:10:00Z"),
+                "All matching clusters are successfully deployed.",
+            ),
+        ],
+    );
+    bad["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"] = json!("1.0.1");
+    let id = identity_of(&bad).unwrap().id;
+    bad["status"]["stagesHash"] = json!(id.stages_hash);
+    bad["status"]["profileSpecHash"] = json!(id.profile_spec_hash);
+    let request = crate::abort::AbortRequest {
+        stages_hash: id.stages_hash.clone(),
+        profile_spec_hash: id.profile_spec_hash.clone(),
+        rollback_to,
+        reason: Some("bad chart".into()),
+    };
+    bad["metadata"]["annotations"] =
+        json!({crate::abort::ABORT_ANNOTATION: request.to_annotation()});
+    let revision = |number: i64, p: &Value, completed: bool| Revision {
+        name: format!("p-{number}"),
+        number,
+        data: json!({"profileSpec": p["spec"]["profileSpec"], "stages": p["spec"]["stages"]}),
+        record: Some(Record {
+            completed: completed.then(|| "2026-03-01T00:00:00Z".to_string()),
+            ..Record {
+                stages_hash: identity_of(p).unwrap().id.stages_hash,
+                profile_spec_hash: identity_of(p).unwrap().id.profile_spec_hash,
+                ..Record::default()
+            }
+        }),
+    };
+    let profiles = vec![
+        profile(&bad, 0, &["c1"]),
+        profile(&bad, 1, &["c2"]),
+        profile(&good, 2, &["c3"]),
+    ];
+    let summaries = profiles
+        .iter()
+        .zip(["c1", "c2", "c3"])
+        .map(|(p, c)| summary(p, c, "Provisioned"))
+        .collect();
+    let mut s = snapshot(bad, profiles, summaries);
+    s.revisions = vec![revision(1, &good, true), revision(2, &s.promotion, false)];
+    (good, s)
+}
+
+#[test]
+fn a_rollback_sets_every_stage_back_at_once_and_counts_it_only_once_deployed() {
+    let (good, s) = bad_upgrade_at_staging(Some(1));
+    let d = decide_at(&s, NOW);
+    // dev and staging get revision 1's profiles at once; prod already runs it.
+    assert_eq!(applied_names(&d), ["p-dev", "p-staging"]);
+    for body in &d.apply {
+        assert_eq!(
+            body["spec"]["helmCharts"][0]["chartVersion"],
+            json!("1.0.0")
+        );
+    }
+    assert_eq!(d.phase, Some(Phase::RollingBack));
+    assert!(d.consume_approvals.is_empty());
+    let status = d.status.clone().expect("the status says so");
+    // No current stage (the status write removes it): a retry starts from the first stage.
+    assert_eq!(status.get("currentStageName"), None);
+    let described: Vec<&str> = status["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|st| crate::status::strip_timestamp(st["currentStatusDescription"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        described,
+        [
+            "Rolling back to revision 1",
+            "Rolling back to revision 1",
+            "Rolled back to revision 1"
+        ]
+    );
+    assert!(
+        d.events
+            .iter()
+            .any(|e| e.reason == "RollingBack" && e.message.contains("p-dev, p-staging")),
+        "{:?}",
+        d.events
+    );
+
+    // Sveltos deploys them: rolled back, said once.
+    let mut after = s.clone();
+    after.promotion["status"] = status;
+    after.profiles = (0..3)
+        .map(|i| profile(&good, i, &[["c1", "c2", "c3"][i]]))
+        .collect();
+    after.summaries = after
+        .profiles
+        .iter()
+        .zip(["c1", "c2", "c3"])
+        .map(|(p, c)| summary(p, c, "Provisioned"))
+        .collect();
+    let d = decide_at(&after, NOW);
+    assert!(d.apply.is_empty(), "{:?}", applied_names(&d));
+    assert_eq!(d.phase, Some(Phase::RolledBack));
+    assert!(
+        d.explanation.starts_with("rolled back to revision 1"),
+        "{}",
+        d.explanation
+    );
+    assert!(d
+        .events
+        .iter()
+        .any(|e| e.message.starts_with("Rolled back to revision 1")));
+    let mut later = after.clone();
+    later.promotion["status"] = d.status.clone().expect("rolled back, per stage");
+    let d = decide_at(&later, "2026-03-02T10:10:00Z");
+    assert!(d.events.is_empty() && d.status.is_none(), "{d:?}");
+    assert_eq!(d.phase, Some(Phase::RolledBack));
+
+    // Retried: the aborted rollout starts again from its first stage.
+    let mut retried = later.clone();
+    retried.promotion["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("annotations");
+    let d = decide_at(&retried, "2026-03-02T10:10:00Z");
+    assert_eq!(applied_names(&d), ["p-dev"]);
+    assert_eq!(
+        d.apply[0]["spec"]["helmCharts"][0]["chartVersion"],
+        json!("1.0.1")
+    );
+    assert!(d
+        .events
+        .iter()
+        .any(|e| e.message == "Provisioning stage dev (Restart)"));
+}
+
+#[test]
+fn an_abort_holds_the_rollout_and_a_rollback_that_makes_no_sense_is_refused() {
+    // Aborted without a rollback: staging's approval is not used, prod does not start.
+    let (_, mut s) = bad_upgrade_at_staging(None);
+    s.promotion["spec"]["stages"][1]["trigger"]["manual"]["approved"] = json!(true);
+    let request = crate::abort::AbortRequest {
+        stages_hash: identity_of(&s.promotion).unwrap().id.stages_hash,
+        profile_spec_hash: identity_of(&s.promotion).unwrap().id.profile_spec_hash,
+        rollback_to: None,
+        reason: None,
+    };
+    s.promotion["metadata"]["annotations"] =
+        json!({crate::abort::ABORT_ANNOTATION: request.to_annotation()});
+    let d = decide_at(&s, NOW);
+    assert!(d.consume_approvals.is_empty() && !applied_names(&d).contains(&"p-prod"));
+    assert_eq!(d.phase, Some(Phase::Aborted));
+    assert!(
+        d.explanation.contains("but the rollout is aborted") && d.explanation.ends_with("retried"),
+        "{}",
+        d.explanation
+    );
+    // The abort belongs to its rollout: a spec change starts the next one.
+    let mut changed = s.clone();
+    changed.promotion["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"] = json!("1.0.2");
+    let d = decide_at(&changed, NOW);
+    assert_eq!(applied_names(&d), ["p-dev"]);
+    assert_eq!(d.phase, Some(Phase::Progressing));
+
+    // A rollback to the current rollout itself: refused, nothing applied, the rollout held.
+    let (_, s) = bad_upgrade_at_staging(Some(2));
+    let d = decide_at(&s, NOW);
+    assert!(d.apply.is_empty(), "{:?}", applied_names(&d));
+    assert_eq!(d.phase, Some(Phase::Aborted));
+    assert!(
+        d.events
+            .iter()
+            .any(|e| e.reason == "RollbackRefused" && e.message.contains("is the current rollout")),
+        "{:?}",
+        d.events
+    );
 }

@@ -350,6 +350,10 @@ fn check(promotion: &ClusterPromotion, snap: SnapshotRef<'_>, d: &Description) {
         ),
         Phase::NotStarted | Phase::Progressing => {}
         Phase::Paused => assert!(d.paused.is_some(), "paused without the pause annotation"),
+        Phase::Aborted | Phase::RollingBack | Phase::RolledBack => assert!(
+            promotion_shared::abort::aborted(snap.object).is_some(),
+            "aborted without the abort annotation"
+        ),
         Phase::Unknown => assert!(
             online && !clusters_known,
             "unknown with the clusters known, or offline"
