@@ -67,6 +67,7 @@ pub fn validate_update(old: &serde_json::Value, new: &serde_json::Value) -> Vec<
 /// [`validate_update`] on parsed trees.
 pub fn validate_update_tree(old: &Tree, new: &Tree) -> Vec<Finding> {
     let mut findings = validate_tree(new);
+    check_abort_rollout(old, new, &mut findings);
     for f in &mut findings {
         let ratchets = f.code.starts_with("lua-") || f.code.starts_with("cel-");
         if f.is_error() && ratchets {
@@ -122,6 +123,7 @@ fn check_object(object: &Tree, out: &mut Vec<Finding>) {
 fn check_metadata<'a>(root: &'a Object, out: &mut Vec<Finding>) -> Option<&'a str> {
     let meta_path = FieldPath::root("metadata");
     let meta = expect_object(root.get("metadata")?, &meta_path, out)?;
+    check_abort_request(meta, &meta_path, out);
     let name_path = meta_path.key("name");
     match meta.get("name") {
         Some(Tree::Str(name)) => {
@@ -147,6 +149,65 @@ fn check_metadata<'a>(root: &'a Object, out: &mut Vec<Finding>) -> Option<&'a st
             ));
             None
         }
+    }
+}
+
+/// The abort request a user sets ([`crate::abort`]) must be one: a request the controller cannot
+/// read would hold the rollout with only an explanation to say why.
+fn check_abort_request(meta: &Object, meta_path: &FieldPath, out: &mut Vec<Finding>) {
+    let Some(value) = meta
+        .get("annotations")
+        .and_then(Tree::as_object)
+        .and_then(|a| a.get(crate::abort::ABORT_ANNOTATION))
+    else {
+        return;
+    };
+    let path = meta_path
+        .key("annotations")
+        .key(crate::abort::ABORT_ANNOTATION);
+    if let Some(text) = expect_str(value, &path, out) {
+        if let Err(e) = crate::abort::AbortRequest::parse(text) {
+            out.push(Finding::error("abort-invalid", &path, e));
+        }
+    }
+}
+
+/// An abort request set or changed by this update must name the rollout the spec it is stored
+/// with describes: one made for a spec that changed meanwhile would otherwise be ignored
+/// silently (it belongs to the rollout it names).
+fn check_abort_rollout(old: &Tree, new: &Tree, out: &mut Vec<Finding>) {
+    let request = |t: &Tree| {
+        crate::tree::pointer(t, "/metadata/annotations")
+            .and_then(Tree::as_object)
+            .and_then(|a| a.get(crate::abort::ABORT_ANNOTATION))
+            .and_then(Tree::as_str)
+            .map(str::to_string)
+    };
+    let Some(text) = request(new).filter(|r| request(old).as_ref() != Some(r)) else {
+        return;
+    };
+    let (Ok(asked), Ok(spec)) = (
+        crate::abort::AbortRequest::parse(&text),
+        crate::rollout::identity(new),
+    ) else {
+        return;
+    };
+    if asked.rollout() != spec.id {
+        out.push(Finding::error(
+            "abort-stale",
+            &FieldPath::root("metadata")
+                .key("annotations")
+                .key(crate::abort::ABORT_ANNOTATION),
+            format!(
+                "the request names the rollout (stagesHash {}, profileSpecHash {}) but the spec \
+                 is at (stagesHash {}, profileSpecHash {}): the spec changed since it was made; \
+                 run the command again",
+                asked.stages_hash,
+                asked.profile_spec_hash,
+                spec.id.stages_hash,
+                spec.id.profile_spec_hash
+            ),
+        ));
     }
 }
 
@@ -235,3 +296,6 @@ pub(crate) fn check_duration(value: &Tree, path: &FieldPath, out: &mut Vec<Findi
         )),
     }
 }
+
+#[cfg(test)]
+mod abort_tests;
