@@ -195,7 +195,7 @@ fn check_abort_rollout(old: &Tree, new: &Tree, out: &mut Vec<Finding>) {
     if asked.rollout() != spec.id {
         out.push(Finding::error(
             "abort-stale",
-            &FieldPath::root("metadata")
+            FieldPath::root("metadata")
                 .key("annotations")
                 .key(crate::abort::ABORT_ANNOTATION),
             format!(
