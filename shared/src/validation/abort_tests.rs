@@ -23,7 +23,7 @@ fn codes(findings: &[Finding]) -> Vec<&str> {
     findings
         .iter()
         .filter(|f| f.is_error())
-        .map(|f| f.code.as_ref())
+        .map(|f| f.code)
         .collect()
 }
 
