@@ -173,6 +173,24 @@ fn of(value: &str, record: Option<&str>) -> Aborted {
     }
 }
 
+/// Whether the stage descriptions of a status (`currentStatusDescription`, each stage it lists)
+/// say that every stage runs revision `n`, deployed: the controller's word that the rollback is
+/// done ([`crate::status::descriptions::ROLLED_BACK`]).
+pub fn all_rolled_back<'a>(
+    descriptions: impl IntoIterator<Item = Option<&'a str>>,
+    n: i64,
+) -> bool {
+    let done = format!("{}{n}", crate::status::descriptions::ROLLED_BACK);
+    let mut any = false;
+    for description in descriptions {
+        any = true;
+        if description.map(crate::status::strip_timestamp) != Some(done.as_str()) {
+            return false;
+        }
+    }
+    any
+}
+
 /// The revision a rollback of the rollout `current` goes back to: `to`, or by default the newest
 /// revision that completed. The one rule, for the plugin (which refuses up front) and the
 /// controller (which refuses a request that got past it).

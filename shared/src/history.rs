@@ -58,6 +58,25 @@ pub struct Record {
     /// The revision that replaced it, and when it was first seen.
     pub superseded_by: Option<i64>,
     pub superseded: Option<String>,
+    /// The last abort of this run ([`crate::abort`]).
+    pub aborted: Option<AbortOutcome>,
+}
+
+/// An abort of a rollout, as the history keeps it.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AbortOutcome {
+    /// Who aborted it, by the webhook's record (absent when not recorded).
+    pub by: Option<String>,
+    /// When: the webhook's record, else when the controller first saw it.
+    pub time: String,
+    /// The revision it was rolled back to.
+    pub rollback_to: Option<i64>,
+    /// When every stage was seen running that revision, deployed.
+    pub rolled_back: Option<String>,
+    /// When the abort was lifted (`kubectl promotion retry`).
+    pub retried: Option<String>,
 }
 
 #[skip_serializing_none]
@@ -79,12 +98,24 @@ impl Record {
         }
     }
 
-    /// "complete", "superseded by 4", "in progress".
+    /// "complete", "superseded by 4", "rolled back to 2 by alice", "aborted", "in progress".
     pub fn outcome(&self) -> String {
-        match (self.superseded_by, &self.completed) {
-            (Some(n), _) => format!("superseded by {n}"),
-            (None, Some(_)) => "complete".to_string(),
-            (None, None) => "in progress".to_string(),
+        let aborted = self.aborted.as_ref().filter(|a| a.retried.is_none());
+        match (self.superseded_by, aborted, &self.completed) {
+            (Some(n), _, _) => format!("superseded by {n}"),
+            (None, Some(a), _) => {
+                let what = match (a.rollback_to, &a.rolled_back) {
+                    (Some(n), Some(_)) => format!("rolled back to {n}"),
+                    (Some(n), None) => format!("rolling back to {n}"),
+                    (None, _) => "aborted".to_string(),
+                };
+                match &a.by {
+                    Some(by) => format!("{what} by {by}"),
+                    None => what,
+                }
+            }
+            (None, None, Some(_)) => "complete".to_string(),
+            (None, None, None) => "in progress".to_string(),
         }
     }
 }
@@ -129,7 +160,7 @@ pub enum Write {
     /// `revision` (a rollout that comes back is renumbered as the newest, as Deployments do).
     Record {
         name: String,
-        record: Record,
+        record: Box<Record>,
         number: Option<i64>,
     },
     /// Delete revision `name` (pruned).
@@ -192,13 +223,13 @@ pub fn plan(
             } else {
                 before.clone()
             };
-            let record = progress(promotion, base, now);
+            let record = progress(promotion, base, &rollout, now);
             let number = comes_back.then_some(newest + 1);
             let r = &mut revisions[i];
             if record != before || number.is_some() {
                 writes.push(Write::Record {
                     name: r.name.clone(),
-                    record: record.clone(),
+                    record: Box::new(record.clone()),
                     number,
                 });
             }
@@ -210,7 +241,12 @@ pub fn plan(
         }
         None => {
             let number = newest + 1;
-            let record = progress(promotion, fresh_record(promotion, &rollout, now), now);
+            let record = progress(
+                promotion,
+                fresh_record(promotion, &rollout, now),
+                &rollout,
+                now,
+            );
             let revision_name = revision_name(name, uid, &rollout);
             writes.push(Write::Create(controller_revision(
                 promotion,
@@ -238,7 +274,7 @@ pub fn plan(
             record.superseded = Some(now.to_string());
             writes.push(Write::Record {
                 name: r.name.clone(),
-                record: record.clone(),
+                record: Box::new(record.clone()),
                 number: None,
             });
         }
@@ -282,8 +318,38 @@ fn prune(revisions: &[Revision], current: &str, limit: usize) -> Vec<Write> {
     writes
 }
 
-/// `record` with the stages the status shows reached, and completion.
-fn progress(promotion: &Value, mut record: Record, now: &str) -> Record {
+/// `record` with its abort, the stages the status shows reached, and completion. While the
+/// run is rolled back the status describes the rollback, not the run: its stages stay as they
+/// were.
+fn progress(promotion: &Value, mut record: Record, rollout: &RolloutId, now: &str) -> Record {
+    let aborted = crate::abort::aborted(promotion).filter(|a| a.applies_to(rollout));
+    match (&aborted, record.aborted.as_mut()) {
+        (Some(a), previous) => {
+            let fresh =
+                previous.is_none_or(|p| p.retried.is_some() || p.rollback_to != a.rollback_to());
+            if fresh {
+                record.aborted = Some(AbortOutcome {
+                    by: a.record.as_ref().map(|r| r.user.clone()),
+                    time: a
+                        .record
+                        .as_ref()
+                        .map_or_else(|| now.to_string(), |r| r.time.clone()),
+                    rollback_to: a.rollback_to(),
+                    ..AbortOutcome::default()
+                });
+            }
+            if let (Some(outcome), Some(n)) = (record.aborted.as_mut(), a.rollback_to()) {
+                if outcome.rolled_back.is_none() && rolled_back(promotion, n) {
+                    outcome.rolled_back = Some(now.to_string());
+                }
+                return record;
+            }
+        }
+        (None, Some(previous)) if previous.retried.is_none() => {
+            previous.retried = Some(now.to_string());
+        }
+        (None, _) => {}
+    }
     let statuses = promotion
         .pointer("/status/stages")
         .and_then(Value::as_array)
@@ -316,6 +382,19 @@ fn progress(promotion: &Value, mut record: Record, now: &str) -> Record {
         record.completed = Some(now.to_string());
     }
     record
+}
+
+/// Every stage the status lists runs revision `n`, deployed.
+fn rolled_back(promotion: &Value, n: i64) -> bool {
+    let stages = promotion
+        .pointer("/status/stages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten();
+    crate::abort::all_rolled_back(
+        stages.map(|s| s.get("currentStatusDescription").and_then(Value::as_str)),
+        n,
+    )
 }
 
 /// The last stage passed its gate: the status says the promotion is complete (upstream's

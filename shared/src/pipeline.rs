@@ -418,15 +418,13 @@ fn aborted_phase(promotion: &ClusterPromotion, aborted: &crate::abort::Aborted) 
     let Some(n) = aborted.rollback_to() else {
         return Phase::Aborted;
     };
-    let done = format!("{}{n}", crate::status::descriptions::ROLLED_BACK);
     let stages = promotion.stage_statuses();
-    let all_done = !stages.is_empty()
-        && stages.iter().all(|s| {
-            s.current_status_description
-                .as_deref()
-                .is_some_and(|d| crate::status::strip_timestamp(d) == done)
-        });
-    if all_done {
+    if crate::abort::all_rolled_back(
+        stages
+            .iter()
+            .map(|s| s.current_status_description.as_deref()),
+        n,
+    ) {
         Phase::RolledBack
     } else {
         Phase::RollingBack

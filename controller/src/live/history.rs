@@ -73,12 +73,17 @@ impl History {
         if promotion.pointer("/metadata/deletionTimestamp").is_some() {
             return;
         }
-        // What the history depends on: the status, and who changed the spec.
-        let key = json!([
-            promotion.get("status"),
+        // What the history depends on: the status, who changed the spec, and an abort.
+        let annotation = |key: &str| {
             promotion
                 .pointer("/metadata/annotations")
-                .and_then(|a| a.get(SPEC_CHANGE_ANNOTATION)),
+                .and_then(|a| a.get(key))
+        };
+        let key = json!([
+            promotion.get("status"),
+            annotation(SPEC_CHANGE_ANNOTATION),
+            annotation(promotion_shared::abort::ABORT_ANNOTATION),
+            annotation(promotion_shared::abort::ABORT_RECORD_ANNOTATION),
         ])
         .to_string();
         if self.remembered().get(uid) == Some(&key) {

@@ -54,7 +54,7 @@ fn apply(revisions: &mut Vec<Revision>, writes: &[Write]) {
                 number,
             } => {
                 let r = revisions.iter_mut().find(|r| &r.name == name).unwrap();
-                r.record = Some(record.clone());
+                r.record = Some((**record).clone());
                 if let Some(n) = number {
                     r.number = *n;
                 }
@@ -161,4 +161,70 @@ fn nothing_is_recorded_before_the_status_follows_the_spec() {
     let mut fresh = promotion("3.6.2", &[], false);
     fresh.as_object_mut().unwrap().remove("status");
     assert!(plan(&fresh, &[], 10, "ns", NOW).is_empty());
+}
+
+/// An abort and a rollback are the run's outcome; the stages the rollback lists are not taken
+/// for the run's own progress; a retry lifts it.
+#[test]
+fn a_rollback_is_the_outcome_of_its_run_until_retried() {
+    use crate::abort::{AbortRequest, ABORT_ANNOTATION, ABORT_RECORD_ANNOTATION};
+    let mut revisions = Vec::new();
+    let step = |revisions: &mut Vec<Revision>, p: &Value, now: &str| {
+        let writes = plan(p, revisions, 10, "ns", now);
+        apply(revisions, &writes);
+    };
+    step(
+        &mut revisions,
+        &promotion("3.6.2", &["dev", "prod"], true),
+        NOW,
+    );
+    let bad = promotion("3.7.0", &["dev"], false);
+    step(&mut revisions, &bad, NOW);
+    let id = identity_of(&bad).unwrap().id;
+    let request = AbortRequest {
+        stages_hash: id.stages_hash,
+        profile_spec_hash: id.profile_spec_hash,
+        rollback_to: Some(1),
+        reason: None,
+    }
+    .to_annotation();
+    let mut rolling = bad.clone();
+    rolling["metadata"]["annotations"] = json!({
+        ABORT_ANNOTATION: request,
+        ABORT_RECORD_ANNOTATION: json!({"aborted": true, "user": "alice",
+            "time": "2026-03-02T09:59:00Z", "request": request}).to_string(),
+    });
+    rolling["status"]["stages"] = json!([
+        {"name": "dev", "currentStatusDescription": "Rolled back to revision 1 (2026-03-02T10:00:00Z)"},
+        {"name": "prod", "currentStatusDescription": "Rolling back to revision 1 (2026-03-02T10:00:00Z)"},
+    ]);
+    step(&mut revisions, &rolling, NOW);
+    let record = |revisions: &[Revision]| {
+        revisions
+            .iter()
+            .find(|r| r.number == 2)
+            .and_then(|r| r.record.clone())
+            .unwrap()
+    };
+    let r = record(&revisions);
+    assert_eq!(r.outcome(), "rolling back to 1 by alice");
+    let reached: Vec<&str> = r.stages.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(reached, ["dev"], "prod is the rollback's, not the run's");
+    rolling["status"]["stages"][1]["currentStatusDescription"] =
+        json!("Rolled back to revision 1 (2026-03-02T10:01:00Z)");
+    step(&mut revisions, &rolling, "2026-03-02T10:01:00Z");
+    assert_eq!(record(&revisions).outcome(), "rolled back to 1 by alice");
+    // Retried: the run goes on; the rollback stays in its record, lifted.
+    let mut retried = rolling.clone();
+    retried["metadata"]["annotations"]
+        .as_object_mut()
+        .unwrap()
+        .remove(ABORT_ANNOTATION);
+    step(&mut revisions, &retried, "2026-03-02T10:05:00Z");
+    let r = record(&revisions);
+    assert_eq!(r.outcome(), "in progress");
+    assert_eq!(
+        r.aborted.and_then(|a| a.retried).as_deref(),
+        Some("2026-03-02T10:05:00Z")
+    );
 }

@@ -654,11 +654,14 @@ impl<'a> Reconcile<'a> {
                 d.delete_profile(pre);
             }
         }
-        let was_done = before.stages.iter().flatten().all(|s| {
-            s.current_status_description
-                .as_deref()
-                .is_some_and(|t| crate::status::strip_timestamp(t) == rolled_back)
-        }) && before.stages.as_ref().is_some_and(|s| !s.is_empty());
+        let was_done = crate::abort::all_rolled_back(
+            before
+                .stages
+                .iter()
+                .flatten()
+                .map(|s| s.current_status_description.as_deref()),
+            n,
+        );
         if rolling.is_empty() {
             if !was_done {
                 d.event(
