@@ -63,6 +63,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
         history_of_rollouts,
     ),
     (
+        "a_rollback_sets_the_stages_a_bad_upgrade_reached_back_at_once_and_a_retry_resumes_it",
+        rollback_after_a_bad_upgrade,
+    ),
+    (
         "capi_clusters_are_watched_from_the_moment_their_crd_is_installed",
         capi_installed_later,
     ),
@@ -1492,6 +1496,156 @@ fn upgrade_waits_for_the_deployment(cluster: &Cluster) -> Result<(), String> {
         return Err(format!(
             "the double reported dev deployed {dev_reports} time(s): {:?}",
             addon.deployed()
+        ));
+    }
+    Ok(())
+}
+
+/// A bad chart upgrade reached dev and staging (prod still runs the last complete rollout).
+/// A rollback, asked through the webhook, sets both back to revision 1 at once — without
+/// walking a gate — and counts each rolled back only once Sveltos reports it deployed; they stay
+/// on it while the spec still holds the bad chart; the history says who rolled back; a retry
+/// starts the upgrade again from dev.
+fn rollback_after_a_bad_upgrade(cluster: &Cluster) -> Result<(), String> {
+    use promotion_shared::abort::{AbortRequest, ABORT_ANNOTATION};
+    use promotion_shared::history::{Revision, PROMOTION_UID_LABEL};
+    clusters(cluster)?;
+    let _webhook = webhook(cluster)?;
+    install_rbac(cluster)?;
+    let addon = AddonController::new(cluster);
+    let mut ctl = controller_as(
+        cluster,
+        User::Controller,
+        &["--history-namespace", "kubectl-promotion-system"],
+    )?;
+    let original = promotion(cluster, "rollback");
+    let name = to_the_gate(cluster, &addon, &original)?;
+    release_manager_approves_staging(cluster, &name)?;
+    until_profile(cluster, &format!("{name}-prod"), "prod's profile applied")?;
+    addon.sync(true).map_err(e("addon double"))?;
+    until(cluster, &name, "revision 1 complete", |p| {
+        current_stage(p) == "prod" && description(p, "prod").starts_with("Successfully provisioned")
+    })?;
+    let chart = |stage: &str| chart_of(cluster, &format!("{name}-{stage}"));
+    // The bad upgrade: dev deploys it, staging receives it and deploys it, its gate holds prod.
+    let mut upgraded = original.clone();
+    upgraded["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"] = json!("3.7.0");
+    apply(cluster, "upgrade.yaml", &upgraded)?;
+    eventually("dev upgraded", WAIT, || {
+        (chart("dev") == "3.7.0").then_some(())
+    })?;
+    addon.sync(true).map_err(e("addon double"))?;
+    eventually("staging upgraded", WAIT, || {
+        (chart("staging") == "3.7.0").then_some(())
+    })?;
+    addon.sync(true).map_err(e("addon double"))?;
+    let bad = until(cluster, &name, "staging deployed the bad chart", |p| {
+        description(p, "staging").starts_with("Paused: Awaiting Manual Approval")
+    })?;
+    let id = identity_of(&bad).map_err(|m| format!("{m:?}"))?.id;
+    let request = AbortRequest {
+        stages_hash: id.stages_hash,
+        profile_spec_hash: id.profile_spec_hash,
+        rollback_to: Some(1),
+        reason: Some("bad chart".into()),
+    };
+    kubectl_ok(
+        cluster,
+        User::Admin,
+        &[
+            "annotate",
+            "clusterpromotion",
+            &name,
+            &format!("{ABORT_ANNOTATION}={}", request.to_annotation()),
+        ],
+    )?;
+    // At once, both stages: no gate walked, no approval asked for.
+    eventually("dev and staging set back to 3.6.2", WAIT, || {
+        (chart("dev") == "3.6.2" && chart("staging") == "3.6.2").then_some(())
+    })?;
+    let rolling = stored(cluster, &name)?;
+    if chart("prod") != "3.6.2"
+        || description(&rolling, "dev") == description(&rolling, "prod")
+            && description(&rolling, "dev").starts_with("Rolled back")
+    {
+        return Err(format!(
+            "rolled back before Sveltos deployed it, or prod moved: {}",
+            rolling["status"]
+        ));
+    }
+    addon.sync(true).map_err(e("addon double"))?;
+    until(cluster, &name, "every stage rolled back", |p| {
+        ["dev", "staging", "prod"]
+            .iter()
+            .all(|s| description(p, s).starts_with("Rolled back to revision 1"))
+    })?;
+    // They stay on it: the next decision (caused by a label) keeps them there.
+    let _ = ctl.log();
+    kubectl_ok(
+        cluster,
+        User::Admin,
+        &["label", "clusterpromotion", &name, "touched=yes"],
+    )?;
+    ctl.wait_next_line("a decision after the label", WAIT, |l| {
+        l.get("message").and_then(Value::as_str) == Some("decided")
+            && l.get("phase").and_then(Value::as_str) == Some("rolled back")
+    })
+    .map_err(|e| e.to_string())?;
+    if chart("dev") != "3.6.2" || chart("staging") != "3.6.2" {
+        return Err(format!(
+            "the rollback did not hold: dev {}, staging {}",
+            chart("dev"),
+            chart("staging")
+        ));
+    }
+    // The history: revision 2 was rolled back to 1, by the admin (the webhook's record).
+    let uid = bad["metadata"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    eventually("the history says so", WAIT, || {
+        let listed = kubectl_ok(
+            cluster,
+            User::Admin,
+            &[
+                "get",
+                "controllerrevisions",
+                "-n",
+                "kubectl-promotion-system",
+                "-l",
+                &format!("{PROMOTION_UID_LABEL}={uid}"),
+                "-o",
+                "json",
+            ],
+        )
+        .ok()?;
+        let listed: Value = serde_json::from_str(&listed).ok()?;
+        listed["items"]
+            .as_array()?
+            .iter()
+            .filter_map(Revision::decode)
+            .find(|r| r.number == 2)?
+            .record
+            .filter(|r| r.outcome() == "rolled back to 1 by admin")
+    })?;
+    // Retried: the upgrade starts again from dev; staging keeps revision 1 until it is reached.
+    kubectl_ok(
+        cluster,
+        User::Admin,
+        &[
+            "annotate",
+            "clusterpromotion",
+            &name,
+            &format!("{ABORT_ANNOTATION}-"),
+        ],
+    )?;
+    eventually("dev upgraded again", WAIT, || {
+        (chart("dev") == "3.7.0").then_some(())
+    })?;
+    if chart("staging") != "3.6.2" {
+        return Err(format!(
+            "staging left revision 1 before dev deployed: {}",
+            chart("staging")
         ));
     }
     Ok(())
