@@ -63,7 +63,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
         history_of_rollouts,
     ),
     (
-        "a_rollback_sets_the_stages_a_bad_upgrade_reached_back_at_once_and_a_retry_resumes_it",
+        "a_rollback_sets_the_stages_a_bad_upgrade_reached_back_at_once_through_crashes_and_a_retry_resumes_it",
         rollback_after_a_bad_upgrade,
     ),
     (
@@ -1503,9 +1503,10 @@ fn upgrade_waits_for_the_deployment(cluster: &Cluster) -> Result<(), String> {
 
 /// A bad chart upgrade reached dev and staging (prod still runs the last complete rollout).
 /// A rollback, asked through the webhook, sets both back to revision 1 at once — without
-/// walking a gate — and counts each rolled back only once Sveltos reports it deployed; they stay
-/// on it while the spec still holds the bad chart; the history says who rolled back; a retry
-/// starts the upgrade again from dev.
+/// walking a gate — and counts each rolled back only once Sveltos reports it deployed, although
+/// the controller crashes after every one of its writes; they stay on it while the spec still
+/// holds the bad chart; the history says who rolled back; a retry starts the upgrade again from
+/// dev.
 fn rollback_after_a_bad_upgrade(cluster: &Cluster) -> Result<(), String> {
     use promotion_shared::abort::{AbortRequest, ABORT_ANNOTATION};
     use promotion_shared::history::{Revision, PROMOTION_UID_LABEL};
@@ -1549,6 +1550,10 @@ fn rollback_after_a_bad_upgrade(cluster: &Cluster) -> Result<(), String> {
         rollback_to: Some(1),
         reason: Some("bad chart".into()),
     };
+    // The rollback is carried out by controllers that each stop right after one write (the
+    // fault injection of `controller/src/live/fault.rs`), each replaced by a new one, as a
+    // crash-looping Pod: every position between two writes is a crash point.
+    ctl.kill();
     kubectl_ok(
         cluster,
         User::Admin,
@@ -1559,26 +1564,75 @@ fn rollback_after_a_bad_upgrade(cluster: &Cluster) -> Result<(), String> {
             &format!("{ABORT_ANNOTATION}={}", request.to_annotation()),
         ],
     )?;
-    // At once, both stages: no gate walked, no approval asked for.
-    eventually("dev and staging set back to 3.6.2", WAIT, || {
-        (chart("dev") == "3.6.2" && chart("staging") == "3.6.2").then_some(())
-    })?;
-    let rolling = stored(cluster, &name)?;
-    if chart("prod") != "3.6.2"
-        || description(&rolling, "dev") == description(&rolling, "prod")
-            && description(&rolling, "dev").starts_with("Rolled back")
-    {
-        return Err(format!(
-            "rolled back before Sveltos deployed it, or prod moved: {}",
-            rolling["status"]
-        ));
-    }
-    addon.sync(true).map_err(e("addon double"))?;
-    until(cluster, &name, "every stage rolled back", |p| {
+    let selector = format!("{SESSION_LABEL}={}", cluster.session());
+    let args = [
+        "--selector",
+        selector.as_str(),
+        "--resync-period",
+        "1h",
+        "--history-namespace",
+        "kubectl-promotion-system",
+    ];
+    let kubeconfig = cluster.kubeconfig(User::Controller);
+    let rolled_back = |p: &Value| {
         ["dev", "staging", "prod"]
             .iter()
             .all(|s| description(p, s).starts_with("Rolled back to revision 1"))
-    })?;
+    };
+    let (mut crashes, mut synced) = (0, false);
+    loop {
+        let mut faulty = ControllerProcess::start_with_env(
+            &kubeconfig,
+            &args,
+            &[("PROMOTION_CONTROLLER_FAULT", "after:1")],
+        )
+        .map_err(e("controller"))?;
+        let crashed = eventually("a write and a crash, or the rollback done", WAIT, || {
+            if faulty.exited().is_some() {
+                return Some(true);
+            }
+            let p = cluster.promotion(&name).ok().flatten()?;
+            rolled_back(&p).then_some(false)
+        })?;
+        let p = stored(cluster, &name)?;
+        // Nothing counted rolled back on dev or staging before Sveltos deployed it there.
+        if !synced
+            && ["dev", "staging"]
+                .iter()
+                .any(|s| description(&p, s).starts_with("Rolled back"))
+        {
+            return Err(format!(
+                "rolled back before Sveltos deployed it: {}",
+                p["status"]
+            ));
+        }
+        if !crashed {
+            faulty.kill();
+            break;
+        }
+        crashes += 1;
+        if crashes > 20 {
+            return Err(format!("no end after 20 crashes: {}", p["status"]));
+        }
+        // Once both stages have revision 1's profile, Sveltos deploys it.
+        if !synced && chart("dev") == "3.6.2" && chart("staging") == "3.6.2" {
+            if chart("prod") != "3.6.2" {
+                return Err("prod left revision 1".into());
+            }
+            addon.sync(true).map_err(e("addon double"))?;
+            synced = true;
+        }
+    }
+    if crashes < 3 {
+        return Err(format!(
+            "the rollback took {crashes} write(s): the crash points were not exercised"
+        ));
+    }
+    let mut ctl = controller_as(
+        cluster,
+        User::Controller,
+        &["--history-namespace", "kubectl-promotion-system"],
+    )?;
     // They stay on it: the next decision (caused by a label) keeps them there.
     let _ = ctl.log();
     kubectl_ok(
