@@ -6,9 +6,10 @@ use clap::{Parser, Subcommand};
 
 use crate::cluster::connection::ConnectionFlags;
 use crate::commands::{
-    approve::ApproveArgs, completion::CompletionArgs, describe::DescribeArgs, diff::DiffArgs,
-    health::HealthArgs, history::HistoryArgs, lint::LintArgs, list::ListArgs, pause::PauseArgs,
-    pause::ResumeArgs, plan::PlanArgs, version::VersionArgs, version::PROGRAM, wait::WaitArgs,
+    abort::AbortArgs, abort::RetryArgs, abort::RollbackArgs, approve::ApproveArgs,
+    completion::CompletionArgs, describe::DescribeArgs, diff::DiffArgs, health::HealthArgs,
+    history::HistoryArgs, lint::LintArgs, list::ListArgs, pause::PauseArgs, pause::ResumeArgs,
+    plan::PlanArgs, version::VersionArgs, version::PROGRAM, wait::WaitArgs,
 };
 use crate::render::ColorChoice;
 
@@ -46,6 +47,11 @@ Examples:
   # Emergency brake: no stage starts and no approval is used until it is resumed
   kubectl promotion pause kyverno-rollout --reason \"INC-4711\"
   kubectl promotion resume kyverno-rollout
+
+  # Abort the current rollout, or set its stages back to the last completed revision
+  kubectl promotion abort kyverno-rollout --reason \"INC-4711\"
+  kubectl promotion rollback kyverno-rollout --reason \"INC-4711\"
+  kubectl promotion retry kyverno-rollout
 
   # In CI: block until the rollout completes (exit 2 if it fails, 3 on timeout)
   kubectl promotion wait kyverno-rollout --for=complete --timeout=30m
@@ -89,6 +95,9 @@ pub enum Command {
     Approve(ApproveArgs),
     Pause(PauseArgs),
     Resume(ResumeArgs),
+    Abort(AbortArgs),
+    Rollback(RollbackArgs),
+    Retry(RetryArgs),
     Diff(DiffArgs),
     History(HistoryArgs),
     Wait(WaitArgs),
@@ -134,11 +143,14 @@ mod tests {
     #[test]
     fn help_states_every_exit_status() {
         use crate::error::exit;
-        let tables: [(&str, &[exit::Status]); 8] = [
+        let tables: [(&str, &[exit::Status]); 11] = [
             ("describe", exit::describe::STATUSES),
             ("approve", exit::approve::STATUSES),
             ("pause", exit::pause::STATUSES),
             ("resume", exit::resume::STATUSES),
+            ("abort", exit::abort::STATUSES),
+            ("rollback", exit::rollback::STATUSES),
+            ("retry", exit::retry::STATUSES),
             ("diff", exit::diff::STATUSES),
             ("wait", exit::wait::STATUSES),
             ("health", exit::health::STATUSES),

@@ -116,6 +116,57 @@ pub mod exit {
         ];
     }
 
+    /// `abort`: 1 when refused or failed.
+    pub mod abort {
+        use super::Status;
+        pub const OK: u8 = 0;
+        pub const FAILURE: u8 = 1;
+        pub const STATUSES: &[Status] = &[
+            Status {
+                code: OK,
+                help: "0 aborted",
+            },
+            Status {
+                code: FAILURE,
+                help: "1 refused or error",
+            },
+        ];
+    }
+
+    /// `rollback`, as `abort`.
+    pub mod rollback {
+        use super::Status;
+        pub const OK: u8 = 0;
+        pub const FAILURE: u8 = 1;
+        pub const STATUSES: &[Status] = &[
+            Status {
+                code: OK,
+                help: "0 rolled back",
+            },
+            Status {
+                code: FAILURE,
+                help: "1 refused or error",
+            },
+        ];
+    }
+
+    /// `retry`, as `abort`.
+    pub mod retry {
+        use super::Status;
+        pub const OK: u8 = 0;
+        pub const FAILURE: u8 = 1;
+        pub const STATUSES: &[Status] = &[
+            Status {
+                code: OK,
+                help: "0 retried",
+            },
+            Status {
+                code: FAILURE,
+                help: "1 refused or error",
+            },
+        ];
+    }
+
     pub mod diff {
         use super::Status;
         pub const OK: u8 = 0;

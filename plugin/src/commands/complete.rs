@@ -255,6 +255,26 @@ pub async fn answer(root: &Command, words: &[String]) -> Answer {
             });
             a
         }
+        // One name: the promotions the command applies to, by the phase an abort gives.
+        "abort" | "rollback" | "retry" if parsed.positionals.is_empty() => {
+            let command = parsed.cmd.get_name();
+            let mut a = promotion_names(&conn, &to_complete).await;
+            a.candidates.retain(|(_, phase)| {
+                let aborted = [Phase::Aborted, Phase::RollingBack, Phase::RolledBack]
+                    .iter()
+                    .any(|p| p.label() == phase);
+                let rolled_back = [Phase::RollingBack, Phase::RolledBack]
+                    .iter()
+                    .any(|p| p.label() == phase);
+                match command {
+                    "abort" => !aborted && phase != Phase::NotStarted.label(),
+                    // A rollback replaces an abort of the same rollout.
+                    "rollback" => !rolled_back,
+                    _ => aborted,
+                }
+            });
+            a
+        }
         "get" | "list" | "version" => Answer::none(),
         "completion" if parsed.positionals.is_empty() => {
             let arg = parsed.cmd.get_arguments().find(|a| a.get_id() == "shell");
@@ -319,6 +339,14 @@ async fn flag_values(
                     "a stage waits for manual approval".to_string(),
                 ),
                 ("paused".to_string(), "the promotion is paused".to_string()),
+                (
+                    "aborted".to_string(),
+                    "the current rollout is aborted or rolled back".to_string(),
+                ),
+                (
+                    "rolled-back".to_string(),
+                    "every stage runs the revision rolled back to".to_string(),
+                ),
             ];
             if let Some(name) = parsed.positionals.first() {
                 let stages = stage_names(conn, name, "", "wait").await;

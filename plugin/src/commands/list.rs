@@ -361,6 +361,14 @@ pub fn row(d: &view::Description) -> Row {
         }),
         None => message,
     };
+    // An abort holds the rollout over a pause: said first.
+    let message = match d.aborted.as_ref().filter(|_| d.deleting.is_none()) {
+        Some(a) => Some(match message {
+            Some(m) => format!("{}; {m}", a.abort.describe()),
+            None => a.abort.describe(),
+        }),
+        None => message,
+    };
     let awaiting = d.stages.iter().find(|s| s.approve_unblocks.is_some());
     Row {
         name: d.name.clone(),

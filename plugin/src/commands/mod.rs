@@ -1,5 +1,6 @@
 //! One module per command; each exposes `run` returning the process exit code.
 
+pub mod abort;
 pub mod approve;
 pub mod complete;
 pub mod completion;

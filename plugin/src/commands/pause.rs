@@ -31,7 +31,7 @@ use crate::render::output;
 use crate::render::printers::{FormatArg, FormatName, OutputFormat};
 
 /// `-o` of pause and resume: the object as stored, or its name, as `kubectl annotate -o` prints.
-const FORMATS: &[FormatName] = &[FormatName::Json, FormatName::Yaml, FormatName::Name];
+pub(super) const FORMATS: &[FormatName] = &[FormatName::Json, FormatName::Yaml, FormatName::Name];
 
 /// Which promotions: the names given, or those a selector (or `--all`) lists.
 #[derive(Args, Debug)]
@@ -199,7 +199,7 @@ pub fn decide(object: &Value, action: &Action) -> Result<Decision> {
 /// The field manager of another reconciler that writes the promotion's status, unless the
 /// promotion asks promotion-controller to take it over: the one `describe` names under
 /// "Reconciled by" (a person's edit of the status is not a reconciler).
-fn foreign_reconciler(object: &Value) -> Option<String> {
+pub(super) fn foreign_reconciler(object: &Value) -> Option<String> {
     match status_writer(object) {
         StatusWriter::Other { manager, .. }
             if reconciler_name(object) == manager && !take_over_requested(object) =>
@@ -367,7 +367,7 @@ async fn one(
 }
 
 /// The promotion's labels, which select the admission webhooks that apply to it.
-fn labels(object: &Value) -> BTreeMap<String, String> {
+pub(super) fn labels(object: &Value) -> BTreeMap<String, String> {
     object
         .pointer("/metadata/labels")
         .and_then(Value::as_object)

@@ -246,6 +246,21 @@ fn timeline_and_print(
         .collect::<Result<Vec<_>>>()?;
     let stored = crate::view::as_stored(object);
     let paused = promotion_shared::pause::paused(&stored);
+    // An abort of the current rollout holds it as a pause does (one of an earlier rollout holds
+    // nothing).
+    let aborted = promotion_shared::abort::aborted(&stored).filter(|a| {
+        promotion_shared::rollout::identity_of(&stored).map_or(true, |i| a.applies_to(&i.id))
+    });
+    if aborted.is_some() && !approvals.is_empty() {
+        super::warn(
+            ctx,
+            &format!(
+                "--approve-at is not simulated: {name}'s rollout is aborted, and no approval is \
+                 used until it is retried"
+            ),
+        );
+        approvals.clear();
+    }
     if paused.is_some() && !approvals.is_empty() {
         // A paused promotion uses no approval: the simulation would stand still at the gate.
         super::warn(
@@ -258,11 +273,18 @@ fn timeline_and_print(
         approvals.clear();
     }
     let computed = timeline::compute(&stored, clusters, start, &approvals, zone)?;
-    let document = || timeline::document(name, zone, &computed, paused.as_ref());
+    let document = || timeline::document(name, zone, &computed, paused.as_ref(), aborted.as_ref());
     let text = match args.output {
         Some(ModelFormat::Json) => output::to_json(&document())?,
         Some(ModelFormat::Yaml) => output::to_yaml(&document())?,
-        None => timeline::render(name, &computed, zone, &ctx.out, paused.as_ref()),
+        None => timeline::render(
+            name,
+            &computed,
+            zone,
+            &ctx.out,
+            paused.as_ref(),
+            aborted.as_ref(),
+        ),
     };
     ctx.write_out(&text)?;
     Ok(exit::OK)

@@ -25,13 +25,17 @@ Conditions:
   --for=approval      a stage waits for manual approval (to notify an approver from CI)
   --for=stage=NAME    the pipeline has reached stage NAME
   --for=paused        the promotion is paused (kubectl promotion pause)
+  --for=aborted       the current rollout is aborted or rolled back (kubectl promotion abort,
+                      rollback)
+  --for=rolled-back   every stage runs the revision the rollout was rolled back to, deployed
 
 A condition holds only for the current rollout: while Sveltos has not picked up the latest
 change (the status still describes the previous rollout), `wait` keeps waiting. Failures Sveltos
 retries (a feature `Failed`) keep it waiting too, unless --fail-fast; a failure Sveltos gave up on
 (`FailedNonRetriable`) or a refusal (licence) ends it with exit 2. A paused promotion (no stage
 starts until `kubectl promotion resume`) is said once on stderr and the wait goes on; a pipeline
-complete or failed for good beneath the pause ends it as unpaused. What you may not read
+complete or failed for good beneath the pause ends it as unpaused. An aborted rollout (nothing
+starts until `kubectl promotion retry`) is said once on stderr too, and the wait goes on. What you may not read
 (ClusterProfiles, ClusterSummaries) is said once on stderr and the wait goes on from the rest,
 as `describe` shows it: a failure only those show cannot end it.
 
@@ -49,7 +53,7 @@ pub struct WaitArgs {
     /// ClusterPromotion name
     #[arg(value_name = "NAME")]
     pub name: String,
-    /// Condition: complete, approval, stage=NAME, or paused
+    /// Condition: complete, approval, stage=NAME, paused, aborted or rolled-back
     #[arg(long = "for", value_name = "CONDITION", value_parser = parse_condition)]
     pub condition: WaitFor,
     /// How long the command may take, connecting included (e.g. 30s, 10m, 1h); 0 checks once
@@ -66,6 +70,8 @@ pub enum WaitFor {
     Approval,
     Stage(String),
     Paused,
+    Aborted,
+    RolledBack,
 }
 
 impl std::fmt::Display for WaitFor {
@@ -75,6 +81,8 @@ impl std::fmt::Display for WaitFor {
             WaitFor::Approval => write!(f, "approval"),
             WaitFor::Stage(s) => write!(f, "stage={s}"),
             WaitFor::Paused => write!(f, "paused"),
+            WaitFor::Aborted => write!(f, "aborted"),
+            WaitFor::RolledBack => write!(f, "rolled-back"),
         }
     }
 }
@@ -84,9 +92,13 @@ fn parse_condition(text: &str) -> Result<WaitFor, String> {
         "complete" | "completed" => Ok(WaitFor::Complete),
         "approval" | "awaiting-approval" => Ok(WaitFor::Approval),
         "paused" => Ok(WaitFor::Paused),
+        "aborted" => Ok(WaitFor::Aborted),
+        "rolled-back" => Ok(WaitFor::RolledBack),
         _ => match text.strip_prefix("stage=") {
             Some(s) if !s.is_empty() => Ok(WaitFor::Stage(s.to_string())),
-            _ => Err("expected complete, approval, paused or stage=NAME".into()),
+            _ => Err(
+                "expected complete, approval, paused, aborted, rolled-back or stage=NAME".into(),
+            ),
         },
     }
 }
@@ -119,6 +131,15 @@ pub fn evaluate(cond: &WaitFor, d: &Description, fail_fast: bool) -> Verdict {
         if let Some(p) = &d.paused {
             return Verdict::Reached(format!("{} {}", d.name, p.pause.describe()));
         }
+    }
+    match (cond, &d.aborted) {
+        (WaitFor::Aborted, Some(a)) => {
+            return Verdict::Reached(format!("{} {}", d.name, a.abort.describe()));
+        }
+        (WaitFor::RolledBack, Some(a)) if d.phase == Phase::RolledBack => {
+            return Verdict::Reached(format!("{} {}", d.name, a.abort.describe()));
+        }
+        _ => {}
     }
     // A pause holds the pipeline where it is; what its stages show (failed, complete) still
     // answers the condition.
@@ -165,6 +186,8 @@ pub fn evaluate(cond: &WaitFor, d: &Description, fail_fast: bool) -> Verdict {
         },
         // Not paused yet (a pause is possible at any time, a complete pipeline's included).
         WaitFor::Paused => Verdict::Pending(doing),
+        // Not aborted yet, or not every stage runs the revision yet.
+        WaitFor::Aborted | WaitFor::RolledBack => Verdict::Pending(doing),
     }
 }
 
@@ -260,6 +283,7 @@ pub async fn wait_for(
         let d = Description::build(&fetch::state(kube, name).await?)?;
         warn_unread(ctx, &d, &mut Vec::new());
         say_pause(ctx, cond, &d, &mut None);
+        say_abort(ctx, cond, &d, &mut None);
         return conclude(ctx, cond, evaluate(cond, &d, fail_fast), timeout);
     }
     // The command's deadline, so that `approve --wait` waits only what is left of --timeout.
@@ -268,6 +292,7 @@ pub async fn wait_for(
     let mut last = String::new();
     let mut warned = Vec::new();
     let mut pause = None;
+    let mut abort = None;
     loop {
         let Some(state) = follower.next_until(Some(deadline)).await? else {
             return conclude(ctx, cond, Verdict::Pending(last), timeout);
@@ -275,6 +300,7 @@ pub async fn wait_for(
         let d = Description::build(&state.snapshot(Err(String::new())))?;
         warn_unread(ctx, &d, &mut warned);
         say_pause(ctx, cond, &d, &mut pause);
+        say_abort(ctx, cond, &d, &mut abort);
         match evaluate(cond, &d, fail_fast) {
             Verdict::Pending(doing) => {
                 if doing != last {
@@ -303,6 +329,28 @@ fn say_pause(ctx: &Ctx, cond: &WaitFor, d: &Description, said: &mut Option<Strin
             &format!("{} is paused {pause}; still waiting for {cond}", d.name),
         ),
         None => note(ctx, &format!("{} was resumed", d.name)),
+    }
+    *said = now;
+}
+
+/// Say once that the rollout is aborted (again when the abort changes, and when it is retried):
+/// the wait goes on, and nothing of the rollout starts until someone retries it. `said`: the
+/// abort said last.
+fn say_abort(ctx: &Ctx, cond: &WaitFor, d: &Description, said: &mut Option<String>) {
+    if matches!(cond, WaitFor::Aborted | WaitFor::RolledBack) {
+        return;
+    }
+    let now = d.aborted.as_ref().map(|a| a.explain(&d.name));
+    if &now == said {
+        return;
+    }
+    match &now {
+        Some(abort) => note(
+            ctx,
+            &format!("{}'s rollout is {abort}; still waiting for {cond}", d.name),
+        ),
+        None if said.is_some() => note(ctx, &format!("{} was retried", d.name)),
+        None => {}
     }
     *said = now;
 }

@@ -74,6 +74,16 @@ pub fn render(d: &Description, style: &Style, opts: &Options) -> String {
         }
         field(&mut out, 0, "Paused", &style.paint(&line, Tone::Waiting));
     }
+    if let Some(aborted) = &d.aborted {
+        let mut line = aborted.explain(&d.name);
+        if d.foreign_status_writer {
+            line.push_str(
+                " (but only promotion-controller honours the abort, and it does not run this \
+                 promotion: see Reconciled by)",
+            );
+        }
+        field(&mut out, 0, "Aborted", &style.paint(&line, Tone::Waiting));
+    }
     let reconciler_tone = if d.foreign_status_writer {
         Tone::Waiting
     } else {

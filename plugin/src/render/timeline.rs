@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
 
+use promotion_shared::abort::Aborted;
 use promotion_shared::fleet::Cluster;
 use promotion_shared::pause::Paused;
 use promotion_shared::reconcile::simulate::{simulate, Step, StepKind, Timeline};
@@ -55,6 +56,10 @@ pub struct TimelineDocument<'a> {
     /// after it is estimated.
     #[serde(skip_serializing_if = "Option::is_none")]
     paused: Option<&'a Paused>,
+    /// The current rollout is aborted: the timeline stops at the abort, as at a pause; what
+    /// it is, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    aborted: Option<String>,
     #[serde(flatten)]
     timeline: &'a Timeline,
 }
@@ -64,6 +69,7 @@ pub fn document<'a>(
     zone: chrono_tz::Tz,
     timeline: &'a Timeline,
     paused: Option<&'a Paused>,
+    aborted: Option<&Aborted>,
 ) -> TimelineDocument<'a> {
     TimelineDocument {
         api_version: API_VERSION,
@@ -71,6 +77,7 @@ pub fn document<'a>(
         name,
         window_time_zone: zone.name().to_string(),
         paused,
+        aborted: aborted.map(Aborted::describe),
         timeline,
     }
 }
@@ -114,7 +121,16 @@ fn when(t: DateTime<Utc>, zone: chrono_tz::Tz) -> String {
         .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-fn what(step: &Step, zone: chrono_tz::Tz, paused: bool) -> (String, Tone) {
+/// What holds the rollout, in a timeline's words: `paused: …`, `aborted: …`.
+fn held(paused: Option<&Paused>, aborted: Option<&Aborted>) -> Option<&'static str> {
+    match (aborted, paused) {
+        (Some(_), _) => Some("aborted: nothing starts until it is retried"),
+        (None, Some(_)) => Some("paused: nothing starts until it is resumed"),
+        (None, None) => None,
+    }
+}
+
+fn what(step: &Step, zone: chrono_tz::Tz, held: Option<&str>) -> (String, Tone) {
     let until = |label: &str| match step.until {
         Some(t) => format!("{label} until {}", when(t, zone)),
         None => label.to_string(),
@@ -139,11 +155,11 @@ fn what(step: &Step, zone: chrono_tz::Tz, paused: bool) -> (String, Tone) {
         StepKind::Approved => ("approved".into(), Tone::Good),
         StepKind::Passes => ("passes its trigger".into(), Tone::Good),
         StepKind::Completes => ("complete".into(), Tone::Good),
-        // The simulated controller honours the pause: where nothing moves, the pause holds it.
-        StepKind::Blocked if paused => (
-            "paused: nothing starts until it is resumed".into(),
-            Tone::Waiting,
-        ),
+        // The simulated controller honours the pause and the abort: where nothing moves, that
+        // holds it.
+        StepKind::Blocked if held.is_some() => {
+            (held.unwrap_or_default().to_string(), Tone::Waiting)
+        }
         StepKind::Blocked => (
             "blocked: nothing moves without someone acting".into(),
             Tone::Bad,
@@ -159,12 +175,14 @@ pub fn render(
     zone: chrono_tz::Tz,
     style: &Style,
     paused: Option<&Paused>,
+    aborted: Option<&Aborted>,
 ) -> String {
+    let held = held(paused, aborted);
     let rows: Vec<Vec<String>> = timeline
         .steps
         .iter()
         .map(|s| {
-            let (text, tone) = what(s, zone, paused.is_some());
+            let (text, tone) = what(s, zone, held);
             vec![
                 when(s.time, zone),
                 s.stage.clone(),
@@ -187,6 +205,11 @@ pub fn render(
             "Complete at {} ({} after the start)\n",
             when(t, zone),
             duration::human(t - timeline.start)
+        )),
+        None if aborted.is_some() => out.push_str(&format!(
+            "No estimate past the abort: the timeline stops at the abort ({name}'s rollout is {}; \
+             no stage starts until `kubectl promotion retry {name}`, then plan again)\n",
+            aborted.map(Aborted::describe).unwrap_or_default()
         )),
         None if paused.is_some() => out.push_str(&format!(
             "No estimate past the pause: the timeline stops at the pause ({name} is {}; no stage \

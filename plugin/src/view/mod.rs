@@ -28,6 +28,7 @@ use promotion_shared::reconcile::deployed;
 use promotion_shared::revision::{self, Deploys};
 use promotion_shared::rollout::{self, RolloutId};
 
+pub mod abort;
 pub mod approver;
 pub mod events;
 pub mod history;
@@ -555,6 +556,11 @@ pub struct Description {
     /// deleted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub paused: Option<PauseView>,
+    /// Set while the current rollout is aborted (annotation
+    /// [`promotion_shared::abort::ABORT_ANNOTATION`]): phase `aborted`, `rolling back` or
+    /// `rolled back`, unless it is being deleted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aborted: Option<abort::AbortView>,
     /// What deleting the promotion does (or, while `deleting`, is doing) to the clusters.
     pub on_delete: String,
     /// promotion-controller cannot act on this promotion now (blocked by the API server, no
@@ -637,6 +643,9 @@ impl Description {
         profiles: &[Value],
         revisions: &[promotion_shared::history::Revision],
     ) {
+        if let (Some(a), Some(spec)) = (self.aborted.as_mut(), self.rollout.spec.as_ref()) {
+            a.spec_revision = abort::spec_revision(revisions, spec);
+        }
         for stage in &mut self.stages {
             let (Some(runs), Some(name)) = (stage.runs.as_mut(), stage.cluster_profile.as_ref())
             else {
@@ -798,6 +807,7 @@ impl Description {
             deleting,
             reconciler,
             paused,
+            aborted,
             ..
         } = pipeline;
         let paused = paused
@@ -832,6 +842,7 @@ impl Description {
             foreign_status_writer,
             deleting,
             paused,
+            aborted: aborted.map(abort::AbortView::of),
             on_delete,
             reconciler_blocked: None,
             next_step,
@@ -925,7 +936,9 @@ fn derive<'a>(
     });
     let (mut pipeline, profiles) = derive_unpaused(snap, unpaused.as_ref().unwrap_or(promotion));
     let stages_phase = paused.as_ref().map(|_| pipeline.phase.clone());
-    if paused.is_some() && pipeline.deleting.is_none() {
+    // An abort of the current rollout wins over a pause, as promotion-controller holds it: a
+    // retry, not a resume, releases it.
+    if paused.is_some() && pipeline.deleting.is_none() && pipeline.aborted.is_none() {
         pipeline.phase = Phase::Paused;
     }
     pipeline.paused = paused;
@@ -1172,6 +1185,10 @@ fn next_step(pipeline: &Pipeline, preserve: bool) -> Option<String> {
             "none: {name} is being deleted (since {since}); {}",
             on_delete(preserve, true)
         ));
+    }
+    // While the rollout is aborted nothing moves but a rollback: retrying is what moves it.
+    if let Some(a) = &pipeline.aborted {
+        return Some(abort::AbortView::of(a.clone()).next_step(name));
     }
     // While paused nothing the other steps propose would move (a spec change is not picked up,
     // an approval is not used): resuming is what moves it.
