@@ -443,6 +443,8 @@ fn describe_and_list_show_the_abort_who_made_it_and_retry_next() {
     with_history(&env);
     let id = current(&env);
     env.run(&["abort", GATE, "--reason", "INC-4711"]).expect(0);
+    // An abort wins over a pause: a retry, not a resume, releases it.
+    env.run(&["pause", GATE]).expect(0);
     let t = env.run(&["describe", GATE]).expect(0).stdout;
     for line in [
         "Phase:          aborted\n".to_string(),
