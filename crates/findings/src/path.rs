@@ -5,16 +5,28 @@ use std::fmt;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FieldPath(String);
 
+/// The bytes of a key written after a dot (ASCII letters, digits, `_`, `-`); any other key is
+/// bracketed. A table, not `is_ascii_alphanumeric() || ...` per character: every key the engine
+/// visits is checked, and the chain of comparisons was most of the cost of building paths.
+/// Bytes, not chars: a byte of a multi-byte character is never ASCII, so the answer is the same.
+static PLAIN_KEY_BYTE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric() || c == b'_' || c == b'-';
+        b += 1;
+    }
+    table
+};
+
 impl FieldPath {
     pub fn root(name: &str) -> Self {
         FieldPath(name.to_string())
     }
 
     pub fn key(&self, key: &str) -> Self {
-        let plain = !key.is_empty()
-            && key
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        let plain = !key.is_empty() && key.bytes().all(|b| PLAIN_KEY_BYTE[usize::from(b)]);
         // Paths are built for every node the engine visits; plain pushes, not `format!`.
         let mut path = String::with_capacity(self.0.len() + key.len() + 2);
         path.push_str(&self.0);
@@ -35,8 +47,17 @@ impl FieldPath {
         use std::fmt::Write;
         let mut path = String::with_capacity(self.0.len() + 6);
         path.push_str(&self.0);
-        // Writing to a String cannot fail.
-        let _ = write!(path, "[{i}]");
+        path.push('[');
+        // Most indices are one digit: pushed directly, as formatting machinery costs several
+        // times more and this runs for every list item the engine visits.
+        match u32::try_from(i).ok().and_then(|i| char::from_digit(i, 10)) {
+            Some(digit) => path.push(digit),
+            // Writing to a String cannot fail.
+            None => {
+                let _ = write!(path, "{i}");
+            }
+        }
+        path.push(']');
         FieldPath(path)
     }
 
@@ -110,6 +131,25 @@ mod tests {
                 .as_str(),
             "metadata.annotations[a.io/b]"
         );
+        let list = FieldPath::root("spec").key("stages");
+        assert_eq!(list.index(0).as_str(), "spec.stages[0]");
+        assert_eq!(list.index(9).as_str(), "spec.stages[9]");
+        assert_eq!(list.index(10).as_str(), "spec.stages[10]");
+        assert_eq!(
+            list.index(usize::MAX).as_str(),
+            format!("spec.stages[{}]", usize::MAX)
+        );
+        // Non-ASCII keys are bracketed like any key that is not a plain name.
+        assert_eq!(list.key("né").as_str(), "spec.stages[né]");
+        assert_eq!(list.key("").as_str(), "spec.stages[]");
+    }
+
+    #[test]
+    fn plain_key_table_is_letters_digits_underscore_dash() {
+        for b in 0..=u8::MAX {
+            let expected = b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
+            assert_eq!(PLAIN_KEY_BYTE[usize::from(b)], expected, "byte {b}");
+        }
     }
 
     #[test]
