@@ -240,7 +240,7 @@ pub async fn live(client: &Client, name: &str, history_namespace: &str) -> Resul
             Err(e) => return Err(read(plural, e)),
         }
     }
-    let revisions = match rollback_requested(&promotion) {
+    let revisions = match history_needed(&promotion) {
         Some(uid) => crate::live::history::revisions_of(
             &Api::namespaced(client.clone(), history_namespace),
             uid,
@@ -258,9 +258,15 @@ pub async fn live(client: &Client, name: &str, history_namespace: &str) -> Resul
     })
 }
 
-/// The promotion's UID when it asks for a rollback: only then does its decision read the
-/// rollout history.
-pub fn rollback_requested(promotion: &Value) -> Option<&str> {
-    promotion_shared::abort::aborted(promotion)?.rollback_to()?;
+/// The promotion's UID when its decision reads the rollout history: while a rollback is asked
+/// for, or may be due (a failing stage noted under `on-failure: rollback`).
+pub fn history_needed(promotion: &Value) -> Option<&str> {
+    let rollback = promotion_shared::abort::aborted(promotion)
+        .and_then(|a| a.rollback_to())
+        .is_some();
+    let failing = promotion_shared::on_failure::Failing::of(promotion).is_some();
+    if !rollback && !failing {
+        return None;
+    }
     promotion.pointer("/metadata/uid").and_then(Value::as_str)
 }

@@ -34,6 +34,7 @@ pub mod fuzzing;
 pub mod gate;
 pub mod history;
 pub mod model;
+pub mod on_failure;
 pub mod patch;
 pub mod pause;
 pub mod pipeline;

@@ -226,6 +226,18 @@ pub fn status(object: &Value, status: &Value) -> Result<Value, PatchError> {
     guarded(object, json!({ "status": merge_diff(&before, status) }))
 }
 
+/// Annotations set (`Some`) or removed (`None`), in one write guarded by the version read.
+pub fn annotations(
+    object: &Value,
+    edits: &std::collections::BTreeMap<String, Option<String>>,
+) -> Result<Value, PatchError> {
+    let edits: Map<String, Value> = edits
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone().map_or(Value::Null, Value::String)))
+        .collect();
+    guarded(object, json!({"metadata": {"annotations": edits}}))
+}
+
 /// An annotation removed.
 pub fn remove_annotation(object: &Value, key: &str) -> Result<Value, PatchError> {
     guarded(object, json!({"metadata": {"annotations": { key: null }}}))

@@ -67,6 +67,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
         rollback_after_a_bad_upgrade,
     ),
     (
+        "a_stage_failing_past_the_grace_is_rolled_back_by_the_controller_when_asked_to",
+        automatic_rollback,
+    ),
+    (
         "capi_clusters_are_watched_from_the_moment_their_crd_is_installed",
         capi_installed_later,
     ),
@@ -1501,6 +1505,92 @@ fn upgrade_waits_for_the_deployment(cluster: &Cluster) -> Result<(), String> {
     Ok(())
 }
 
+/// `original` (chart 3.6.2) rolled to completion — revision 1 — then upgraded to 3.7.0: dev
+/// deploys it and staging receives it (its profile has 3.7.0; Sveltos has not deployed it there
+/// yet). Its name.
+fn upgraded_to_staging(
+    cluster: &Cluster,
+    addon: &AddonController,
+    original: &Value,
+) -> Result<String, String> {
+    let name = to_the_gate(cluster, addon, original)?;
+    release_manager_approves_staging(cluster, &name)?;
+    until_profile(cluster, &format!("{name}-prod"), "prod's profile applied")?;
+    addon.sync(true).map_err(e("addon double"))?;
+    until(cluster, &name, "revision 1 complete", |p| {
+        current_stage(p) == "prod" && description(p, "prod").starts_with("Successfully provisioned")
+    })?;
+    let chart = |stage: &str| chart_of(cluster, &format!("{name}-{stage}"));
+    let mut upgraded = original.clone();
+    upgraded["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"] = json!("3.7.0");
+    apply(cluster, "upgrade.yaml", &upgraded)?;
+    eventually("dev upgraded", WAIT, || {
+        (chart("dev") == "3.7.0").then_some(())
+    })?;
+    addon.sync(true).map_err(e("addon double"))?;
+    eventually("staging upgraded", WAIT, || {
+        (chart("staging") == "3.7.0").then_some(())
+    })?;
+    Ok(name)
+}
+
+/// With `on-failure: rollback`, a stage of the bad upgrade that keeps failing past the grace is
+/// rolled back by the controller itself, to the last complete revision, recorded as the
+/// controller's with the failure in its reason, counted in the metric.
+fn automatic_rollback(cluster: &Cluster) -> Result<(), String> {
+    use promotion_shared::on_failure::{FAILURE_GRACE_ANNOTATION, ON_FAILURE_ANNOTATION};
+    clusters(cluster)?;
+    let _webhook = webhook(cluster)?;
+    install_rbac(cluster)?;
+    let addon = AddonController::new(cluster);
+    let ctl = controller_as(
+        cluster,
+        User::Controller,
+        &["--history-namespace", "kubectl-promotion-system"],
+    )?;
+    let mut original = promotion(cluster, "auto");
+    original["metadata"]["annotations"] = json!({
+        ON_FAILURE_ANNOTATION: "rollback",
+        FAILURE_GRACE_ANNOTATION: "3s",
+    });
+    let name = upgraded_to_staging(cluster, &addon, &original)?;
+    let chart = |stage: &str| chart_of(cluster, &format!("{name}-{stage}"));
+    let staging = format!("{name}-staging");
+    addon.fail(&staging, true);
+    addon.sync(true).map_err(e("addon double"))?;
+    // The grace passes (the controller wakes at its end); the rollback is asked for.
+    let asked = until(
+        cluster,
+        &name,
+        "the controller asked for the rollback",
+        |p| promotion_shared::abort::aborted(p).is_some_and(|a| a.rollback_to() == Some(1)),
+    )?;
+    let aborted = promotion_shared::abort::aborted(&asked).ok_or("no abort")?;
+    let described = aborted.describe();
+    if !described.contains(&format!("by {}", User::Controller.name()))
+        || !described.contains("automatic rollback: stage staging failed on")
+    {
+        return Err(format!(
+            "the automatic rollback is not recorded as the controller's: {described}"
+        ));
+    }
+    // Counted (prometheus-client names a counter's series `_total`).
+    eventually("the automatic rollback counted once", WAIT, || {
+        (metric(&ctl, "promotion_controller_automatic_rollbacks_total ").ok()? == 1.0).then_some(())
+    })?;
+    addon.fail(&staging, false);
+    eventually("dev and staging set back to 3.6.2", WAIT, || {
+        (chart("dev") == "3.6.2" && chart("staging") == "3.6.2").then_some(())
+    })?;
+    addon.sync(true).map_err(e("addon double"))?;
+    until(cluster, &name, "every stage rolled back", |p| {
+        ["dev", "staging", "prod"]
+            .iter()
+            .all(|s| description(p, s).starts_with("Rolled back to revision 1"))
+    })?;
+    Ok(())
+}
+
 /// A bad chart upgrade reached dev and staging (prod still runs the last complete rollout).
 /// A rollback, asked through the webhook, sets both back to revision 1 at once — without
 /// walking a gate — and counts each rolled back only once Sveltos reports it deployed, although
@@ -1519,26 +1609,8 @@ fn rollback_after_a_bad_upgrade(cluster: &Cluster) -> Result<(), String> {
         User::Controller,
         &["--history-namespace", "kubectl-promotion-system"],
     )?;
-    let original = promotion(cluster, "rollback");
-    let name = to_the_gate(cluster, &addon, &original)?;
-    release_manager_approves_staging(cluster, &name)?;
-    until_profile(cluster, &format!("{name}-prod"), "prod's profile applied")?;
-    addon.sync(true).map_err(e("addon double"))?;
-    until(cluster, &name, "revision 1 complete", |p| {
-        current_stage(p) == "prod" && description(p, "prod").starts_with("Successfully provisioned")
-    })?;
+    let name = upgraded_to_staging(cluster, &addon, &promotion(cluster, "rollback"))?;
     let chart = |stage: &str| chart_of(cluster, &format!("{name}-{stage}"));
-    // The bad upgrade: dev deploys it, staging receives it and deploys it, its gate holds prod.
-    let mut upgraded = original.clone();
-    upgraded["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"] = json!("3.7.0");
-    apply(cluster, "upgrade.yaml", &upgraded)?;
-    eventually("dev upgraded", WAIT, || {
-        (chart("dev") == "3.7.0").then_some(())
-    })?;
-    addon.sync(true).map_err(e("addon double"))?;
-    eventually("staging upgraded", WAIT, || {
-        (chart("staging") == "3.7.0").then_some(())
-    })?;
     addon.sync(true).map_err(e("addon double"))?;
     let bad = until(cluster, &name, "staging deployed the bad chart", |p| {
         description(p, "staging").starts_with("Paused: Awaiting Manual Approval")

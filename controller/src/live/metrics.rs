@@ -23,6 +23,7 @@ pub struct Metrics {
     awaiting_approval: Histogram,
     lag: Histogram,
     foreign: Family<Labels, Counter>,
+    automatic_rollbacks: Counter,
     leader: Gauge,
     reachable: Gauge,
     phases: Mutex<HashMap<String, &'static str>>,
@@ -80,6 +81,12 @@ impl Default for Metrics {
             "Reconciles skipped because another field manager wrote the status last, by manager",
             foreign.clone(),
         );
+        let automatic_rollbacks = Counter::default();
+        registry.register(
+            "automatic_rollbacks",
+            "Rollbacks this replica asked for because a stage kept failing (on-failure: rollback)",
+            automatic_rollbacks.clone(),
+        );
         let leader = Gauge::default();
         registry.register(
             "leader",
@@ -103,6 +110,7 @@ impl Default for Metrics {
             awaiting_approval,
             lag,
             foreign,
+            automatic_rollbacks,
             leader,
             reachable,
             phases: Mutex::new(HashMap::new()),
@@ -127,6 +135,10 @@ impl Metrics {
         self.foreign
             .get_or_create(&labels(&[("manager", manager)]))
             .inc();
+    }
+
+    pub fn automatic_rollback(&self) {
+        self.automatic_rollbacks.inc();
     }
 
     pub fn stage_promoted(&self, seconds: f64) {

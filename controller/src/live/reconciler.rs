@@ -29,6 +29,7 @@ use tokio::sync::watch;
 use tracing::{debug, info, warn, Instrument};
 
 use promotion_shared::api_error::Failure;
+use promotion_shared::on_failure::AUTOMATIC_ROLLBACK;
 use promotion_shared::reconcile::{decide, Decision, FinalizerChange, Options, Snapshot};
 use promotion_shared::status_writer::{status_writer, take_over_requested, StatusWriter};
 
@@ -173,7 +174,7 @@ async fn reconcile_one(
     let mut attempt = 1;
     loop {
         let mut snapshot = snapshot(&ctx.stores, promotion, &name);
-        if let Some(uid) = crate::snapshot::rollback_requested(&snapshot.promotion) {
+        if let Some(uid) = crate::snapshot::history_needed(&snapshot.promotion) {
             snapshot.revisions = ctx
                 .history
                 .revisions(uid)
@@ -289,6 +290,25 @@ async fn carry_out(
             info!(stage = %stage, "approval used");
         }
     }
+    if !d.annotations.is_empty() {
+        let latest = stored.as_ref().unwrap_or(promotion);
+        stored = Some(ctx.writer.annotations(latest, &d.annotations).await?);
+        for (key, value) in &d.annotations {
+            info!(annotation = %key, set = value.is_some(), "annotation written");
+        }
+        // The rollback is asked for now: said and counted now (the next reconcile carries it
+        // out, and does not ask again), whatever happens to the writes below.
+        for event in d.events.iter().filter(|e| e.reason == AUTOMATIC_ROLLBACK) {
+            ctx.metrics.automatic_rollback();
+            ctx.publish(
+                object,
+                event.event_type,
+                event.reason,
+                event.message.clone(),
+            )
+            .await;
+        }
+    }
     if let Some(status) = &d.status {
         let latest = stored.as_ref().unwrap_or(promotion);
         stored = Some(ctx.writer.status(latest, status).await?);
@@ -296,7 +316,7 @@ async fn carry_out(
     }
     // The Events tell what the status now says: published once it is written, so a later write
     // that fails does not lose them.
-    for event in &d.events {
+    for event in d.events.iter().filter(|e| e.reason != AUTOMATIC_ROLLBACK) {
         ctx.publish(
             object,
             event.event_type,

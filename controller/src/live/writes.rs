@@ -179,6 +179,18 @@ impl Writer {
         Ok(to_value(&stored))
     }
 
+    /// Set and remove the controller's annotations (an automatic rollback, its note of a failing
+    /// stage), if the promotion is still as read.
+    pub async fn annotations(
+        &self,
+        promotion: &Value,
+        edits: &std::collections::BTreeMap<String, Option<String>>,
+    ) -> Result<Value, WriteError> {
+        let what = "writing the annotations";
+        let body = built(what, patch::annotations(promotion, edits))?;
+        self.patch(promotion, &body, what).await
+    }
+
     /// Remove the committed-step annotation, if the promotion is still as read.
     pub async fn clear_promoting(&self, promotion: &Value) -> Result<Value, WriteError> {
         let what = "clearing the committed step";

@@ -233,7 +233,7 @@ fn revocations(
 
 /// promotion-controller's annotations that stand for approvals it used, each with the code of
 /// its violation and what it records: only the controller may change them.
-const CONTROLLER_ANNOTATIONS: [(&str, &str, &str); 2] = [
+const CONTROLLER_ANNOTATIONS: [(&str, &str, &str); 3] = [
     (
         crate::promoting::PROMOTING_ANNOTATION,
         "committed-step-forged",
@@ -243,6 +243,11 @@ const CONTROLLER_ANNOTATIONS: [(&str, &str, &str); 2] = [
         crate::admission::used_approvals::USED_APPROVALS_ANNOTATION,
         "used-approvals-forged",
         "it records whose approval promotion-controller used to pass each gate",
+    ),
+    (
+        crate::on_failure::FAILING_ANNOTATION,
+        "failing-note-forged",
+        "it records since when a stage has failed, which starts an automatic rollback",
     ),
 ];
 

@@ -170,9 +170,16 @@ pub struct Decision {
     /// (`deployed::unconfirmed`): deployed as upstream judges it, unconfirmed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unconfirmed: Vec<String>,
+    /// The controller's own annotations to set (`Some`) or remove (`None`): an automatic
+    /// rollback's request and its note of a failing stage ([`crate::on_failure`]).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub annotations: std::collections::BTreeMap<String, Option<String>>,
     /// Why a gate waits, when its description does not say (folded into the explanation).
     #[serde(skip)]
     note: Option<String>,
+    /// The note of a failing stage is still true ([`Reconcile::on_failure`]).
+    #[serde(skip)]
+    failing: bool,
 }
 
 impl Decision {
@@ -192,7 +199,9 @@ impl Decision {
             clear_promoting: None,
             phase: None,
             unconfirmed: Vec::new(),
+            annotations: std::collections::BTreeMap::new(),
             note: None,
+            failing: false,
         }
     }
 
@@ -263,6 +272,18 @@ pub fn decide(snapshot: &Snapshot, now: DateTime<Utc>, options: &Options) -> Dec
         r.delete(&mut d);
     } else {
         r.live(&mut d);
+        // The note of a failing stage goes once that stage no longer fails (or the rollout it
+        // was about is no longer the one rolling).
+        let noted = snapshot
+            .promotion
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(crate::on_failure::FAILING_ANNOTATION))
+            .is_some();
+        if noted && !d.failing {
+            d.annotations
+                .entry(crate::on_failure::FAILING_ANNOTATION.to_string())
+                .or_insert(None);
+        }
     }
     d
 }
@@ -757,6 +778,8 @@ impl<'a> Reconcile<'a> {
                         d.warning("StageFailing", self.failing_warning(current, &profile_name));
                     }
                     status.check(current, false, Some(why.clone()));
+                    let on_failure =
+                        failing.map(|_| self.on_failure(d, current, &profile_name, &why));
                     d.explanation = match failing {
                         None => format!("{current} is being deployed: {why}"),
                         Some(kind) => format!(
@@ -780,6 +803,9 @@ impl<'a> Reconcile<'a> {
                             }
                         ),
                     };
+                    if let Some(Some(text)) = on_failure {
+                        d.explanation.push_str(&format!(" ({text})"));
+                    }
                     d.phase = Some(self.deploying(&profile_name));
                     return false;
                 }
@@ -895,6 +921,111 @@ impl<'a> Reconcile<'a> {
             }
         }
         true
+    }
+
+    /// A stage of the current rollout fails ([`crate::on_failure`]): with `on-failure:
+    /// rollback`, past the threshold, note since when; once the grace is over, ask for the
+    /// rollback to the newest completed revision. What it adds to the explanation, if anything.
+    fn on_failure(
+        &self,
+        d: &mut Decision,
+        stage: &str,
+        profile_name: &str,
+        why: &str,
+    ) -> Option<String> {
+        use crate::on_failure::{Failing, Policy, FAILING_ANNOTATION};
+        let policy = match Policy::of(&self.snapshot.promotion) {
+            Ok(p) => p,
+            Err((key, e)) => return Some(format!("{key} cannot be read ({e}): halted")),
+        };
+        if !policy.rollback {
+            return None;
+        }
+        let id = d.rollout.clone()?;
+        let failed = self.failures(profile_name).1;
+        let clusters: std::collections::BTreeSet<&str> =
+            failed.iter().map(|f| f.cluster.as_str()).collect();
+        let total = deployed::summaries_of(profile_name, &self.snapshot.summaries).len();
+        if !policy.threshold.reached(clusters.len(), total) {
+            return Some(format!(
+                "{} of {total} clusters failing, below the threshold of {} for an automatic \
+                 rollback",
+                clusters.len(),
+                policy.threshold.describe()
+            ));
+        }
+        d.failing = true;
+        let noted = Failing::of(&self.snapshot.promotion)
+            .filter(|n| n.rollout() == id && n.stage == stage)
+            .and_then(|n| DateTime::parse_from_rfc3339(&n.since).ok())
+            .map(|t| t.with_timezone(&Utc));
+        let grace = Duration::nanoseconds(i64::try_from(policy.grace_ns).unwrap_or(i64::MAX));
+        let Some(since) = noted else {
+            // Noted now; acted on at a later reconcile, which reads the history first.
+            let note = Failing {
+                stages_hash: id.stages_hash.clone(),
+                profile_spec_hash: id.profile_spec_hash.clone(),
+                stage: stage.to_string(),
+                since: zoned(self.now, chrono_tz::UTC),
+            };
+            d.annotations
+                .insert(FAILING_ANNOTATION.to_string(), Some(note.to_annotation()));
+            let due = (self.now + grace).max(self.now + Duration::seconds(1));
+            d.wake_at = Some(d.wake_at.map_or(due, |w| w.min(due)));
+            return Some(format!(
+                "on-failure rollback: rolled back at {} if it still fails",
+                zoned(due, chrono_tz::UTC)
+            ));
+        };
+        let due = since + grace;
+        if self.now < due {
+            d.wake_at = Some(d.wake_at.map_or(due, |w| w.min(due)));
+            return Some(format!(
+                "on-failure rollback: failing since {}, rolled back at {} if it still fails",
+                zoned(since, chrono_tz::UTC),
+                zoned(due, chrono_tz::UTC)
+            ));
+        }
+        match crate::abort::rollback_target(&self.snapshot.revisions, &id, None) {
+            Ok(target) => {
+                let reason = format!(
+                    "automatic rollback: stage {stage} failed on {} of {total} clusters for \
+                     {}: {why}",
+                    clusters.len(),
+                    policy.grace
+                );
+                let request = crate::abort::AbortRequest {
+                    stages_hash: id.stages_hash.clone(),
+                    profile_spec_hash: id.profile_spec_hash.clone(),
+                    rollback_to: Some(target.number),
+                    reason: Some(reason.clone()),
+                };
+                d.annotations.insert(
+                    crate::abort::ABORT_ANNOTATION.to_string(),
+                    Some(request.to_annotation()),
+                );
+                d.annotations.insert(FAILING_ANNOTATION.to_string(), None);
+                d.failing = false;
+                d.warning(
+                    crate::on_failure::AUTOMATIC_ROLLBACK,
+                    format!("Rolling back to revision {}: {reason}", target.number),
+                );
+                Some(format!(
+                    "on-failure rollback: rolling back to revision {}",
+                    target.number
+                ))
+            }
+            Err(e) => {
+                d.warning(
+                    "AutomaticRollbackImpossible",
+                    format!(
+                        "stage {stage} has failed for {}, but {e}: halted",
+                        policy.grace
+                    ),
+                );
+                Some(format!("on-failure rollback impossible ({e}): halted"))
+            }
+        }
     }
 
     /// The stage is provisioned and its delay (if any) is over.

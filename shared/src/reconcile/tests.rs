@@ -1435,3 +1435,82 @@ fn an_abort_holds_the_rollout_and_a_rollback_that_makes_no_sense_is_refused() {
         d.events
     );
 }
+
+/// The bad upgrade at staging, staging's cluster failing (`Failed`), with the failure policy
+/// `annotations` and no abort.
+fn failing_at_staging(annotations: Value) -> Snapshot {
+    let (_, mut s) = bad_upgrade_at_staging(None);
+    s.promotion["metadata"]["annotations"] = annotations;
+    s.promotion["status"]["stages"][1] = json!({"name": "staging",
+        "lastUpdateReconciledTime": "2026-03-02T09:10:00Z",
+        "currentStatusDescription": "Clusters are being provisioned (2026-03-02T09:10:00Z)"});
+    s.promotion["status"]["currentStageName"] = json!("staging");
+    s.summaries[1] = summary(&s.profiles[1], "c2", "Failed");
+    s
+}
+
+#[test]
+fn a_stage_failing_past_the_grace_is_rolled_back_when_the_promotion_asks_for_it() {
+    use crate::on_failure::*;
+    let policy = json!({ON_FAILURE_ANNOTATION: "rollback", FAILURE_GRACE_ANNOTATION: "5m"});
+    // Failing: noted now, acted on once the grace is over.
+    let s = failing_at_staging(policy.clone());
+    let d = decide_at(&s, NOW);
+    let note = d.annotations[FAILING_ANNOTATION].clone().expect("noted");
+    assert!(
+        note.contains("\"since\":\"2026-03-02T10:00:00Z\""),
+        "{note}"
+    );
+    assert!(!d.annotations.contains_key(crate::abort::ABORT_ANNOTATION));
+    assert_eq!(d.wake_at, Some(at("2026-03-02T10:05:00Z")));
+    assert!(d
+        .explanation
+        .contains("rolled back at 2026-03-02T10:05:00Z if it still fails"));
+    // Within the grace: nothing more.
+    let mut noted = s.clone();
+    noted.promotion["metadata"]["annotations"][FAILING_ANNOTATION] = json!(note);
+    let d = decide_at(&noted, "2026-03-02T10:04:00Z");
+    assert!(d.annotations.is_empty(), "{:?}", d.annotations);
+    // Past it: the rollback to the newest completed revision, its reason naming the failure.
+    let d = decide_at(&noted, "2026-03-02T10:05:00Z");
+    let request = crate::abort::AbortRequest::parse(
+        d.annotations[crate::abort::ABORT_ANNOTATION]
+            .as_deref()
+            .expect("the rollback asked for"),
+    )
+    .unwrap();
+    assert_eq!(request.rollback_to, Some(1));
+    assert!(request
+        .reason
+        .unwrap()
+        .starts_with("automatic rollback: stage staging failed on 1 of 1 clusters for 5m"));
+    assert_eq!(d.annotations[FAILING_ANNOTATION], None);
+    assert!(d.events.iter().any(|e| e.reason == "AutomaticRollback"));
+    // Nothing completed to go back to: halted, and said.
+    let mut alone = noted.clone();
+    alone.revisions.retain(|r| r.number == 2);
+    let d = decide_at(&alone, "2026-03-02T10:05:00Z");
+    assert!(!d.annotations.contains_key(crate::abort::ABORT_ANNOTATION));
+    assert!(d
+        .events
+        .iter()
+        .any(|e| e.reason == "AutomaticRollbackImpossible"));
+    // Recovered: the note goes.
+    let mut recovered = noted.clone();
+    recovered.summaries[1] = summary(&recovered.profiles[1], "c2", "Provisioned");
+    let d = decide_at(&recovered, "2026-03-02T10:04:00Z");
+    assert_eq!(d.annotations.get(FAILING_ANNOTATION), Some(&None));
+    // Without the policy (halt, the default), a failing stage only waits.
+    let d = decide_at(&failing_at_staging(json!({})), NOW);
+    assert!(d.annotations.is_empty(), "{:?}", d.annotations);
+    // Below a threshold of 2 clusters: said, nothing noted.
+    let mut two = policy;
+    two[FAILURE_THRESHOLD_ANNOTATION] = json!("2");
+    let d = decide_at(&failing_at_staging(two), NOW);
+    assert!(d.annotations.is_empty(), "{:?}", d.annotations);
+    assert!(
+        d.explanation.contains("below the threshold of 2 clusters"),
+        "{}",
+        d.explanation
+    );
+}

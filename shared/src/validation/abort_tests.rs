@@ -61,3 +61,18 @@ fn a_request_for_another_rollout_is_refused_only_when_this_update_makes_it() {
     // Kept as it was by a later update (a spec change makes it another rollout's): allowed.
     assert!(codes(&validate_update(&stale, &stale)).is_empty());
 }
+
+#[test]
+fn a_failure_policy_that_cannot_be_read_is_named_with_its_annotation() {
+    use crate::on_failure::*;
+    assert!(codes(&validate(&promotion(json!({
+        ON_FAILURE_ANNOTATION: "rollback", FAILURE_GRACE_ANNOTATION: "90s",
+        FAILURE_THRESHOLD_ANNOTATION: "20%"}))))
+    .is_empty());
+    let f = validate(&promotion(json!({FAILURE_THRESHOLD_ANNOTATION: "0"})));
+    assert_eq!(codes(&f), ["on-failure-invalid"]);
+    assert_eq!(
+        f[0].path.to_string(),
+        format!("metadata.annotations[{FAILURE_THRESHOLD_ANNOTATION}]")
+    );
+}

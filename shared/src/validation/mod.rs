@@ -124,6 +124,7 @@ fn check_metadata<'a>(root: &'a Object, out: &mut Vec<Finding>) -> Option<&'a st
     let meta_path = FieldPath::root("metadata");
     let meta = expect_object(root.get("metadata")?, &meta_path, out)?;
     check_abort_request(meta, &meta_path, out);
+    check_failure_policy(meta, &meta_path, out);
     let name_path = meta_path.key("name");
     match meta.get("name") {
         Some(Tree::Str(name)) => {
@@ -169,6 +170,27 @@ fn check_abort_request(meta: &Object, meta_path: &FieldPath, out: &mut Vec<Findi
         if let Err(e) = crate::abort::AbortRequest::parse(text) {
             out.push(Finding::error("abort-invalid", &path, e));
         }
+    }
+}
+
+/// The failure policy's annotations ([`crate::on_failure`]) must read as one: a typo would
+/// otherwise leave a promotion that asked for automatic rollbacks halting instead.
+fn check_failure_policy(meta: &Object, meta_path: &FieldPath, out: &mut Vec<Finding>) {
+    use crate::on_failure::*;
+    let Some(annotations) = meta.get("annotations").and_then(Tree::as_object) else {
+        return;
+    };
+    let value = |key: &str| annotations.get(key).and_then(Tree::as_str);
+    if let Err((key, why)) = Policy::from_values(
+        value(ON_FAILURE_ANNOTATION),
+        value(FAILURE_GRACE_ANNOTATION),
+        value(FAILURE_THRESHOLD_ANNOTATION),
+    ) {
+        out.push(Finding::error(
+            "on-failure-invalid",
+            meta_path.key("annotations").key(key),
+            why,
+        ));
     }
 }
 
