@@ -1660,6 +1660,7 @@ fn the_documented_overlay_publishes_its_approver_rules() {
         PublishedGovernance {
             approver_groups: vec!["platform-approvers".into()],
             forbid_self_approval: true,
+            rollback_groups: Vec::new(),
         }
     );
     check_install(&install, &["Issuer", "Certificate"]);

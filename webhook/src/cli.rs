@@ -77,6 +77,18 @@ pub struct ServeArgs {
     )]
     pub approver_groups: Vec<String>,
 
+    /// Only members of this group may abort, roll back or retry a rollout (set, change or
+    /// remove the annotation promotion-controller.kubectl-promotion.dev/abort; repeatable; any
+    /// listed group suffices). Unset: no restriction. Pausing is never restricted: it is the
+    /// emergency brake.
+    #[arg(
+        long = "rollback-group",
+        env = "PROMOTION_WEBHOOK_ROLLBACK_GROUP",
+        value_name = "GROUP",
+        value_delimiter = ','
+    )]
+    pub rollback_groups: Vec<String>,
+
     /// The user promotion-controller runs as (repeatable): only it may write the annotations
     /// promotion-controller.kubectl-promotion.dev/promoting and …/used-approvals, which record an
     /// approval the controller has used and whose it was. Default: system:serviceaccount:<namespace>:promotion-controller in
@@ -106,15 +118,16 @@ pub struct ServeArgs {
     pub forbid_self_approval: bool,
 
     /// Read the approver rules from this folder instead of --approver-group and
-    /// --forbid-self-approval: the ConfigMap kubectl-promotion-system/promotion-governance
-    /// mounted as a volume (keys approver-groups and forbid-self-approval), which
+    /// --forbid-self-approval (and --rollback-group): the ConfigMap
+    /// kubectl-promotion-system/promotion-governance mounted as a volume (keys approver-groups,
+    /// forbid-self-approval and rollback-groups), which
     /// `kubectl promotion describe` reads too to say who may approve. Re-read every
     /// --cert-reload-interval; a change that does not parse keeps the rules in use.
     #[arg(
         long,
         env = "PROMOTION_WEBHOOK_GOVERNANCE_DIR",
         value_name = "DIR",
-        conflicts_with_all = ["approver_groups", "forbid_self_approval"]
+        conflicts_with_all = ["approver_groups", "forbid_self_approval", "rollback_groups"]
     )]
     pub governance_dir: Option<PathBuf>,
 

@@ -191,21 +191,31 @@ fn is_namespace_name(name: &str) -> bool {
         && bytes.last().is_some_and(inner)
 }
 
+/// The groups of a repeatable `--<flag>`, trimmed; an empty one is refused.
+fn group_flag(flag: &str, values: &[String]) -> Result<Vec<String>, ConfigError> {
+    let groups: Vec<String> = values
+        .iter()
+        .map(|g| g.trim().to_string())
+        .filter(|g| !g.is_empty())
+        .collect();
+    if groups.len() != values.len() {
+        let env = format!(
+            "PROMOTION_WEBHOOK_{}",
+            flag.to_uppercase().replace('-', "_")
+        );
+        return Err(ConfigError(format!(
+            "--{flag} must not be empty ({env} takes a comma-separated list)"
+        )));
+    }
+    Ok(groups)
+}
+
 impl ServeConfig {
     /// Check `args`; `namespace` is what the process found out about the namespace it runs in
     /// ([`NamespaceSources::read`]), used when `--controller-user` is not given.
     pub fn new(args: ServeArgs, namespace: &NamespaceSources) -> Result<Self, ConfigError> {
-        let approver_groups: Vec<String> = args
-            .approver_groups
-            .iter()
-            .map(|g| g.trim().to_string())
-            .filter(|g| !g.is_empty())
-            .collect();
-        if approver_groups.len() != args.approver_groups.len() {
-            return Err(ConfigError(
-                "--approver-group must not be empty (PROMOTION_WEBHOOK_APPROVER_GROUP takes a comma-separated list)".into(),
-            ));
-        }
+        let approver_groups = group_flag("approver-group", &args.approver_groups)?;
+        let rollback_groups = group_flag("rollback-group", &args.rollback_groups)?;
         for (flag, value) in [
             ("--cert-reload-interval", args.cert_reload_interval),
             ("--request-timeout", args.request_timeout),
@@ -249,6 +259,7 @@ impl ServeConfig {
                 approver_groups,
                 forbid_self_approval: args.forbid_self_approval,
                 controller_users,
+                rollback_groups,
             },
             controller_users_from,
             governance_dir: args.governance_dir,

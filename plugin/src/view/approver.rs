@@ -321,6 +321,7 @@ mod tests {
     fn governed(groups: &[&str], four_eyes: bool) -> Option<PublishedGovernance> {
         Some(PublishedGovernance {
             approver_groups: groups.iter().map(|g| g.to_string()).collect(),
+            rollback_groups: Vec::new(),
             forbid_self_approval: four_eyes,
         })
     }

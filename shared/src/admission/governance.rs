@@ -33,6 +33,10 @@ pub struct GovernancePolicy {
     /// The users promotion-controller runs as: only they may change its committed-step and
     /// used-approvals annotations.
     pub controller_users: Vec<String>,
+    /// Empty: anyone allowed to update the object may abort, roll back and retry a rollout
+    /// ([`crate::abort`]); otherwise only members of one of these groups (and the controller,
+    /// whose automatic rollbacks are its own). Pausing stays open: it is the emergency brake.
+    pub rollback_groups: Vec<String>,
 }
 
 impl GovernancePolicy {
@@ -67,6 +71,7 @@ pub fn check_governance_tree(
 ) -> GovernanceOutcome {
     let mut outcome = GovernanceOutcome::default();
     committed_step(old, new, user, policy, &mut outcome);
+    rollback_right(old, new, user, policy, &mut outcome);
     if !policy.is_enforcing() {
         return outcome;
     }
@@ -294,6 +299,56 @@ fn committed_step(
     }
 }
 
+/// With rollback groups set, only their members (and the controller) may set, change or remove
+/// the abort request: abort, roll back, retry.
+fn rollback_right(
+    old: Option<&Tree>,
+    new: &Tree,
+    user: &UserInfo,
+    policy: &GovernancePolicy,
+    outcome: &mut GovernanceOutcome,
+) {
+    if policy.rollback_groups.is_empty() {
+        return;
+    }
+    let requester = username(user);
+    if policy.controller_users.iter().any(|u| u == requester) {
+        return;
+    }
+    let key = crate::abort::ABORT_ANNOTATION;
+    let value = |t: &Tree| {
+        super::audit::annotation(t, key)
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+    };
+    if old.and_then(value) == value(new) {
+        return;
+    }
+    if groups(user)
+        .iter()
+        .any(|g| policy.rollback_groups.contains(g))
+    {
+        return;
+    }
+    outcome.violations.push(Violation::new(
+        "rollback-not-in-group",
+        super::annotation_path(key),
+        format!(
+            "user {requester:?} may not abort, roll back or retry a rollout: that requires a \
+             member of {} (the user's groups: {})",
+            group_list(&policy.rollback_groups),
+            match groups(user) {
+                [] => "none".to_string(),
+                g => g
+                    .iter()
+                    .map(|g| format!("{g:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }
+        ),
+    ));
+}
+
 /// `group "a"` / `one of the groups "a", "b"`: how refusals name approver groups.
 pub fn group_list(groups: &[String]) -> String {
     let quoted: Vec<String> = groups.iter().map(|g| format!("{g:?}")).collect();
@@ -334,6 +389,7 @@ mod tests {
             approver_groups: vec!["release-managers".into()],
             forbid_self_approval: false,
             controller_users: vec![],
+            rollback_groups: vec![],
         }
     }
 
@@ -342,7 +398,46 @@ mod tests {
             approver_groups: vec![],
             forbid_self_approval: true,
             controller_users: vec![],
+            rollback_groups: vec![],
         }
+    }
+
+    /// With rollback groups, only their members and the controller may abort, roll back or
+    /// retry; pausing is not theirs to restrict; a request that leaves the abort alone passes.
+    #[test]
+    fn rollback_groups_restrict_abort_rollback_and_retry_only() {
+        use crate::abort::ABORT_ANNOTATION;
+        let policy = GovernancePolicy {
+            rollback_groups: vec!["sre".into()],
+            controller_users: vec!["system:serviceaccount:ns:promotion-controller".into()],
+            ..GovernancePolicy::default()
+        };
+        let stored = json!({"metadata": {"name": "p", "annotations": {}}, "spec": {"stages": []}});
+        let mut aborting = stored.clone();
+        aborting["metadata"]["annotations"][ABORT_ANNOTATION] = json!("{}");
+        let user = |name: &str, groups: &[&str]| UserInfo {
+            username: Some(name.into()),
+            groups: Some(groups.iter().map(|g| g.to_string()).collect()),
+            ..UserInfo::default()
+        };
+        let refused = check_governance(Some(&stored), &aborting, &user("bob", &["dev"]), &policy);
+        assert_eq!(refused.violations.len(), 1, "{refused:?}");
+        assert_eq!(refused.violations[0].code, "rollback-not-in-group");
+        assert!(refused.violations[0].message.contains("group \"sre\""));
+        for allowed in [
+            user("alice", &["sre"]),
+            user("system:serviceaccount:ns:promotion-controller", &[]),
+        ] {
+            let outcome = check_governance(Some(&stored), &aborting, &allowed, &policy);
+            assert!(outcome.violations.is_empty(), "{outcome:?}");
+        }
+        // A retry is a change too; a pause or a label is not the rules' business.
+        let retried = check_governance(Some(&aborting), &stored, &user("bob", &[]), &policy);
+        assert_eq!(retried.violations.len(), 1);
+        let mut paused = stored.clone();
+        paused["metadata"]["annotations"][crate::pause::PAUSED_ANNOTATION] = json!("");
+        let pause = check_governance(Some(&stored), &paused, &user("bob", &[]), &policy);
+        assert!(pause.violations.is_empty());
     }
 
     #[test]

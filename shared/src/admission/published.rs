@@ -2,10 +2,12 @@
 //! (mounted as files, `promotion-webhook serve --governance-dir`) and the plugin reads through
 //! the API, so that what `describe` says about who may approve is what the webhook enforces.
 //!
-//! The format is two keys, both optional:
+//! The format is three keys, all optional:
 //! - `approver-groups`: groups separated by commas or line breaks; none (or the key left out):
 //!   anyone RBAC lets update a ClusterPromotion may approve;
-//! - `forbid-self-approval`: `true` or `false` (empty or left out: `false`).
+//! - `forbid-self-approval`: `true` or `false` (empty or left out: `false`);
+//! - `rollback-groups`: as `approver-groups`, for aborting, rolling back and retrying a rollout
+//!   ([`crate::abort`]); none: anyone RBAC lets update it.
 //!
 //! Any other key is refused rather than ignored: `approver-group: release-managers` would
 //! otherwise look like a restriction while none applies.
@@ -20,6 +22,7 @@ pub const GOVERNANCE_CONFIGMAP: &str = "promotion-governance";
 
 pub const APPROVER_GROUPS_KEY: &str = "approver-groups";
 pub const FORBID_SELF_APPROVAL_KEY: &str = "forbid-self-approval";
+pub const ROLLBACK_GROUPS_KEY: &str = "rollback-groups";
 
 /// The published approver rules.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -28,13 +31,15 @@ pub struct PublishedGovernance {
     /// Empty: no group restriction.
     pub approver_groups: Vec<String>,
     pub forbid_self_approval: bool,
+    /// Empty: anyone who may update a promotion may abort, roll back and retry.
+    pub rollback_groups: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PublishedError {
     #[error(
-        "key {0:?} is not an approver rule (the keys are {APPROVER_GROUPS_KEY:?} and \
-         {FORBID_SELF_APPROVAL_KEY:?})"
+        "key {0:?} is not an approver rule (the keys are {APPROVER_GROUPS_KEY:?}, \
+         {FORBID_SELF_APPROVAL_KEY:?} and {ROLLBACK_GROUPS_KEY:?})"
     )]
     UnknownKey(String),
     #[error("key {FORBID_SELF_APPROVAL_KEY:?}: {0:?} is not \"true\" or \"false\"")]
@@ -49,14 +54,8 @@ impl PublishedGovernance {
         let mut published = PublishedGovernance::default();
         for (key, value) in entries {
             match key {
-                APPROVER_GROUPS_KEY => {
-                    published.approver_groups = value
-                        .split([',', '\n'])
-                        .map(str::trim)
-                        .filter(|g| !g.is_empty())
-                        .map(String::from)
-                        .collect();
-                }
+                APPROVER_GROUPS_KEY => published.approver_groups = group_values(value),
+                ROLLBACK_GROUPS_KEY => published.rollback_groups = group_values(value),
                 FORBID_SELF_APPROVAL_KEY => {
                     published.forbid_self_approval = match value.trim() {
                         "true" => true,
@@ -76,8 +75,19 @@ impl PublishedGovernance {
             approver_groups: self.approver_groups.clone(),
             forbid_self_approval: self.forbid_self_approval,
             controller_users,
+            rollback_groups: self.rollback_groups.clone(),
         }
     }
+}
+
+/// Groups separated by commas or line breaks, blanks dropped.
+fn group_values(value: &str) -> Vec<String> {
+    value
+        .split([',', '\n'])
+        .map(str::trim)
+        .filter(|g| !g.is_empty())
+        .map(String::from)
+        .collect()
 }
 
 #[cfg(test)]
@@ -96,6 +106,7 @@ mod tests {
             PublishedGovernance {
                 approver_groups: vec!["release-managers".into(), "Release Leads".into()],
                 forbid_self_approval: true,
+                rollback_groups: Vec::new(),
             }
         );
         assert_eq!(
