@@ -342,9 +342,10 @@ async fn may_patch(kube: &Kube, name: &str) -> std::result::Result<bool, String>
         .map_err(|e| e.read_failure())
 }
 
-/// Whether `d` proposes something only some callers may do: an approval, or withdrawing one.
+/// Whether `d` proposes something only some callers may do: an approval, withdrawing one, or
+/// retrying an aborted rollout.
 fn judges_the_caller(d: &Description) -> bool {
-    d.proposes_approval() || d.has_revocable_approval()
+    d.proposes_approval() || d.has_revocable_approval() || d.aborted.is_some()
 }
 
 /// Word `d`'s proposed approvals and revocations for the caller; the rollout's starter is the
@@ -362,6 +363,9 @@ fn judge(
     }
     let name = d.name.clone();
     d.set_revoke_rights(|giver| RevokeRight::judge(&name, rbac, caller, giver));
+    if let (Some(aborted), Ok(Some(rules))) = (d.aborted.as_mut(), &caller.rules) {
+        aborted.retry_requires = rules.rollback_groups.clone();
+    }
 }
 
 /// Print descriptions: one model as an object, several (or "all") as a list.

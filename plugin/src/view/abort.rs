@@ -28,6 +28,10 @@ pub struct AbortView {
     /// The revision of the spec's rollout in the history, when it is there.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spec_revision: Option<i64>,
+    /// The groups the published rules require for a retry (`rollback-groups`); empty: none,
+    /// or not read.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub retry_requires: Vec<String>,
 }
 
 impl AbortView {
@@ -38,8 +42,20 @@ impl AbortView {
             record: abort.record.clone(),
             invalid: abort.request.as_ref().err().cloned(),
             spec_revision: None,
+            retry_requires: Vec::new(),
             abort,
         }
+    }
+
+    /// " (only a member of group \"sre\" may retry)", when the rules restrict it.
+    fn who_may_retry(&self) -> String {
+        if self.retry_requires.is_empty() {
+            return String::new();
+        }
+        format!(
+            " (only a member of {} may retry, by the published rules)",
+            promotion_shared::admission::group_list(&self.retry_requires)
+        )
     }
 
     /// What the abort holds, for `describe`'s `Aborted:` line and `wait`: who, when, why, the
@@ -54,12 +70,14 @@ impl AbortView {
                     .unwrap_or_else(|| " (spec unchanged)".to_string());
                 format!(
                     "{what}{spec}; `kubectl promotion retry {name}` starts the spec's rollout \
-                     again from its first stage"
+                     again from its first stage{}",
+                    self.who_may_retry()
                 )
             }
             None => format!(
                 "{what}; no stage of this rollout starts and no approval is used until \
-                 `kubectl promotion retry {name}`"
+                 `kubectl promotion retry {name}`{}",
+                self.who_may_retry()
             ),
         }
     }
@@ -125,6 +143,18 @@ mod tests {
         assert_eq!(
             view(None, false).next_step("p"),
             "kubectl promotion retry p   (the rollout resumes where it stopped)"
+        );
+    }
+
+    #[test]
+    fn published_rollback_groups_say_who_may_retry() {
+        let mut v = view(None, true);
+        v.retry_requires = vec!["sre".into()];
+        assert!(
+            v.explain("p")
+                .ends_with("(only a member of group \"sre\" may retry, by the published rules)"),
+            "{}",
+            v.explain("p")
         );
     }
 
