@@ -50,6 +50,9 @@ pub struct Record {
     /// When it started: the webhook's record of the change, else when the controller first
     /// saw it.
     pub started: String,
+    /// The change that started it set the spec back to this revision (`kubectl promotion
+    /// undo`), by the webhook's record of it.
+    pub restored_revision: Option<i64>,
     /// The stages it reached, in order.
     #[serde(default)]
     pub stages: Vec<StageRecord>,
@@ -433,6 +436,7 @@ fn fresh_record(promotion: &Value, rollout: &RolloutId, now: &str) -> Record {
         stages_hash: rollout.stages_hash.clone(),
         profile_spec_hash: rollout.profile_spec_hash.clone(),
         started_by: change.as_ref().map(|c| c.user.clone()),
+        restored_revision: change.as_ref().and_then(|c| c.restored_revision),
         started: change.map_or_else(|| now.to_string(), |c| c.time),
         ..Record::default()
     }

@@ -32,6 +32,7 @@ pub mod freshness;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod gate;
+pub mod gitops;
 pub mod history;
 pub mod model;
 pub mod on_failure;

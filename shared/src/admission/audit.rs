@@ -184,6 +184,11 @@ pub struct SpecChangeRecord {
     /// The rollout the change started (the new spec's hashes). Absent in records written before
     /// it was recorded.
     pub rollout: Option<RolloutId>,
+    /// The change set the spec back to this revision of the rollout history (`kubectl promotion
+    /// undo`, through [`super::UNDO_ANNOTATION`]): the client's word, as an approval's reason
+    /// is. Absent for any other change.
+    #[serde(rename = "restoredRevision")]
+    pub restored_revision: Option<i64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -390,11 +395,13 @@ impl SpecChangeRecord {
         user: &UserInfo,
         now: DateTime<Utc>,
         rollout: Option<RolloutId>,
+        restored_revision: Option<i64>,
     ) -> Self {
         SpecChangeRecord {
             user: username(user).to_string(),
             time: format_time(now),
             rollout,
+            restored_revision,
         }
     }
 

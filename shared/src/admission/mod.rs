@@ -73,6 +73,13 @@ pub const RESET_FLIPS_ANNOTATION: &str = "audit.kubectl-promotion.dev/automatic-
 /// reason for an approval. The mutation moves it into the approval record and removes it.
 pub const APPROVAL_REASON_ANNOTATION: &str = "kubectl-promotion.dev/approval-reason";
 
+/// Request annotation through which a client (`kubectl promotion undo`) says that its spec
+/// change sets the spec back to this revision of the rollout history (its number, e.g. `"3"`).
+/// The mutation moves it into the spec-change record ([`SpecChangeRecord::restored_revision`])
+/// and removes it; on a request that starts no new rollout it is removed with a warning, as a
+/// stray approval reason is.
+pub const UNDO_ANNOTATION: &str = "kubectl-promotion.dev/undo-to";
+
 /// Longer reasons are cut (with a warning): the whole annotation map of an object is limited to
 /// 256 KiB by the API server, and the record is kept per stage.
 pub const MAX_REASON_CHARS: usize = 1024;

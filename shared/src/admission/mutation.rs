@@ -9,7 +9,9 @@
 //! - turning an approval on records who, when and why; withdrawing it (`approved: false`)
 //!   records who, when and why, with the record of the approval withdrawn; taking it away
 //!   otherwise (left out, its stage removed, or reset as above) marks its record with who, when
-//!   and how; starting a new rollout records who and when (a CREATE counts as one).
+//!   and how; starting a new rollout records who and when (a CREATE counts as one), and, when
+//!   the request says so ([`UNDO_ANNOTATION`], removed like the approval reason), which revision
+//!   of the history it set the spec back to.
 //!
 //! The plan is idempotent: applying it and planning again for the result gives an empty patch,
 //! which keeps the webhook safe under `reinvocationPolicy: IfNeeded`.
@@ -34,7 +36,7 @@ use super::gates::{
 use super::removed::{removed_approvals_tree, reset_cause, RemovalCause};
 use super::{
     UserInfo, APPROVALS_ANNOTATION, APPROVAL_REASON_ANNOTATION, MAX_REASON_CHARS,
-    RESET_FLIPS_ANNOTATION, SPEC_CHANGE_ANNOTATION,
+    RESET_FLIPS_ANNOTATION, SPEC_CHANGE_ANNOTATION, UNDO_ANNOTATION,
 };
 use crate::rollout::{self, Restart, RolloutId};
 use crate::tree::{field, same, to_owned_value, tree_of, Tree};
@@ -210,8 +212,15 @@ pub fn plan_mutation_tree(
         reason,
         &mut annotation_edits,
     );
+    let restored = take_undo(
+        new,
+        old.is_none(),
+        plan.restart.is_some(),
+        &mut annotation_edits,
+        &mut plan.warnings,
+    );
     if plan.restart.is_some() || old.is_none() {
-        record_spec_change(old, new, &writer, &mut annotation_edits);
+        record_spec_change(old, new, &writer, restored, &mut annotation_edits);
     }
     if let Some(old) = old {
         record_reset_flips(
@@ -319,6 +328,47 @@ fn take_reason(
         return Some(text.chars().take(MAX_REASON_CHARS).collect());
     }
     Some(text)
+}
+
+/// The revision the request says it restores ([`UNDO_ANNOTATION`]): always removed from the
+/// object (a request parameter, not state), returned for the spec-change record when this request
+/// starts a new rollout of a stored promotion and the value is a revision number.
+fn take_undo(
+    new: &Tree,
+    creating: bool,
+    restarting: bool,
+    edits: &mut AnnotationEdits,
+    warnings: &mut Vec<String>,
+) -> Option<i64> {
+    let raw = annotation(new, UNDO_ANNOTATION)?;
+    edits.remove(UNDO_ANNOTATION, to_owned_value(raw));
+    if creating {
+        warnings.push(format!(
+            "annotation {UNDO_ANNOTATION} removed: a promotion being created has no revision to \
+             restore"
+        ));
+        return None;
+    }
+    if !restarting {
+        warnings.push(format!(
+            "annotation {UNDO_ANNOTATION} removed: this request starts no new rollout \
+             (spec.profileSpec and the stages' names, order and selectors are unchanged), so it \
+             restores no revision"
+        ));
+        return None;
+    }
+    let number = raw
+        .as_str()
+        .and_then(|text| text.parse::<i64>().ok())
+        .filter(|n| *n >= 1);
+    if number.is_none() {
+        warnings.push(format!(
+            "annotation {UNDO_ANNOTATION} removed: {} is not a revision number (revisions count \
+             from 1); the spec change is recorded without it",
+            to_owned_value(raw)
+        ));
+    }
+    number
 }
 
 /// Who writes this request's records, when, for which rollout, and the generation the write
@@ -492,19 +542,23 @@ fn record_spec_change(
     old: Option<&Tree>,
     new: &Tree,
     writer: &Writer<'_>,
+    restored: Option<i64>,
     edits: &mut AnnotationEdits,
 ) {
     let (user, now) = (writer.user, writer.now);
     let before = old.and_then(|old| spec_change_record_in(old).ok().flatten());
     let current = spec_change_record_in(new).ok().flatten();
-    let own = current
-        .as_ref()
-        .is_some_and(|record| record.matches_request(user, now) && before.as_ref() != Some(record));
+    // Reinvocation: this request's record is already there (and its undo annotation gone).
+    let own = current.as_ref().is_some_and(|record| {
+        record.matches_request(user, now)
+            && before.as_ref() != Some(record)
+            && (restored.is_none() || record.restored_revision == restored)
+    });
     if !own {
         edits.set_json(
             new,
             SPEC_CHANGE_ANNOTATION,
-            &SpecChangeRecord::for_request(user, now, writer.rollout.clone()),
+            &SpecChangeRecord::for_request(user, now, writer.rollout.clone(), restored),
         );
     }
 }
@@ -987,6 +1041,7 @@ mod tests {
                 time: "2026-03-01T12:00:00Z".into(),
                 // The rollout the change started: the new spec's hashes.
                 rollout: Some(crate::rollout::identity_of(&mutated).unwrap().id),
+                restored_revision: None,
             })
         );
         assert!(mutated["spec"]["stages"][1]["trigger"]["manual"]
@@ -1429,6 +1484,118 @@ mod tests {
         assert_eq!(ops[1]["op"], "remove");
         assert!(plan.warnings[0].contains("approves no stage"));
         assert_idempotent(Some(&old), &new, &user("gus"));
+    }
+
+    /// `kubectl promotion undo` sends the revision it restores with the spec change: the
+    /// record keeps it, the request annotation goes, and planning again changes nothing.
+    #[test]
+    fn an_undo_is_recorded_with_the_revision_it_restored() {
+        use crate::admission::check_audit_integrity;
+        let old = promotion(None, &["dev"], "3.6.3");
+        let mut new = promotion(None, &["dev"], "3.6.2");
+        new["metadata"]["annotations"] = json!({UNDO_ANNOTATION: "2", "team": "platform"});
+        let plan = plan_mutation(Some(&old), &new, &user("dora"), now());
+        let ops = serde_json::to_value(&plan.patch).unwrap();
+        assert!(
+            ops.as_array().unwrap().iter().any(|op| op
+                == &json!({"op": "test", "path":
+                           "/metadata/annotations/kubectl-promotion.dev~1undo-to", "value": "2"})),
+            "{ops}"
+        );
+        let mutated = assert_idempotent(Some(&old), &new, &user("dora"));
+        assert_eq!(
+            mutated["metadata"]["annotations"].get(UNDO_ANNOTATION),
+            None,
+            "{mutated}"
+        );
+        assert_eq!(mutated["metadata"]["annotations"]["team"], "platform");
+        let record = spec_change_record(&mutated).unwrap().unwrap();
+        assert_eq!(
+            (record.user.as_str(), record.restored_revision),
+            ("dora", Some(2))
+        );
+        assert_eq!(
+            record.rollout,
+            Some(crate::rollout::identity_of(&mutated).unwrap().id)
+        );
+        let text = mutated["metadata"]["annotations"][SPEC_CHANGE_ANNOTATION]
+            .as_str()
+            .unwrap();
+        assert!(text.contains("\"restoredRevision\":2"), "{text}");
+        assert!(plan.warnings.iter().all(|w| !w.contains(UNDO_ANNOTATION)));
+        // The validating webhook accepts the mutation's output.
+        assert!(check_audit_integrity(Some(&old), &mutated, &user("dora"), now()).is_empty());
+        // A later spec change without the annotation is recorded without a revision.
+        let mut later = promotion(None, &["dev"], "3.6.4");
+        later["metadata"]["annotations"] = mutated["metadata"]["annotations"].clone();
+        let again = assert_idempotent(Some(&mutated), &later, &user("erin"));
+        let record = spec_change_record(&again).unwrap().unwrap();
+        assert_eq!(
+            (record.user.as_str(), record.restored_revision),
+            ("erin", None)
+        );
+    }
+
+    #[test]
+    fn a_stray_or_unreadable_undo_annotation_is_removed_with_a_warning() {
+        let old = promotion(None, &["dev"], "3.6.3");
+        // No new rollout: only a label and the annotation.
+        let mut relabel = old.clone();
+        relabel["metadata"]["annotations"] = json!({UNDO_ANNOTATION: "2"});
+        let plan = plan_mutation(Some(&old), &relabel, &user("gus"), now());
+        let ops = serde_json::to_value(&plan.patch).unwrap();
+        assert_eq!(
+            ops,
+            json!([{"op": "test", "path": "/metadata/annotations/kubectl-promotion.dev~1undo-to",
+                    "value": "2"},
+                   {"op": "remove", "path": "/metadata/annotations/kubectl-promotion.dev~1undo-to"}])
+        );
+        assert_eq!(
+            plan.warnings,
+            [format!(
+                "annotation {UNDO_ANNOTATION} removed: this request starts no new rollout \
+                 (spec.profileSpec and the stages' names, order and selectors are unchanged), so \
+                 it restores no revision"
+            )]
+        );
+        assert_idempotent(Some(&old), &relabel, &user("gus"));
+        // A CREATE has no history.
+        let plan = plan_mutation(None, &relabel, &user("gus"), now());
+        assert!(
+            plan.warnings[0].contains("a promotion being created has no revision"),
+            "{:?}",
+            plan.warnings
+        );
+        assert_eq!(
+            spec_change_record(&apply(&relabel, &plan))
+                .unwrap()
+                .unwrap()
+                .restored_revision,
+            None
+        );
+        // Not a revision number: the change is recorded without it.
+        for value in [json!("two"), json!("0"), json!("-3")] {
+            let mut new = promotion(None, &["dev"], "3.6.2");
+            new["metadata"]["annotations"] = json!({UNDO_ANNOTATION: value});
+            let plan = plan_mutation(Some(&old), &new, &user("gus"), now());
+            assert!(
+                plan.warnings
+                    .iter()
+                    .any(|w| w.contains("is not a revision number")),
+                "{value}: {:?}",
+                plan.warnings
+            );
+            let mutated = assert_idempotent(Some(&old), &new, &user("gus"));
+            assert_eq!(
+                mutated["metadata"]["annotations"].get(UNDO_ANNOTATION),
+                None
+            );
+            let record = spec_change_record(&mutated).unwrap().unwrap();
+            assert_eq!(
+                (record.user.as_str(), record.restored_revision),
+                ("gus", None)
+            );
+        }
     }
 
     #[test]

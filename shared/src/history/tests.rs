@@ -153,6 +153,46 @@ fn a_rollout_that_comes_back_is_renumbered_as_the_newest() {
     assert_eq!(two.record.as_ref().unwrap().outcome(), "superseded by 3");
 }
 
+/// An undo sets the spec back to an earlier revision: that rollout comes back, renumbered, and
+/// its new run says which revision it restored (the webhook's spec-change record of the undo).
+#[test]
+fn an_undo_is_a_new_run_that_says_which_revision_it_restored() {
+    use crate::admission::{SpecChangeRecord, SPEC_CHANGE_ANNOTATION};
+    let mut revisions = Vec::new();
+    for version in ["3.6.2", "3.6.3"] {
+        let p = promotion(version, &["dev"], false);
+        let writes = plan(&p, &revisions, 10, "ns", NOW);
+        apply(&mut revisions, &writes);
+    }
+    let mut undone = promotion("3.6.2", &["dev"], false);
+    let change = |restored: Option<i64>| SpecChangeRecord {
+        user: "dora".into(),
+        time: "2026-03-02T09:30:00Z".into(),
+        rollout: Some(identity_of(&undone).unwrap().id),
+        restored_revision: restored,
+    };
+    undone["metadata"]["annotations"] =
+        json!({SPEC_CHANGE_ANNOTATION: serde_json::to_string(&change(Some(1))).unwrap()});
+    let writes = plan(&undone, &revisions, 10, "ns", NOW);
+    apply(&mut revisions, &writes);
+    assert_eq!(numbers(&revisions), [2, 3]);
+    let back = revisions.iter().find(|r| r.number == 3).unwrap();
+    let record = back.record.as_ref().unwrap();
+    assert_eq!(
+        (
+            record.started_by.as_deref(),
+            record.started.as_str(),
+            record.restored_revision
+        ),
+        (Some("dora"), "2026-03-02T09:30:00Z", Some(1))
+    );
+    // A run started by an ordinary change restores nothing.
+    let two = revisions.iter().find(|r| r.number == 2).unwrap();
+    assert_eq!(two.record.as_ref().unwrap().restored_revision, None);
+    let text = serde_json::to_value(record).unwrap();
+    assert_eq!(text["restoredRevision"], 1, "{text}");
+}
+
 #[test]
 fn nothing_is_recorded_before_the_status_follows_the_spec() {
     let mut p = promotion("3.6.2", &["dev"], false);
