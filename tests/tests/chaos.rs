@@ -1,6 +1,7 @@
 //! The chaos suite's short run ([`promotion_e2e::chaos`]): two promotion-controller replicas on a
 //! private real kube-apiserver roll eight promotions through an auto and a manual stage while
-//! seeded faults of every kind overlap for 90 seconds; then every promotion must complete, and the
+//! seeded faults of every kind overlap for 90 seconds, while users pause, abort and roll back
+//! rollouts at their gates and resume or retry them; then every promotion must complete, and the
 //! audit log must show no stage promoted before the double deployed it, no gate passed without
 //! its rollout's approval, and no write outside its replica's Lease term.
 //!
@@ -72,6 +73,15 @@ fn short_run(seed: u64) -> Result<(), Failed> {
     // The run must have exercised what it claims to: faults of several kinds, rollouts carried
     // through them, and writes the oracles could check.
     let kinds = report.faults.len();
+    let moved = |m: &str| report.moves_made.get(m).copied().unwrap_or(0);
+    if moved("pause") == 0 || moved("abort") == 0 || moved("rollback") == 0 {
+        return Err(format!(
+            "seed {seed}: the users' moves did not include each of pause, abort and rollback: \
+             {:?}",
+            report.moves_made
+        )
+        .into());
+    }
     if kinds < 5 || report.rollouts_completed == 0 || report.stage_writes_checked == 0 {
         return Err(format!(
             "seed {seed}: the run proved little: {kinds} kinds of fault, {} rollouts completed, \

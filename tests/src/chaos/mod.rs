@@ -13,11 +13,14 @@
 //!
 //! The driver plays the users: the release manager approves a gate once per rollout (through the
 //! plugin), and, while the workload runs, a promotion that completed gets the next chart version.
+//! Before approving, a user may pause, abort or roll back the rollout at its gate, and resume or
+//! retry it a moment later ([`steer`]).
 //! Chart versions name rollouts: `1.<n>.0` is the promotion's n-th.
 
 pub mod audit;
 pub mod faults;
 pub mod report;
+pub mod steer;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -90,6 +93,9 @@ pub struct World<'c> {
     plugin: PathBuf,
     /// (promotion, chart) → the driver's approvals of that rollout.
     approvals: Mutex<BTreeMap<(String, String), Approval>>,
+    /// The users' pauses, aborts and rollbacks.
+    pub steering: Mutex<steer::Steering>,
+    seed: u64,
     /// Rollouts seen complete.
     pub completed: AtomicUsize,
     /// While set, a completed promotion gets the next chart version.
@@ -106,6 +112,8 @@ struct Approval {
     first_sent: SystemTime,
     /// Whether one was answered as given; until then the next tick tries again.
     given: bool,
+    /// The run of the rollout it was given for ([`steer::Steering::run`]).
+    run: u32,
 }
 
 /// One promotion-controller replica, behind a fault proxy of its own.
@@ -217,6 +225,8 @@ impl<'c> World<'c> {
                 &lease_seconds,
                 "--selector",
                 &selector,
+                "--history-namespace",
+                LEASE_NAMESPACE,
                 "--log-level",
                 "info",
             ]
@@ -259,6 +269,8 @@ impl<'c> World<'c> {
             admin,
             plugin,
             approvals: Mutex::new(BTreeMap::new()),
+            steering: Mutex::new(steer::Steering::default()),
+            seed: config.seed,
             completed: AtomicUsize::new(0),
             rolling: AtomicBool::new(true),
             stop: AtomicBool::new(false),
@@ -326,6 +338,9 @@ impl<'c> World<'c> {
                 .unwrap_or_default()
                 .to_string();
             let wanted = spec_chart(&p);
+            if self.steer(&p, &name, &wanted) {
+                continue;
+            }
             if awaiting_approval(&p) && !self.approved(&name, &wanted) {
                 self.approve(&name, &wanted);
             }
@@ -338,10 +353,46 @@ impl<'c> World<'c> {
         }
     }
 
+    /// Whether a user's move holds the rollout of `chart` now (a pause, an abort, a rollback
+    /// not yet undone): making or undoing it through the plugin when it is time.
+    fn steer(&self, p: &Value, name: &str, chart: &str) -> bool {
+        let at_gate = awaiting_approval(p) && !self.approved(name, chart);
+        let first = version_of(chart) == 0;
+        let step = lock(&self.steering).next(self.seed, p, name, chart, at_gate, first);
+        match step {
+            steer::Step::Free => false,
+            steer::Step::Hold => true,
+            steer::Step::Run(made, args, making) => {
+                // As the admin: a rollback reads the history in the controller's namespace.
+                let done = self
+                    .cluster
+                    .command(User::Admin, &self.plugin)
+                    .args(&args)
+                    .output()
+                    .is_ok_and(|o| o.status.success());
+                let mut steering = lock(&self.steering);
+                match (making, done) {
+                    (true, true) => {
+                        steering.made(name, chart, made);
+                        self.say(format_args!("{name}: {} at {chart}", made.name()));
+                    }
+                    (false, true) => {
+                        steering.undone(name, chart);
+                        self.say(format_args!("{name}: {} at {chart} undone", made.name()));
+                    }
+                    // Tried again at the next tick, judged from what is stored then.
+                    (_, false) => {}
+                }
+                true
+            }
+        }
+    }
+
     fn approved(&self, name: &str, chart: &str) -> bool {
+        let run = lock(&self.steering).run(name, chart);
         lock(&self.approvals)
             .get(&(name.to_string(), chart.to_string()))
-            .is_some_and(|a| a.given)
+            .is_some_and(|a| a.given && a.run == run)
     }
 
     /// The release manager approves staging for the rollout of `chart`, through the plugin. The
@@ -356,11 +407,18 @@ impl<'c> World<'c> {
             .args(["approve", name, "--stage", MANUAL, "--reason", "chaos"])
             .output()
             .is_ok_and(|o| o.status.success());
+        let run = lock(&self.steering).run(name, chart);
         let mut approvals = lock(&self.approvals);
         let approval = approvals.entry(key).or_insert(Approval {
             first_sent: sent,
             given: false,
+            run,
         });
+        // A new run of the rollout (a retry after a rollback) needs its own approval.
+        if approval.run != run {
+            approval.run = run;
+            approval.given = false;
+        }
         approval.given |= given;
     }
 
@@ -562,6 +620,8 @@ pub fn run(config: &Config) -> Result<Report, String> {
     });
     report.rollouts_completed = world.completed.load(Ordering::SeqCst);
     report.approvals = lock(&world.approvals).values().filter(|a| a.given).count();
+    report.moves_made = lock(&world.steering).made.clone();
+    report.moves_undone = lock(&world.steering).undone.clone();
     report.replica_starts = world.replicas.iter().map(|r| lock(r).starts).sum();
     for replica in &world.replicas {
         lock(replica).kill();

@@ -16,6 +16,9 @@ pub struct Report {
     pub max_overlap: usize,
     pub rollouts_completed: usize,
     pub approvals: usize,
+    /// The users' pauses, aborts and rollbacks made, and undone (resumed, retried), by name.
+    pub moves_made: BTreeMap<&'static str, usize>,
+    pub moves_undone: BTreeMap<&'static str, usize>,
     pub replica_starts: usize,
     pub audit_events: usize,
     pub audit_torn: usize,
@@ -42,6 +45,8 @@ impl Report {
             max_overlap: 0,
             rollouts_completed: 0,
             approvals: 0,
+            moves_made: BTreeMap::new(),
+            moves_undone: BTreeMap::new(),
             replica_starts: 0,
             audit_events: 0,
             audit_torn: 0,
@@ -96,6 +101,18 @@ impl Report {
             out,
             "- Rollouts completed under faults: {}; approvals given: {}; replica (re)starts: {}.",
             self.rollouts_completed, self.approvals, self.replica_starts
+        );
+        let moves = |m: &BTreeMap<&'static str, usize>| {
+            m.iter()
+                .map(|(k, n)| format!("{n} {k}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(
+            out,
+            "- Users' moves at the gates: {} made; {} undone (resumed or retried).",
+            moves(&self.moves_made),
+            moves(&self.moves_undone)
         );
         let _ = writeln!(
             out,
