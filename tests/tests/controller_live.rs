@@ -1598,7 +1598,6 @@ fn automatic_rollback(cluster: &Cluster) -> Result<(), String> {
 /// holds the bad chart; the history says who rolled back; a retry starts the upgrade again from
 /// dev.
 fn rollback_after_a_bad_upgrade(cluster: &Cluster) -> Result<(), String> {
-    use promotion_shared::abort::{AbortRequest, ABORT_ANNOTATION};
     use promotion_shared::history::{Revision, PROMOTION_UID_LABEL};
     clusters(cluster)?;
     let _webhook = webhook(cluster)?;
@@ -1615,27 +1614,19 @@ fn rollback_after_a_bad_upgrade(cluster: &Cluster) -> Result<(), String> {
     let bad = until(cluster, &name, "staging deployed the bad chart", |p| {
         description(p, "staging").starts_with("Paused: Awaiting Manual Approval")
     })?;
-    let id = identity_of(&bad).map_err(|m| format!("{m:?}"))?.id;
-    let request = AbortRequest {
-        stages_hash: id.stages_hash,
-        profile_spec_hash: id.profile_spec_hash,
-        rollback_to: Some(1),
-        reason: Some("bad chart".into()),
-    };
     // The rollback is carried out by controllers that each stop right after one write (the
     // fault injection of `controller/src/live/fault.rs`), each replaced by a new one, as a
     // crash-looping Pod: every position between two writes is a crash point.
     ctl.kill();
-    kubectl_ok(
+    // `kubectl promotion rollback`: the newest complete revision, through the webhook.
+    let said = kubectl_ok(
         cluster,
         User::Admin,
-        &[
-            "annotate",
-            "clusterpromotion",
-            &name,
-            &format!("{ABORT_ANNOTATION}={}", request.to_annotation()),
-        ],
+        &["promotion", "rollback", &name, "--reason", "bad chart"],
     )?;
+    if !said.contains("rolled back to revision 1") {
+        return Err(format!("rollback said: {said}"));
+    }
     let selector = format!("{SESSION_LABEL}={}", cluster.session());
     let args = [
         "--selector",
@@ -1755,16 +1746,7 @@ fn rollback_after_a_bad_upgrade(cluster: &Cluster) -> Result<(), String> {
             .filter(|r| r.outcome() == "rolled back to 1 by admin")
     })?;
     // Retried: the upgrade starts again from dev; staging keeps revision 1 until it is reached.
-    kubectl_ok(
-        cluster,
-        User::Admin,
-        &[
-            "annotate",
-            "clusterpromotion",
-            &name,
-            &format!("{ABORT_ANNOTATION}-"),
-        ],
-    )?;
+    kubectl_ok(cluster, User::Admin, &["promotion", "retry", &name])?;
     eventually("dev upgraded again", WAIT, || {
         (chart("dev") == "3.7.0").then_some(())
     })?;
