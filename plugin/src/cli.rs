@@ -9,7 +9,7 @@ use crate::commands::{
     abort::AbortArgs, abort::RetryArgs, abort::RollbackArgs, approve::ApproveArgs,
     completion::CompletionArgs, describe::DescribeArgs, diff::DiffArgs, health::HealthArgs,
     history::HistoryArgs, lint::LintArgs, list::ListArgs, pause::PauseArgs, pause::ResumeArgs,
-    plan::PlanArgs, version::VersionArgs, version::PROGRAM, wait::WaitArgs,
+    plan::PlanArgs, undo::UndoArgs, version::VersionArgs, version::PROGRAM, wait::WaitArgs,
 };
 use crate::render::ColorChoice;
 
@@ -52,6 +52,9 @@ Examples:
   kubectl promotion abort kyverno-rollout --reason \"INC-4711\"
   kubectl promotion rollback kyverno-rollout --reason \"INC-4711\"
   kubectl promotion retry kyverno-rollout
+
+  # Set the spec back to the revision before: a new rollout through every gate
+  kubectl promotion undo kyverno-rollout
 
   # In CI: block until the rollout completes (exit 2 if it fails, 3 on timeout)
   kubectl promotion wait kyverno-rollout --for=complete --timeout=30m
@@ -98,6 +101,7 @@ pub enum Command {
     Abort(AbortArgs),
     Rollback(RollbackArgs),
     Retry(RetryArgs),
+    Undo(UndoArgs),
     Diff(DiffArgs),
     History(HistoryArgs),
     Wait(WaitArgs),
@@ -143,7 +147,7 @@ mod tests {
     #[test]
     fn help_states_every_exit_status() {
         use crate::error::exit;
-        let tables: [(&str, &[exit::Status]); 11] = [
+        let tables: [(&str, &[exit::Status]); 12] = [
             ("describe", exit::describe::STATUSES),
             ("approve", exit::approve::STATUSES),
             ("pause", exit::pause::STATUSES),
@@ -151,6 +155,7 @@ mod tests {
             ("abort", exit::abort::STATUSES),
             ("rollback", exit::rollback::STATUSES),
             ("retry", exit::retry::STATUSES),
+            ("undo", exit::undo::STATUSES),
             ("diff", exit::diff::STATUSES),
             ("wait", exit::wait::STATUSES),
             ("health", exit::health::STATUSES),

@@ -167,6 +167,28 @@ pub mod exit {
         ];
     }
 
+    /// `undo`: 2 when a GitOps tool manages the promotion and nothing was written.
+    pub mod undo {
+        use super::Status;
+        pub const OK: u8 = 0;
+        pub const FAILURE: u8 = 1;
+        pub const GITOPS: u8 = 2;
+        pub const STATUSES: &[Status] = &[
+            Status {
+                code: OK,
+                help: "0 undone",
+            },
+            Status {
+                code: FAILURE,
+                help: "1 refused or error",
+            },
+            Status {
+                code: GITOPS,
+                help: "2 a GitOps tool manages the promotion and nothing was written",
+            },
+        ];
+    }
+
     pub mod diff {
         use super::Status;
         pub const OK: u8 = 0;

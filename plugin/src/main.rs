@@ -78,6 +78,7 @@ fn main() -> ExitCode {
         Command::Abort(a) => block_on(commands::abort::run_abort(&ctx, a)),
         Command::Rollback(a) => block_on(commands::abort::run_rollback(&ctx, a)),
         Command::Retry(a) => block_on(commands::abort::run_retry(&ctx, a)),
+        Command::Undo(a) => block_on(commands::undo::run(&ctx, a)),
         Command::Diff(a) => block_on(commands::diff::run(&ctx, a)),
         Command::Wait(a) => block_on(commands::wait::run(&ctx, a)),
         Command::Health(a) => block_on(commands::health::run(&ctx, a)),

@@ -475,7 +475,11 @@ async fn run(
 }
 
 /// The revisions of the promotion `object` in `namespace`, oldest first, as `history` reads them.
-async fn revisions_of(kube: &Kube, namespace: &str, object: &Value) -> Result<Vec<Revision>> {
+pub(super) async fn revisions_of(
+    kube: &Kube,
+    namespace: &str,
+    object: &Value,
+) -> Result<Vec<Revision>> {
     let uid = object
         .pointer("/metadata/uid")
         .and_then(Value::as_str)

@@ -241,7 +241,7 @@ pub async fn answer(root: &Command, words: &[String]) -> Answer {
         return Answer::of(subs, &to_complete);
     }
     match parsed.cmd.get_name() {
-        "describe" | "approve" | "diff" | "history" | "wait" | "plan"
+        "describe" | "approve" | "diff" | "history" | "undo" | "wait" | "plan"
             if parsed.positionals.is_empty() =>
         {
             promotion_names(&conn, &to_complete).await

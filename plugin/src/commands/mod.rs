@@ -13,6 +13,7 @@ pub mod list;
 pub mod manifests;
 pub mod pause;
 pub mod plan;
+pub mod undo;
 pub mod version;
 pub mod wait;
 

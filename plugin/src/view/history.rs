@@ -23,7 +23,12 @@ pub struct HistoryRow {
     pub outcome: String,
     /// The stages it reached, in order.
     pub reached: Vec<String>,
-    /// What changed against the revision before it (the first: what it deploys).
+    /// The spec change that started it set the spec back to this revision (`kubectl promotion
+    /// undo`), by the webhook's record.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restored_revision: Option<i64>,
+    /// What changed against the revision before it (the first: what it deploys), after "undo
+    /// of N: " for an undo.
     pub change: String,
 }
 
@@ -62,6 +67,11 @@ pub fn rows(revisions: &[Revision]) -> Vec<HistoryRow> {
                 }
             }
         };
+        let restored_revision = record.and_then(|rec| rec.restored_revision);
+        let change = match restored_revision {
+            Some(n) => format!("undo of {n}: {change}"),
+            None => change,
+        };
         out.push(HistoryRow {
             revision: r.number,
             started: record.map(|rec| rec.started.clone()),
@@ -70,6 +80,7 @@ pub fn rows(revisions: &[Revision]) -> Vec<HistoryRow> {
             reached: record
                 .map(|rec| rec.stages.iter().map(|s| s.name.clone()).collect())
                 .unwrap_or_default(),
+            restored_revision,
             change,
         });
         previous = Some(r);
@@ -183,5 +194,25 @@ mod tests {
                 "stages only (same profileSpec)"
             ]
         );
+    }
+
+    #[test]
+    fn an_undo_says_which_revision_it_restored() {
+        let undo = Record {
+            started: "2026-03-02T10:00:00Z".into(),
+            started_by: Some("dora".into()),
+            restored_revision: Some(1),
+            ..Record::default()
+        };
+        let rows = rows(&[revision(2, "3.6.3", None), revision(3, "3.6.2", Some(undo))]);
+        assert_eq!(rows[1].cells()[2], "dora");
+        assert_eq!(
+            rows[1].cells()[5],
+            "undo of 1: kyverno/kyverno 3.6.3 → 3.6.2"
+        );
+        assert_eq!(rows[0].restored_revision, None);
+        let json = serde_json::to_value(&rows).unwrap();
+        assert_eq!(json[1]["restoredRevision"], 1);
+        assert!(json[0].get("restoredRevision").is_none(), "{json}");
     }
 }
