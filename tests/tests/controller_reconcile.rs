@@ -452,3 +452,91 @@ fn an_unreadable_kubeconfig_is_named_once_in_plain_words() {
     );
     assert!(!out.stderr.contains("\"/"), "{}", out.stderr);
 }
+
+/// An aborted rollout, and one being rolled back to a revision of the history (ControllerRevision
+/// documents in the snapshot), are explained: what holds, and what is set back.
+#[test]
+fn an_aborted_and_a_rolled_back_promotion_are_explained() {
+    use promotion_shared::abort::{AbortRequest, ABORT_ANNOTATION};
+    use promotion_shared::history::{Record, PROMOTION_UID_LABEL, RECORD_ANNOTATION};
+    use promotion_shared::rollout::identity_of;
+    let dir = tempfile::tempdir().unwrap();
+    let good = promotion();
+    let mut bad = promotion();
+    bad["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"] = json!("1.3.0");
+    let fleet = sveltos_cluster("dev-1", "dev");
+    // The bad rollout's first reconcile: dev gets 1.3.0.
+    let file = write_list(dir.path(), "1.json", &[bad.clone(), fleet.clone()]);
+    let first = dry_run(&file, "2026-03-02T10:00:00Z");
+    bad["status"] = first["status"].clone();
+    let dev = stored_profile(&first["apply"][0], &["dev-1"]);
+    let revision = |number: i64, p: &Value, completed: bool| {
+        let id = identity_of(p).unwrap().id;
+        let record = Record {
+            stages_hash: id.stages_hash,
+            profile_spec_hash: id.profile_spec_hash,
+            started: "2026-03-01T00:00:00Z".into(),
+            completed: completed.then(|| "2026-03-01T01:00:00Z".to_string()),
+            ..Record::default()
+        };
+        json!({"apiVersion": "apps/v1", "kind": "ControllerRevision",
+               "metadata": {"name": format!("shop-{number}"), "namespace": "kubectl-promotion-system",
+                            "labels": {PROMOTION_UID_LABEL: "u-1"},
+                            "annotations": {RECORD_ANNOTATION: serde_json::to_string(&record).unwrap()}},
+               "revision": number,
+               "data": {"profileSpec": p["spec"]["profileSpec"], "stages": p["spec"]["stages"]}})
+    };
+    let id = identity_of(&bad).unwrap().id;
+    let request = |rollback_to: Option<i64>| AbortRequest {
+        stages_hash: id.stages_hash.clone(),
+        profile_spec_hash: id.profile_spec_hash.clone(),
+        rollback_to,
+        reason: Some("bad chart".into()),
+    };
+    let history = [revision(1, &good, true), revision(2, &bad, false)];
+
+    // Aborted: nothing moves, and the decision says why.
+    let mut aborted = bad.clone();
+    aborted["metadata"]["annotations"] = json!({ABORT_ANNOTATION: request(None).to_annotation()});
+    let file = write_list(
+        dir.path(),
+        "2.json",
+        &[
+            aborted,
+            dev.clone(),
+            fleet.clone(),
+            history[0].clone(),
+            history[1].clone(),
+        ],
+    );
+    let d = dry_run(&file, "2026-03-02T10:01:00Z");
+    assert_eq!(d["apply"], json!([]), "{d}");
+    assert!(
+        d["explanation"]
+            .as_str()
+            .is_some_and(|x| x.contains("the rollout is aborted") && x.ends_with("retried)")),
+        "{d}"
+    );
+
+    // Rolled back to revision 1: dev gets 1.2.0 back at once.
+    let mut rolling = bad.clone();
+    rolling["metadata"]["annotations"] =
+        json!({ABORT_ANNOTATION: request(Some(1)).to_annotation()});
+    let file = write_list(
+        dir.path(),
+        "3.json",
+        &[rolling, dev, fleet, history[0].clone(), history[1].clone()],
+    );
+    let d = dry_run(&file, "2026-03-02T10:01:00Z");
+    assert_eq!(d["apply"][0]["metadata"]["name"], "shop-dev", "{d}");
+    assert_eq!(
+        d["apply"][0]["spec"]["helmCharts"][0]["chartVersion"],
+        "1.2.0"
+    );
+    assert!(
+        d["explanation"]
+            .as_str()
+            .is_some_and(|x| x.starts_with("rolling back to revision 1")),
+        "{d}"
+    );
+}
