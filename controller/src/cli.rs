@@ -158,7 +158,8 @@ pub struct ReconcileArgs {
 
     /// A snapshot: what `kubectl get -o yaml` prints (one document, a List, or several
     /// documents) holding the ClusterPromotion, its ClusterProfiles, their ClusterSummaries and
-    /// the SveltosClusters / CAPI Clusters. `-` reads standard input.
+    /// the SveltosClusters / CAPI Clusters, and its ControllerRevisions (the rollout history,
+    /// read while a rollback is requested). `-` reads standard input.
     #[arg(
         short = 'f',
         long = "filename",
