@@ -23,8 +23,9 @@ List the rollouts promotion-controller recorded for a ClusterPromotion, oldest f
 revision per rollout (each distinct stages and profileSpec), with when and by whom it started
 (the admission webhook's record of the spec change), how it ended (complete, superseded by a
 later revision, or in progress), the stages it reached and what changed against the revision
-before it. --revision N prints that revision whole: its record and the profileSpec and stages
-it rolled.
+before it (after \"undo of N:\" for a rollout `kubectl promotion undo` started, by the
+webhook's record). --revision N prints that revision whole: its record and the profileSpec
+and stages it rolled.
 
 The revisions are ControllerRevisions in promotion-controller's namespace (--history-namespace,
 as the controller's flag of the same name), kept up to --revision-history-limit per promotion.",
