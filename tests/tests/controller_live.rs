@@ -67,6 +67,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
         rollback_after_a_bad_upgrade,
     ),
     (
+        "an_abort_holds_the_gate_until_retried_and_describe_says_who",
+        abort_and_retry,
+    ),
+    (
         "a_stage_failing_past_the_grace_is_rolled_back_by_the_controller_when_asked_to",
         automatic_rollback,
     ),
@@ -1503,6 +1507,51 @@ fn upgrade_waits_for_the_deployment(cluster: &Cluster) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// `kubectl promotion abort` holds a rollout at its gate: an approval given meanwhile is not
+/// used, `describe` says who aborted it; `kubectl promotion retry` lets it go on with that
+/// approval.
+fn abort_and_retry(cluster: &Cluster) -> Result<(), String> {
+    clusters(cluster)?;
+    let _webhook = webhook(cluster)?;
+    install_rbac(cluster)?;
+    let addon = AddonController::new(cluster);
+    let mut ctl = controller_as(cluster, User::Controller, &[])?;
+    let name = to_the_gate(cluster, &addon, &promotion(cluster, "abort"))?;
+    kubectl_ok(
+        cluster,
+        User::Admin,
+        &["promotion", "abort", &name, "--reason", "looks wrong"],
+    )?;
+    let _ = ctl.log();
+    release_manager_approves_staging(cluster, &name)?;
+    ctl.wait_next_line("the decision on the approval", WAIT, |l| {
+        l.get("message").and_then(Value::as_str) == Some("decided")
+            && l.get("explanation")
+                .and_then(Value::as_str)
+                .is_some_and(|x| x.starts_with("staging may advance, but the rollout is aborted"))
+    })
+    .map_err(|e| e.to_string())?;
+    if profile_exists(cluster, &format!("{name}-prod")) {
+        return Err("prod started while the rollout was aborted".into());
+    }
+    let describe = kubectl_ok(cluster, User::Viewer, &["promotion", "describe", &name])?;
+    assert_contains(
+        &describe,
+        &[
+            "aborted by admin",
+            "\"looks wrong\"",
+            &format!("kubectl promotion retry {name}"),
+        ],
+        "describe while aborted",
+    )?;
+    kubectl_ok(cluster, User::Admin, &["promotion", "retry", &name])?;
+    until_profile(
+        cluster,
+        &format!("{name}-prod"),
+        "prod started after the retry",
+    )
 }
 
 /// `original` (chart 3.6.2) rolled to completion — revision 1 — then upgraded to 3.7.0: dev
