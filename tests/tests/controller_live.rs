@@ -63,7 +63,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
         history_of_rollouts,
     ),
     (
-        "a_rollback_sets_the_stages_a_bad_upgrade_reached_back_at_once_through_crashes_and_a_retry_resumes_it",
+        "a_rollback_sets_the_stages_a_bad_upgrade_reached_back_at_once_through_crashes_a_retry_resumes_it_and_undo_restores_it",
         rollback_after_a_bad_upgrade,
     ),
     (
@@ -1805,6 +1805,25 @@ fn rollback_after_a_bad_upgrade(cluster: &Cluster) -> Result<(), String> {
             chart("staging")
         ));
     }
+    // To make it permanent: `kubectl promotion undo` sets the spec back to revision 1, a new
+    // rollout through the gates; the webhook records which revision it restored.
+    kubectl_ok(
+        cluster,
+        User::Admin,
+        &["promotion", "undo", &name, "--to-revision", "1"],
+    )?;
+    let undone = stored(cluster, &name)?;
+    let record = promotion_shared::admission::spec_change_record(&undone)
+        .map_err(|e| e.to_string())?
+        .ok_or("no spec-change record after the undo")?;
+    if record.restored_revision != Some(1) || record.user != User::Admin.name() {
+        return Err(format!(
+            "the undo is not recorded as the admin's of revision 1: {record:?}"
+        ));
+    }
+    eventually("dev back on 3.6.2 by the undo's rollout", WAIT, || {
+        (chart("dev") == "3.6.2").then_some(())
+    })?;
     Ok(())
 }
 
