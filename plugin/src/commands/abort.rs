@@ -28,7 +28,7 @@ use crate::cluster::admission_webhooks;
 use crate::cluster::kube_client::Kube;
 use crate::cluster::resources::PROMOTIONS;
 use crate::error::{exit, Error, Request, Result};
-use crate::render::output;
+
 use crate::render::printers::OutputFormat;
 
 #[derive(Args, Debug)]
@@ -448,23 +448,7 @@ async fn run(
             }
         }
     };
-    let text = match format {
-        OutputFormat::Json => output::to_json(&output::without_managed_fields(&stored))?,
-        OutputFormat::Yaml => output::to_yaml(&output::without_managed_fields(&stored))?,
-        OutputFormat::Name => format!("{}\n", output::resource_name(name)),
-        _ => {
-            let suffix = match flags.dry_run {
-                DryRun::Client => " (dry run)",
-                DryRun::Server => " (server dry run)",
-                DryRun::None => "",
-            };
-            format!(
-                "{} {}{suffix}\n",
-                output::resource_name(name),
-                decision.done
-            )
-        }
-    };
+    let text = super::written(format, name, &stored, &decision.done, flags.dry_run)?;
     ctx.write_out(&text)?;
     note(ctx, &format!("{name}: {}", decision.next));
     Ok(match action {

@@ -504,11 +504,7 @@ fn print_result(
                 gate.stage,
                 gate.transition()
             );
-            match args.dry_run {
-                DryRun::Client => line.push_str(" (dry run)"),
-                DryRun::Server => line.push_str(" (server dry run)"),
-                DryRun::None => {}
-            }
+            line.push_str(args.dry_run.suffix());
             line + "\n"
         }
         OutputFormat::Default | OutputFormat::Wide => {
@@ -520,11 +516,7 @@ fn print_result(
             if gate.ahead_of_time {
                 line.push_str(", pre-approved ahead of the pipeline");
             }
-            match args.dry_run {
-                DryRun::Client => line.push_str(" (dry run)"),
-                DryRun::Server => line.push_str(" (server dry run)"),
-                DryRun::None => {}
-            }
+            line.push_str(args.dry_run.suffix());
             line + "\n"
         }
     };

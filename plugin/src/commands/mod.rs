@@ -131,6 +131,41 @@ pub enum DryRun {
     Server,
 }
 
+impl DryRun {
+    /// What kubectl appends to its confirmation line: ` (dry run)`, ` (server dry run)`.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            DryRun::Client => " (dry run)",
+            DryRun::Server => " (server dry run)",
+            DryRun::None => "",
+        }
+    }
+}
+
+/// What a command that wrote one promotion prints, as kubectl does: the object as stored
+/// (`-o json|yaml`, without managedFields), its name (`-o name`), or the confirmation line
+/// `clusterpromotion.config.projectsveltos.io/NAME <done>`, the dry run said.
+pub fn written(
+    format: crate::render::printers::OutputFormat,
+    name: &str,
+    stored: &serde_json::Value,
+    done: &str,
+    dry_run: DryRun,
+) -> Result<String> {
+    use crate::render::output;
+    use crate::render::printers::OutputFormat;
+    Ok(match format {
+        OutputFormat::Json => output::to_json(&output::without_managed_fields(stored))?,
+        OutputFormat::Yaml => output::to_yaml(&output::without_managed_fields(stored))?,
+        OutputFormat::Name => format!("{}\n", output::resource_name(name)),
+        _ => format!(
+            "{} {done}{}\n",
+            output::resource_name(name),
+            dry_run.suffix()
+        ),
+    })
+}
+
 /// How many times a command that reads, decides and writes a guarded patch tries after the
 /// server's 409 Conflict (the object changed between the read and the write).
 pub const MAX_ATTEMPTS: u32 = 5;

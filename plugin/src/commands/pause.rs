@@ -424,12 +424,7 @@ fn confirmation(name: &str, done: &Done, action: &Action, dry_run: DryRun) -> St
                 Action::Pause(_) => "paused",
                 Action::Resume => "resumed",
             };
-            let suffix = match dry_run {
-                DryRun::Client => " (dry run)",
-                DryRun::Server => " (server dry run)",
-                DryRun::None => "",
-            };
-            format!("{resource} {verb}{suffix}\n")
+            format!("{resource} {verb}{}\n", dry_run.suffix())
         }
     }
 }

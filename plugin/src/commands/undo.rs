@@ -475,23 +475,13 @@ pub async fn run(ctx: &Ctx, args: &UndoArgs) -> Result<u8> {
             }
         }
     };
-    let text = match format {
-        OutputFormat::Json => output::to_json(&output::without_managed_fields(&stored))?,
-        OutputFormat::Yaml => output::to_yaml(&output::without_managed_fields(&stored))?,
-        OutputFormat::Name => format!("{}\n", output::resource_name(name)),
-        _ => {
-            let suffix = match flags.dry_run {
-                DryRun::Client => " (dry run)",
-                DryRun::Server => " (server dry run)",
-                DryRun::None => "",
-            };
-            format!(
-                "{} undone to revision {}{suffix}\n",
-                output::resource_name(name),
-                decision.to
-            )
-        }
-    };
+    let text = super::written(
+        format,
+        name,
+        &stored,
+        &format!("undone to revision {}", decision.to),
+        flags.dry_run,
+    )?;
     ctx.write_out(&text)?;
     for line in &decision.next {
         note(ctx, &format!("{name}: {line}"));
