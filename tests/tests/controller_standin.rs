@@ -3,12 +3,9 @@
 
 mod plugin_common;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use plugin_common::*;
-use promotion_e2e::apiserver::{Attributes, Decision};
 use promotion_e2e::controller_process::ControllerProcess;
 use serde_json::{json, Value};
 
@@ -26,22 +23,8 @@ fn a_conflict_is_decided_again_from_a_direct_read() {
     let env = Env::start(vec![probed, example("payment-four-stages.yaml")]);
     // Once, before the controller's first write of the promotion is applied: another writer
     // labels it.
-    let store = env.server.store();
-    let seen = Arc::new(AtomicUsize::new(0));
-    let count = seen.clone();
-    env.server.set_authorizer(move |a: &Attributes| {
-        if a.verb == "patch"
-            && a.resource == "clusterpromotions"
-            && a.name == NAME
-            && count.fetch_add(1, Ordering::SeqCst) == 0
-        {
-            if let Some(mut p) = store.get("clusterpromotions", None, NAME) {
-                p["metadata"]["labels"] = json!({"changed": "meanwhile"});
-                forget_version(&mut p);
-                store.put(p).expect("concurrent write");
-            }
-        }
-        Decision::Allow
+    interfere(&env, NAME, 1, |p| {
+        p["metadata"]["labels"] = json!({"changed": "meanwhile"});
     });
     let mut ctl = ControllerProcess::start(env.kubeconfig(), &["--resync-period", "1h"])
         .unwrap_or_else(|e| panic!("{e}"));

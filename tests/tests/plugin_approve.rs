@@ -5,10 +5,8 @@
 mod plugin_common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 
 use plugin_common::*;
-use promotion_e2e::apiserver::{Attributes, Decision};
 use serde_json::{json, Value};
 
 const GATE: &str = "kyverno-rollout-man";
@@ -271,37 +269,11 @@ fn dry_runs_do_not_store_anything() {
     );
 }
 
-/// Run `change` on the stored promotion whenever a PATCH of it arrives, before the server
-/// applies it (the authorizer runs first), as many times as `times`.
-fn interfere(
-    env: &Env,
-    times: usize,
-    change: impl Fn(&mut Value) + Send + Sync + 'static,
-) -> Arc<AtomicUsize> {
-    let store = env.server.store();
-    let count = Arc::new(AtomicUsize::new(0));
-    let seen = count.clone();
-    env.server.set_authorizer(move |a: &Attributes| {
-        if a.verb == "patch"
-            && a.resource == "clusterpromotions"
-            && seen.fetch_add(1, Ordering::SeqCst) < times
-        {
-            if let Some(mut p) = store.get("clusterpromotions", None, GATE) {
-                change(&mut p);
-                forget_version(&mut p);
-                store.put(p).expect("concurrent write");
-            }
-        }
-        Decision::Allow
-    });
-    count
-}
-
 #[test]
 fn reordered_stages_make_the_patch_fail_and_the_retry_finds_the_stage() {
     let env = Env::start(vec![four_stage_gate()]);
     // A concurrent writer moves qa in front of staging, so index 1 is no longer staging.
-    let patches = interfere(&env, 1, |p| {
+    let patches = interfere(&env, GATE, 1, |p| {
         let stages = p["spec"]["stages"].as_array_mut().unwrap();
         stages.swap(1, 2);
     });
@@ -323,7 +295,7 @@ fn reordered_stages_make_the_patch_fail_and_the_retry_finds_the_stage() {
 #[test]
 fn a_concurrent_approval_turns_the_retry_into_a_no_op() {
     let env = Env::start(vec![four_stage_gate()]);
-    interfere(&env, 1, |p| {
+    interfere(&env, GATE, 1, |p| {
         p["spec"]["stages"][1]["trigger"]["manual"]["approved"] = json!(true);
     });
     let out = env.run(&["approve", GATE]).expect(0);
@@ -339,7 +311,7 @@ fn a_concurrent_approval_turns_the_retry_into_a_no_op() {
 fn an_object_that_keeps_changing_is_given_up_on() {
     let env = Env::start(vec![four_stage_gate()]);
     let n = AtomicUsize::new(0);
-    interfere(&env, usize::MAX, move |p| {
+    interfere(&env, GATE, usize::MAX, move |p| {
         let i = n.fetch_add(1, Ordering::SeqCst);
         p["spec"]["stages"][1]["trigger"]["manual"]["delay"] = json!(format!("{}s", i + 1));
     });

@@ -6,11 +6,9 @@
 
 mod plugin_common;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use plugin_common::*;
-use promotion_e2e::apiserver::{Attributes, Decision};
 use promotion_e2e::fixtures::World;
 use promotion_shared::abort::{AbortRequest, ABORT_ANNOTATION};
 use promotion_shared::admission::UNDO_ANNOTATION;
@@ -283,22 +281,9 @@ fn dry_runs_store_nothing() {
 fn a_conflict_is_read_again_and_decided_again() {
     let env = Env::start(world());
     with_history(&env);
-    let store = env.server.store();
-    let count = Arc::new(AtomicUsize::new(0));
-    let seen = count.clone();
     // Once, before the first PATCH is applied: another writer labels the promotion.
-    env.server.set_authorizer(move |a: &Attributes| {
-        if a.verb == "patch"
-            && a.resource == "clusterpromotions"
-            && seen.fetch_add(1, Ordering::SeqCst) == 0
-        {
-            if let Some(mut p) = store.get("clusterpromotions", None, GATE) {
-                p["metadata"]["labels"] = json!({"team": "platform"});
-                forget_version(&mut p);
-                store.put(p).expect("concurrent write");
-            }
-        }
-        Decision::Allow
+    let count = interfere(&env, GATE, 1, |p| {
+        p["metadata"]["labels"] = json!({"team": "platform"});
     });
     let out = env.run(&["undo", GATE]).expect(0);
     assert!(

@@ -134,6 +134,37 @@ pub fn use_approval_and_reach(p: &mut Value, next: &str) {
 }
 
 /// Drop `metadata.resourceVersion`, so that [`Env::put`] replaces the object unconditionally.
+/// Another writer runs `change` on the stored promotion `name` whenever a PATCH of it arrives,
+/// before the server applies it (the authorizer runs first), as many times as `times`: each of
+/// those writes conflicts. Returns how many PATCHes of it arrived.
+pub fn interfere(
+    env: &Env,
+    name: &'static str,
+    times: usize,
+    change: impl Fn(&mut Value) + Send + Sync + 'static,
+) -> std::sync::Arc<std::sync::atomic::AtomicUsize> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let store = env.server.store();
+    let count = std::sync::Arc::new(AtomicUsize::new(0));
+    let seen = count.clone();
+    env.server
+        .set_authorizer(move |a: &promotion_e2e::apiserver::Attributes| {
+            if a.verb == "patch"
+                && a.resource == "clusterpromotions"
+                && a.name == name
+                && seen.fetch_add(1, Ordering::SeqCst) < times
+            {
+                if let Some(mut p) = store.get("clusterpromotions", None, name) {
+                    change(&mut p);
+                    forget_version(&mut p);
+                    store.put(p).expect("concurrent write");
+                }
+            }
+            promotion_e2e::apiserver::Decision::Allow
+        });
+    count
+}
+
 pub fn forget_version(object: &mut Value) {
     if let Some(meta) = object["metadata"].as_object_mut() {
         meta.remove("resourceVersion");
