@@ -821,8 +821,36 @@ fn webhook_outage(cluster: &Cluster) -> Result<(), String> {
 /// Each rollout is recorded as a ControllerRevision in the controller's namespace, with the
 /// install's RBAC: what it rolled, who started it, how it ended; beyond
 /// `--revision-history-limit` the oldest goes, but never the current one.
-fn history_of_rollouts(cluster: &Cluster) -> Result<(), String> {
+/// The revisions of the promotion with UID `uid`, as `kubectl get controllerrevisions` lists
+/// them in the controller's namespace (`None`: not readable now).
+fn revisions_of(cluster: &Cluster, uid: &str) -> Option<Vec<promotion_shared::history::Revision>> {
     use promotion_shared::history::{Revision, PROMOTION_UID_LABEL};
+    let listed = kubectl_ok(
+        cluster,
+        User::Admin,
+        &[
+            "get",
+            "controllerrevisions",
+            "-n",
+            "kubectl-promotion-system",
+            "-l",
+            &format!("{PROMOTION_UID_LABEL}={uid}"),
+            "-o",
+            "json",
+        ],
+    )
+    .ok()?;
+    let listed: Value = serde_json::from_str(&listed).ok()?;
+    Some(
+        listed["items"]
+            .as_array()?
+            .iter()
+            .filter_map(Revision::decode)
+            .collect(),
+    )
+}
+
+fn history_of_rollouts(cluster: &Cluster) -> Result<(), String> {
     clusters(cluster)?;
     install_rbac(cluster)?;
     let _webhook = webhook(cluster)?;
@@ -840,26 +868,8 @@ fn history_of_rollouts(cluster: &Cluster) -> Result<(), String> {
     let name = name_of(&manifest);
     // The revisions as `kubectl get` lists them: (number, chart version, outcome), oldest first.
     let revisions = |uid: &str| -> Option<Vec<(i64, String, String)>> {
-        let listed = kubectl_ok(
-            cluster,
-            User::Admin,
-            &[
-                "get",
-                "controllerrevisions",
-                "-n",
-                "kubectl-promotion-system",
-                "-l",
-                &format!("{PROMOTION_UID_LABEL}={uid}"),
-                "-o",
-                "json",
-            ],
-        )
-        .ok()?;
-        let listed: Value = serde_json::from_str(&listed).ok()?;
-        let mut out: Vec<(i64, String, String)> = listed["items"]
-            .as_array()?
-            .iter()
-            .filter_map(Revision::decode)
+        let mut out: Vec<(i64, String, String)> = revisions_of(cluster, uid)?
+            .into_iter()
             .map(|r| {
                 let version = r.data["profileSpec"]["helmCharts"][0]["chartVersion"]
                     .as_str()
@@ -1647,7 +1657,6 @@ fn automatic_rollback(cluster: &Cluster) -> Result<(), String> {
 /// holds the bad chart; the history says who rolled back; a retry starts the upgrade again from
 /// dev.
 fn rollback_after_a_bad_upgrade(cluster: &Cluster) -> Result<(), String> {
-    use promotion_shared::history::{Revision, PROMOTION_UID_LABEL};
     clusters(cluster)?;
     let _webhook = webhook(cluster)?;
     install_rbac(cluster)?;
@@ -1770,26 +1779,8 @@ fn rollback_after_a_bad_upgrade(cluster: &Cluster) -> Result<(), String> {
         .unwrap_or_default()
         .to_string();
     eventually("the history says so", WAIT, || {
-        let listed = kubectl_ok(
-            cluster,
-            User::Admin,
-            &[
-                "get",
-                "controllerrevisions",
-                "-n",
-                "kubectl-promotion-system",
-                "-l",
-                &format!("{PROMOTION_UID_LABEL}={uid}"),
-                "-o",
-                "json",
-            ],
-        )
-        .ok()?;
-        let listed: Value = serde_json::from_str(&listed).ok()?;
-        listed["items"]
-            .as_array()?
-            .iter()
-            .filter_map(Revision::decode)
+        revisions_of(cluster, &uid)?
+            .into_iter()
             .find(|r| r.number == 2)?
             .record
             .filter(|r| r.outcome() == "rolled back to 1 by admin")
