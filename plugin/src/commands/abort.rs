@@ -16,15 +16,13 @@ use promotion_shared::abort::{
     aborted, rollback_target, AbortRecord, AbortRequest, Aborted, ABORT_ANNOTATION,
     ABORT_RECORD_ANNOTATION,
 };
-use promotion_shared::api_error::{classify, Failure};
 use promotion_shared::history::{Revision, DEFAULT_NAMESPACE};
-use promotion_shared::patch::{self, Write};
+use promotion_shared::patch::{self};
 use promotion_shared::rollout::{identity_of, RolloutId};
 use promotion_shared::status_writer::CONTROLLER_FIELD_MANAGER;
 
-use super::pause::{foreign_reconciler, labels, WriteFlags, FORMATS};
-use super::{note, warn, Ctx, DryRun};
-use crate::cluster::admission_webhooks;
+use super::pause::{foreign_reconciler, WriteFlags, FORMATS};
+use super::{note, Ctx, DryRun};
 use crate::cluster::kube_client::Kube;
 use crate::cluster::resources::PROMOTIONS;
 use crate::error::{exit, Error, Request, Result};
@@ -384,7 +382,7 @@ async fn run(
 ) -> Result<u8> {
     let format = OutputFormat::of_flag(flags.output.as_deref(), FORMATS)?;
     let kube = ctx.kube().await?;
-    let what = Request::named("patch", PROMOTIONS, name);
+    let _what = Request::named("patch", PROMOTIONS, name);
     let doing = match action {
         Action::Abort { .. } => "aborting",
         Action::Rollback { .. } => "rolling back",
@@ -411,41 +409,30 @@ async fn run(
             json_patch::merge(&mut stored, &decision.patch);
             break (stored, decision);
         }
-        let write = Write {
-            patch: decision.patch.clone(),
-            shows: Vec::new(),
+        let says = super::Guarded {
+            doing,
+            unrecorded: match action {
+                Action::Abort { .. } => "the abort carries no record of who made it",
+                Action::Rollback { .. } => "the rollback carries no record of who made it",
+                Action::Retry => "the retry carries no record of who made it",
+            },
+            check: &format!("kubectl promotion describe {name}"),
         };
-        let labels = labels(&object);
-        match kube
-            .write(name, &write, flags.dry_run == DryRun::Server)
-            .await
-        {
-            Ok(stored) => {
-                if flags.dry_run == DryRun::None && !recorded(&object, &stored, action) {
-                    let found = admission_webhooks::for_promotions(&kube, &labels).await;
-                    warn(
-                        ctx,
-                        &format!(
-                            "{name}: the {} carries no record of who made it: {}",
-                            match action {
-                                Action::Abort { .. } => "abort",
-                                Action::Rollback { .. } => "rollback",
-                                Action::Retry => "retry",
-                            },
-                            admission_webhooks::unrecorded_because(&found)
-                        ),
-                    );
-                }
-                break (stored, decision);
-            }
-            Err(kube::Error::Api(s)) if classify(&s) == Failure::Conflict => {
-                super::after_conflict(ctx, name, doing, &mut attempt, &what, &s).await?;
-            }
-            Err(e) => {
-                let check = (flags.dry_run == DryRun::None)
-                    .then(|| format!("kubectl promotion describe {name}"));
-                return Err(admission_webhooks::write_error(&kube, e, &what, &labels, check).await);
-            }
+        let recorded = |stored: &Value| recorded(&object, stored, action);
+        let sent = super::send_guarded(
+            ctx,
+            &kube,
+            name,
+            &object,
+            decision.patch.clone(),
+            flags.dry_run,
+            &mut attempt,
+            recorded,
+            &says,
+        )
+        .await?;
+        if let Some(stored) = sent {
+            break (stored, decision);
         }
     };
     let text = super::written(format, name, &stored, &decision.done, flags.dry_run)?;

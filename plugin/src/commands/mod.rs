@@ -142,6 +142,69 @@ impl DryRun {
     }
 }
 
+/// What one guarded write of a promotion must say when it goes wrong or goes unrecorded.
+pub struct Guarded<'a> {
+    /// "pausing", "rolling back": for the conflict's message.
+    pub doing: &'a str,
+    /// What a write the webhook did not record lacks: "the abort carries no record of who made
+    /// it".
+    pub unrecorded: &'a str,
+    /// The command that shows whether a write whose answer never came was applied.
+    pub check: &'a str,
+}
+
+/// One guarded merge patch of promotion `name` (read as `object`) by a command that reads,
+/// decides and writes: sent (a server dry run with `--dry-run=server`); once stored, a write the
+/// admission webhook did not record (`recorded`) is warned about, naming why; a 409 Conflict is
+/// counted as an attempt and answers `None` (read again, decide again); any other failure is
+/// explained, with `says.check` to see whether it was applied. The one write path of `pause`,
+/// `resume`, `abort`, `rollback`, `retry` and `undo`.
+#[allow(clippy::too_many_arguments)]
+pub async fn send_guarded(
+    ctx: &Ctx,
+    kube: &Kube,
+    name: &str,
+    object: &serde_json::Value,
+    patch: serde_json::Value,
+    dry_run: DryRun,
+    attempt: &mut u32,
+    recorded: impl Fn(&serde_json::Value) -> bool,
+    says: &Guarded<'_>,
+) -> Result<Option<serde_json::Value>> {
+    use crate::cluster::admission_webhooks;
+    use promotion_shared::api_error::{classify, Failure};
+    let write = promotion_shared::patch::Write {
+        patch,
+        shows: Vec::new(),
+    };
+    let labels = pause::labels(object);
+    let what = crate::error::Request::named("patch", crate::cluster::resources::PROMOTIONS, name);
+    match kube.write(name, &write, dry_run == DryRun::Server).await {
+        Ok(stored) => {
+            if dry_run == DryRun::None && !recorded(&stored) {
+                let found = admission_webhooks::for_promotions(kube, &labels).await;
+                warn(
+                    ctx,
+                    &format!(
+                        "{name}: {}: {}",
+                        says.unrecorded,
+                        admission_webhooks::unrecorded_because(&found)
+                    ),
+                );
+            }
+            Ok(Some(stored))
+        }
+        Err(kube::Error::Api(s)) if classify(&s) == Failure::Conflict => {
+            after_conflict(ctx, name, says.doing, attempt, &what, &s).await?;
+            Ok(None)
+        }
+        Err(e) => {
+            let check = (dry_run == DryRun::None).then(|| says.check.to_string());
+            Err(admission_webhooks::write_error(kube, e, &what, &labels, check).await)
+        }
+    }
+}
+
 /// What a command that wrote one promotion prints, as kubectl does: the object as stored
 /// (`-o json|yaml`, without managedFields), its name (`-o name`), or the confirmation line
 /// `clusterpromotion.config.projectsveltos.io/NAME <done>`, the dry run said.

@@ -14,16 +14,14 @@ use std::collections::BTreeMap;
 use clap::Args;
 use serde_json::{json, Value};
 
-use promotion_shared::api_error::{classify, Failure};
-use promotion_shared::patch::{self, Write};
+use promotion_shared::patch::{self};
 use promotion_shared::pause::{pause_record, paused, Paused, PAUSED_ANNOTATION};
 use promotion_shared::status_writer::{
     reconciler_name, status_writer, take_over_requested, StatusWriter, CONTROLLER_FIELD_MANAGER,
 };
 
 use super::DryRun;
-use super::{note, warn, Ctx};
-use crate::cluster::admission_webhooks;
+use super::{note, Ctx};
 use crate::cluster::kube_client::Kube;
 use crate::cluster::resources::PROMOTIONS;
 use crate::error::{self, Error, Request, Result};
@@ -297,7 +295,7 @@ async fn one(
     action: &Action,
     flags: &WriteFlags,
 ) -> Result<Done> {
-    let what = Request::named("patch", PROMOTIONS, name);
+    let _what = Request::named("patch", PROMOTIONS, name);
     let mut attempt = 1;
     loop {
         let object = match listed.take() {
@@ -323,45 +321,32 @@ async fn one(
         }
         // A read shows the annotation, which a jsonpath of `.spec` cannot: `describe` is the
         // check of a write whose answer never came.
-        let write = Write {
-            patch,
-            shows: Vec::new(),
+        let says = super::Guarded {
+            doing: match action {
+                Action::Pause(_) => "pausing",
+                Action::Resume => "resuming",
+            },
+            unrecorded: match action {
+                Action::Pause(_) => "the pause carries no record of who made it",
+                Action::Resume => "the resume carries no record of who made it",
+            },
+            check: &format!("kubectl promotion describe {name}"),
         };
-        let labels = labels(&object);
-        match kube
-            .write(name, &write, flags.dry_run == DryRun::Server)
-            .await
-        {
-            Ok(stored) => {
-                if flags.dry_run == DryRun::None && !recorded(&object, &stored, action) {
-                    let found = admission_webhooks::for_promotions(kube, &labels).await;
-                    warn(
-                        ctx,
-                        &format!(
-                            "{name}: the {} carries no record of who made it: {}",
-                            match action {
-                                Action::Pause(_) => "pause",
-                                Action::Resume => "resume",
-                            },
-                            admission_webhooks::unrecorded_because(&found)
-                        ),
-                    );
-                }
-                return Ok(Done::Written { stored });
-            }
-            // The object changed between our read and the write: read again, decide again.
-            Err(kube::Error::Api(s)) if classify(&s) == Failure::Conflict => {
-                let doing = match action {
-                    Action::Pause(_) => "pausing",
-                    Action::Resume => "resuming",
-                };
-                super::after_conflict(ctx, name, doing, &mut attempt, &what, &s).await?;
-            }
-            Err(e) => {
-                let check = (flags.dry_run == DryRun::None)
-                    .then(|| format!("kubectl promotion describe {name}"));
-                return Err(admission_webhooks::write_error(kube, e, &what, &labels, check).await);
-            }
+        let recorded = |stored: &Value| recorded(&object, stored, action);
+        let sent = super::send_guarded(
+            ctx,
+            kube,
+            name,
+            &object,
+            patch,
+            flags.dry_run,
+            &mut attempt,
+            recorded,
+            &says,
+        )
+        .await?;
+        if let Some(stored) = sent {
+            return Ok(Done::Written { stored });
         }
     }
 }

@@ -25,17 +25,15 @@ use serde_json::{json, Map, Value};
 
 use promotion_shared::abort::{aborted, ABORT_ANNOTATION};
 use promotion_shared::admission::{spec_change_record, AUDIT_PREFIX, UNDO_ANNOTATION};
-use promotion_shared::api_error::{classify, Failure};
 use promotion_shared::gitops::{managed_by, Managed, ARGO_TRACKING_ANNOTATION};
 use promotion_shared::history::{Revision, DEFAULT_NAMESPACE};
-use promotion_shared::patch::{self, merge_diff, Write};
+use promotion_shared::patch::{self, merge_diff};
 use promotion_shared::rollout::{identity_of, RolloutId};
 use promotion_shared::status_writer::CONTROLLER_FIELD_MANAGER;
 
 use super::abort::revisions_of;
-use super::pause::{foreign_reconciler, labels, WriteFlags, FORMATS};
+use super::pause::{foreign_reconciler, WriteFlags, FORMATS};
 use super::{note, warn, Ctx, DryRun};
-use crate::cluster::admission_webhooks;
 use crate::cluster::resources::PROMOTIONS;
 use crate::error::{exit::undo as exit, report, Error, Request, Result};
 use crate::render::output;
@@ -396,7 +394,7 @@ pub async fn run(ctx: &Ctx, args: &UndoArgs) -> Result<u8> {
     let name = args.name.as_str();
     let flags = &args.write;
     let kube = ctx.kube().await?;
-    let what = Request::named("patch", PROMOTIONS, name);
+    let _what = Request::named("patch", PROMOTIONS, name);
     let mut attempt = 1;
     let (stored, decision) = loop {
         let object = kube.get_promotion(name).await?;
@@ -441,38 +439,30 @@ pub async fn run(ctx: &Ctx, args: &UndoArgs) -> Result<u8> {
             );
             break (decision.after.clone(), decision);
         }
-        let write = Write {
-            patch: decision.patch.clone(),
-            shows: Vec::new(),
+        let says = super::Guarded {
+            doing: "undoing",
+            unrecorded: &format!(
+                "the spec change carries no record of who made it nor that it restores \
+                 revision {}",
+                decision.to
+            ),
+            check: &format!("kubectl promotion history {name}"),
         };
-        let labels = labels(&object);
-        match kube
-            .write(name, &write, flags.dry_run == DryRun::Server)
-            .await
-        {
-            Ok(stored) => {
-                if flags.dry_run == DryRun::None && !recorded(&object, &stored, decision.to) {
-                    let found = admission_webhooks::for_promotions(&kube, &labels).await;
-                    warn(
-                        ctx,
-                        &format!(
-                            "{name}: the spec change carries no record of who made it nor that \
-                             it restores revision {}: {}",
-                            decision.to,
-                            admission_webhooks::unrecorded_because(&found)
-                        ),
-                    );
-                }
-                break (stored, decision);
-            }
-            Err(kube::Error::Api(s)) if classify(&s) == Failure::Conflict => {
-                super::after_conflict(ctx, name, "undoing", &mut attempt, &what, &s).await?;
-            }
-            Err(e) => {
-                let check = (flags.dry_run == DryRun::None)
-                    .then(|| format!("kubectl promotion history {name}"));
-                return Err(admission_webhooks::write_error(&kube, e, &what, &labels, check).await);
-            }
+        let recorded = |stored: &Value| recorded(&object, stored, decision.to);
+        let sent = super::send_guarded(
+            ctx,
+            &kube,
+            name,
+            &object,
+            decision.patch.clone(),
+            flags.dry_run,
+            &mut attempt,
+            recorded,
+            &says,
+        )
+        .await?;
+        if let Some(stored) = sent {
+            break (stored, decision);
         }
     };
     let text = super::written(
