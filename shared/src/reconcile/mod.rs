@@ -1254,7 +1254,16 @@ impl<'a> Reconcile<'a> {
             }
         }
         if let Deployment::NotDeployed(why) = self.deployment(d, stage, !post.is_empty()) {
-            d.note = Some(why.clone());
+            // A stage that deployed and now fails (at its gate, after its soak) is as much a
+            // failure for the failure policy as one failing to deploy.
+            let on_failure = self
+                .failures(profile_name)
+                .0
+                .and_then(|_| self.on_failure(d, &stage.name, profile_name, &why));
+            d.note = Some(match on_failure {
+                Some(text) => format!("{why} ({text})"),
+                None => why.clone(),
+            });
             status.check(&stage.name, false, Some(why));
             return Gate::Wait {
                 description: descriptions::AWAITING_CHECKS.to_string(),

@@ -1514,3 +1514,25 @@ fn a_stage_failing_past_the_grace_is_rolled_back_when_the_promotion_asks_for_it(
         d.explanation
     );
 }
+
+/// A stage that deployed and fails later, while it waits at its gate, counts for the failure
+/// policy too.
+#[test]
+fn a_stage_failing_at_its_gate_is_noted_for_the_failure_policy() {
+    use crate::on_failure::*;
+    let (_, mut s) = bad_upgrade_at_staging(None);
+    s.promotion["metadata"]["annotations"] = json!({ON_FAILURE_ANNOTATION: "rollback"});
+    s.summaries[1] = summary(&s.profiles[1], "c2", "FailedNonRetriable");
+    let d = decide_at(&s, NOW);
+    assert!(
+        d.annotations[FAILING_ANNOTATION].is_some(),
+        "{:?}",
+        d.annotations
+    );
+    assert!(
+        d.explanation
+            .contains("rolled back at 2026-03-02T10:10:00Z if it still fails"),
+        "{}",
+        d.explanation
+    );
+}
