@@ -66,7 +66,7 @@ impl History {
     }
 
     /// Bring the history of `promotion` (as stored after the reconcile's writes) up to date.
-    pub async fn sync(&self, promotion: &Value) {
+    pub async fn sync(&self, promotion: &Value, profiles: &[Value]) {
         let Some(uid) = promotion.pointer("/metadata/uid").and_then(Value::as_str) else {
             return;
         };
@@ -89,7 +89,7 @@ impl History {
         if self.remembered().get(uid) == Some(&key) {
             return;
         }
-        match self.carry_out(promotion, uid).await {
+        match self.carry_out(promotion, profiles, uid).await {
             Ok(()) => {
                 let mut remembered = self.remembered();
                 if remembered.len() > 100_000 {
@@ -108,10 +108,22 @@ impl History {
         revisions_of(&self.api, uid).await
     }
 
-    async fn carry_out(&self, promotion: &Value, uid: &str) -> Result<(), kube::Error> {
+    async fn carry_out(
+        &self,
+        promotion: &Value,
+        profiles: &[Value],
+        uid: &str,
+    ) -> Result<(), kube::Error> {
         let revisions = self.revisions(uid).await?;
         let now = Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true);
-        for write in history::plan(promotion, &revisions, self.limit, &self.namespace, &now) {
+        for write in history::plan(
+            promotion,
+            &revisions,
+            profiles,
+            self.limit,
+            &self.namespace,
+            &now,
+        ) {
             match write {
                 Write::Create(mut object) => {
                     object["metadata"]["ownerReferences"] = json!([{

@@ -194,7 +194,7 @@ async fn reconcile_one(
         );
         match carry_out(&ctx, &object, &snapshot.promotion, &decision).await {
             Ok(stored) => {
-                ctx.history.sync(&stored).await;
+                ctx.history.sync(&stored, &snapshot.profiles).await;
                 ctx.failures
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -74,7 +74,7 @@ fn numbers(revisions: &[Revision]) -> Vec<i64> {
 fn a_rollout_gets_a_revision_that_records_its_progress() {
     let mut revisions = Vec::new();
     let p = promotion("3.6.2", &["dev"], false);
-    let writes = plan(&p, &revisions, 10, "ns", NOW);
+    let writes = plan(&p, &revisions, &[], 10, "ns", NOW);
     let [Write::Create(object)] = writes.as_slice() else {
         panic!("{writes:?}");
     };
@@ -95,10 +95,10 @@ fn a_rollout_gets_a_revision_that_records_its_progress() {
         Some("2026-03-02T09:00:00Z")
     );
     // Nothing new: nothing written.
-    assert!(plan(&p, &revisions, 10, "ns", NOW).is_empty());
+    assert!(plan(&p, &revisions, &[], 10, "ns", NOW).is_empty());
     // prod reached and passed: complete.
     let done = promotion("3.6.2", &["dev", "prod"], true);
-    let writes = plan(&done, &revisions, 10, "ns", "2026-03-02T10:05:00Z");
+    let writes = plan(&done, &revisions, &[], 10, "ns", "2026-03-02T10:05:00Z");
     apply(&mut revisions, &writes);
     let record = revisions[0].record.clone().unwrap();
     assert_eq!(record.outcome(), "complete");
@@ -117,7 +117,7 @@ fn a_new_rollout_supersedes_the_last_and_history_keeps_the_limit() {
     let mut revisions = Vec::new();
     for i in 0..12 {
         let p = promotion(&format!("3.6.{i}"), &["dev", "prod"], true);
-        let writes = plan(&p, &revisions, 10, "ns", NOW);
+        let writes = plan(&p, &revisions, &[], 10, "ns", NOW);
         apply(&mut revisions, &writes);
     }
     assert_eq!(numbers(&revisions), (3..=12).collect::<Vec<_>>());
@@ -129,7 +129,7 @@ fn a_new_rollout_supersedes_the_last_and_history_keeps_the_limit() {
     // A rollout stopped at dev: prod still runs revision 12, which stays with the newest
     // complete one whatever the limit.
     let p = promotion("4.0.0", &["dev"], false);
-    let writes = plan(&p, &revisions, 1, "ns", NOW);
+    let writes = plan(&p, &revisions, &[], 1, "ns", NOW);
     apply(&mut revisions, &writes);
     assert_eq!(numbers(&revisions), [12, 13]);
 }
@@ -139,7 +139,7 @@ fn a_rollout_that_comes_back_is_renumbered_as_the_newest() {
     let mut revisions = Vec::new();
     for version in ["3.6.2", "3.6.3", "3.6.2"] {
         let p = promotion(version, &["dev"], false);
-        let writes = plan(&p, &revisions, 10, "ns", NOW);
+        let writes = plan(&p, &revisions, &[], 10, "ns", NOW);
         apply(&mut revisions, &writes);
     }
     assert_eq!(numbers(&revisions), [2, 3]);
@@ -161,7 +161,7 @@ fn an_undo_is_a_new_run_that_says_which_revision_it_restored() {
     let mut revisions = Vec::new();
     for version in ["3.6.2", "3.6.3"] {
         let p = promotion(version, &["dev"], false);
-        let writes = plan(&p, &revisions, 10, "ns", NOW);
+        let writes = plan(&p, &revisions, &[], 10, "ns", NOW);
         apply(&mut revisions, &writes);
     }
     let mut undone = promotion("3.6.2", &["dev"], false);
@@ -173,7 +173,7 @@ fn an_undo_is_a_new_run_that_says_which_revision_it_restored() {
     };
     undone["metadata"]["annotations"] =
         json!({SPEC_CHANGE_ANNOTATION: serde_json::to_string(&change(Some(1))).unwrap()});
-    let writes = plan(&undone, &revisions, 10, "ns", NOW);
+    let writes = plan(&undone, &revisions, &[], 10, "ns", NOW);
     apply(&mut revisions, &writes);
     assert_eq!(numbers(&revisions), [2, 3]);
     let back = revisions.iter().find(|r| r.number == 3).unwrap();
@@ -197,10 +197,10 @@ fn an_undo_is_a_new_run_that_says_which_revision_it_restored() {
 fn nothing_is_recorded_before_the_status_follows_the_spec() {
     let mut p = promotion("3.6.2", &["dev"], false);
     p["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"] = json!("3.6.3");
-    assert!(plan(&p, &[], 10, "ns", NOW).is_empty());
+    assert!(plan(&p, &[], &[], 10, "ns", NOW).is_empty());
     let mut fresh = promotion("3.6.2", &[], false);
     fresh.as_object_mut().unwrap().remove("status");
-    assert!(plan(&fresh, &[], 10, "ns", NOW).is_empty());
+    assert!(plan(&fresh, &[], &[], 10, "ns", NOW).is_empty());
 }
 
 /// An abort and a rollback are the run's outcome; the stages the rollback lists are not taken
@@ -210,7 +210,7 @@ fn a_rollback_is_the_outcome_of_its_run_until_retried() {
     use crate::abort::{AbortRequest, ABORT_ANNOTATION, ABORT_RECORD_ANNOTATION};
     let mut revisions = Vec::new();
     let step = |revisions: &mut Vec<Revision>, p: &Value, now: &str| {
-        let writes = plan(p, revisions, 10, "ns", now);
+        let writes = plan(p, revisions, &[], 10, "ns", now);
         apply(revisions, &writes);
     };
     step(
@@ -267,4 +267,42 @@ fn a_rollback_is_the_outcome_of_its_run_until_retried() {
         r.aborted.and_then(|a| a.retried).as_deref(),
         Some("2026-03-02T10:05:00Z")
     );
+}
+
+/// A promotion adopted mid-rollout: its spec's rollout is at dev, but prod's profile still runs
+/// an earlier chart. Its history starts with a revision for what prod runs, superseded by the
+/// spec's; a stage running the spec's configuration adds none.
+#[test]
+fn an_adopted_promotion_gets_a_revision_for_what_its_profiles_run() {
+    let stage_profile = |p: &Value, i: usize| {
+        let typed = crate::model::ClusterPromotion::decode(p).unwrap();
+        crate::reconcile::bodies::stage_profile(&typed, p, &typed.spec.stages[i], &[])
+    };
+    let earlier = promotion("3.6.2", &["dev", "prod"], true);
+    let p = promotion("3.7.0", &["dev"], false);
+    let profiles = vec![stage_profile(&p, 0), stage_profile(&earlier, 1)];
+    let mut revisions = Vec::new();
+    let writes = plan(&p, &revisions, &profiles, 10, "ns", NOW);
+    apply(&mut revisions, &writes);
+    assert_eq!(numbers(&revisions), [1, 2]);
+    let one = revisions.iter().find(|r| r.number == 1).unwrap();
+    assert_eq!(
+        one.data["profileSpec"]["helmCharts"][0]["chartVersion"],
+        json!("3.6.2")
+    );
+    let record = one.record.clone().unwrap();
+    assert_eq!(record.outcome(), "superseded by 2");
+    assert_eq!(record.stages[0].name, "prod");
+    assert_eq!(
+        record.rollout(),
+        identity_of(&earlier).unwrap().id,
+        "the same rollout as the spec that made it"
+    );
+    // Every stage on the spec's configuration: only its revision.
+    let mut only = Vec::new();
+    apply(
+        &mut only,
+        &plan(&p, &[], &[stage_profile(&p, 0)], 10, "ns", NOW),
+    );
+    assert_eq!(numbers(&only), [1]);
 }

@@ -1522,7 +1522,7 @@ fn same_profile(have: &Value, want: &Value) -> bool {
 
 /// Whether a stored profile's spec is `want`'s, compared as Sveltos hashes a profile spec, with
 /// the CRD's top-level defaults on both sides, and the selector as the stage hash writes it.
-fn same_spec(have: &Value, want: &Value) -> bool {
+pub(crate) fn same_spec(have: &Value, want: &Value) -> bool {
     let spec_json = |v: &Value| {
         let mut spec = v.get("spec").cloned().unwrap_or(Value::Null);
         let selector = spec
