@@ -240,13 +240,10 @@ pub async fn live(client: &Client, name: &str, history_namespace: &str) -> Resul
             Err(e) => return Err(read(plural, e)),
         }
     }
-    let revisions = match history_needed(&promotion) {
-        Some(uid) => crate::live::history::revisions_of(
-            &Api::namespaced(client.clone(), history_namespace),
-            uid,
-        )
-        .await
-        .map_err(|e| read("controllerrevisions", e))?,
+    let revisions = match promotion_shared::on_failure::history_needed(&promotion) {
+        Some(uid) => revisions_of(&Api::namespaced(client.clone(), history_namespace), uid)
+            .await
+            .map_err(|e| read("controllerrevisions", e))?,
         None => Vec::new(),
     };
     Ok(Snapshot {
@@ -258,15 +255,18 @@ pub async fn live(client: &Client, name: &str, history_namespace: &str) -> Resul
     })
 }
 
-/// The promotion's UID when its decision reads the rollout history: while a rollback is asked
-/// for, or may be due (a failing stage noted under `on-failure: rollback`).
-pub fn history_needed(promotion: &Value) -> Option<&str> {
-    let rollback = promotion_shared::abort::aborted(promotion)
-        .and_then(|a| a.rollback_to())
-        .is_some();
-    let failing = promotion_shared::on_failure::Failing::of(promotion).is_some();
-    if !rollback && !failing {
-        return None;
-    }
-    promotion.pointer("/metadata/uid").and_then(Value::as_str)
+/// The revisions, in `api`'s namespace, of the promotion with UID `uid`.
+pub async fn revisions_of(
+    api: &Api<k8s_openapi::api::apps::v1::ControllerRevision>,
+    uid: &str,
+) -> std::result::Result<Vec<Revision>, kube::Error> {
+    let listed = api
+        .list(&ListParams::default().labels(&format!("{PROMOTION_UID_LABEL}={uid}")))
+        .await?;
+    Ok(listed
+        .items
+        .iter()
+        .filter_map(|r| serde_json::to_value(r).ok())
+        .filter_map(|r| Revision::decode(&r))
+        .collect())
 }

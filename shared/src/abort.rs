@@ -7,7 +7,7 @@
 //! that rollout: a spec change starts the next rollout as usual. With `rollbackTo: N` the
 //! controller also applies revision N's stage profiles ([`crate::history`]) **at once** to every
 //! stage whose profile differs from them, without walking the gates: revision N completed, so
-//! every stage ran it and it was verified there ([`rollback_target`]). `spec` is left alone:
+//! every stage ran it and it was verified there ([`crate::history::rollback_target`]). `spec` is left alone:
 //! writing it back would restart the pipeline (Sveltos' rule) and fight a GitOps tool.
 //!
 //! Removing the annotation (`kubectl promotion retry`) resumes the rollout: an abort where it
@@ -20,7 +20,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_with::skip_serializing_none;
 
-use crate::history::Revision;
 use crate::rollout::RolloutId;
 
 /// Set by users: the rollout it names is aborted (and rolled back, with `rollbackTo`).
@@ -189,88 +188,6 @@ pub fn all_rolled_back<'a>(
         }
     }
     any
-}
-
-/// The revision a rollback of the rollout `current` goes back to: `to`, or by default the newest
-/// revision that completed. The one rule, for the plugin (which refuses up front) and the
-/// controller (which refuses a request that got past it).
-///
-/// Only a revision that **completed** is applied at once: its configuration passed every
-/// stage's gate, so applying it again to every stage skips no verification. A revision that
-/// never completed is refused (it would reach stages it was never verified on without their
-/// gates); so is one with other stages (which clusters a stage means differs), the current
-/// rollout itself, and one whose record is unreadable.
-pub fn rollback_target<'a>(
-    revisions: &'a [Revision],
-    current: &RolloutId,
-    to: Option<i64>,
-) -> Result<&'a Revision, String> {
-    let Some(n) = to else {
-        return revisions
-            .iter()
-            .filter(|r| {
-                r.record.as_ref().is_some_and(|rec| {
-                    rec.completed.is_some()
-                        && &rec.rollout() != current
-                        && rec.stages_hash == current.stages_hash
-                })
-            })
-            .max_by_key(|r| r.number)
-            .ok_or_else(|| {
-                "no earlier rollout of these stages completed: there is no verified \
-                 configuration to roll back to (`kubectl promotion abort` stops the rollout \
-                 where it is)"
-                    .to_string()
-            });
-    };
-    let Some(revision) = revisions.iter().find(|r| r.number == n) else {
-        let mut kept: Vec<i64> = revisions.iter().map(|r| r.number).collect();
-        kept.sort_unstable();
-        return Err(format!(
-            "revision {n} is not in this promotion's history (kept: {})",
-            if kept.is_empty() {
-                "none".to_string()
-            } else {
-                kept.iter()
-                    .map(i64::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            }
-        ));
-    };
-    let Some(record) = &revision.record else {
-        return Err(format!(
-            "revision {n}'s record cannot be read: whether it completed is unknown"
-        ));
-    };
-    if &record.rollout() == current {
-        return Err(format!(
-            "revision {n} is the current rollout: there is nothing to roll back"
-        ));
-    }
-    if record.stages_hash != current.stages_hash {
-        return Err(format!(
-            "revision {n} has other stages than the current spec (stagesHash {} instead of {}): \
-             which clusters each stage means differs, so it cannot be applied stage by stage; \
-             set the spec back to it instead (`kubectl promotion history NAME --revision {n} -o \
-             yaml` prints it) and it walks the pipeline",
-            record.stages_hash, current.stages_hash
-        ));
-    }
-    if record.completed.is_none() {
-        let reached: Vec<&str> = record.stages.iter().map(|s| s.name.as_str()).collect();
-        return Err(format!(
-            "revision {n} never completed (it reached {}): a rollback applies at once only a \
-             configuration verified on every stage; set the spec back to it instead and it \
-             walks the gates",
-            if reached.is_empty() {
-                "no stage".to_string()
-            } else {
-                reached.join(", ")
-            }
-        ));
-    }
-    Ok(revision)
 }
 
 #[cfg(test)]

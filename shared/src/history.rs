@@ -187,14 +187,14 @@ pub fn revision_name(name: &str, uid: &str, rollout: &RolloutId) -> String {
 }
 
 /// The writes that bring `revisions` (this promotion's) up to date with `promotion` as stored,
-/// at `now` (RFC 3339), keeping at most `limit` revisions in `namespace`. `profiles` are the
-/// promotion's ClusterProfiles: a promotion seen for the first time (adopted mid-rollout, no
-/// revision yet) also gets a revision for each configuration its stage profiles run other than
-/// its spec's ([`adopted`]).
+/// at `now` (RFC 3339), keeping at most `limit` revisions in `namespace`. A promotion seen for
+/// the first time (adopted mid-rollout, no revision yet) also gets `adopted`: a revision for
+/// each configuration its stage profiles run other than its spec's
+/// (`crate::reconcile::adoption::adopted`).
 pub fn plan(
     promotion: &Value,
     revisions: &[Revision],
-    profiles: &[Value],
+    adopted: Vec<Revision>,
     limit: usize,
     namespace: &str,
     now: &str,
@@ -217,7 +217,7 @@ pub fn plan(
     let mut adopted_writes = Vec::new();
     let mut revisions: Vec<Revision> = revisions.to_vec();
     if revisions.is_empty() {
-        for revision in adopted(promotion, profiles, &rollout, now) {
+        for revision in adopted {
             adopted_writes.push(Write::Create(controller_revision(
                 promotion,
                 &revision.name,
@@ -304,138 +304,6 @@ pub fn plan(
     }
     writes.extend(prune(&revisions, &current_name, limit));
     writes
-}
-
-/// The configurations a promotion seen for the first time runs on its stages other than its
-/// spec's rollout `current`: one revision each (numbered before the current one, the furthest
-/// stage's first, as it is the oldest), its `data` the profileSpec the stage profile holds (its
-/// cluster selector and the stage's post-delay checks taken out) with the promotion's stages,
-/// recorded as reached by those stages and superseded by the current rollout. Whether they
-/// completed is unknown: none is a default rollback target.
-pub fn adopted(
-    promotion: &Value,
-    profiles: &[Value],
-    current: &RolloutId,
-    now: &str,
-) -> Vec<Revision> {
-    let (Some(name), Some(uid)) = (
-        promotion.pointer("/metadata/name").and_then(Value::as_str),
-        promotion.pointer("/metadata/uid").and_then(Value::as_str),
-    ) else {
-        return Vec::new();
-    };
-    let Ok(typed) = crate::model::ClusterPromotion::decode(promotion) else {
-        return Vec::new();
-    };
-    // (rollout, profileSpec, stages running it), the furthest stage's first.
-    let mut found: Vec<(RolloutId, Value, Vec<String>)> = Vec::new();
-    for stage in typed.spec.stages.iter().rev() {
-        let profile_name = crate::model::stage_profile_name(name, &stage.name);
-        let Some(have) = profiles
-            .iter()
-            .find(|p| p.pointer("/metadata/name").and_then(Value::as_str) == Some(&profile_name))
-        else {
-            continue;
-        };
-        let want = crate::reconcile::bodies::stage_profile(&typed, promotion, stage, &[]);
-        let with_checks = stage
-            .trigger
-            .as_ref()
-            .map(|t| {
-                t.auto
-                    .as_ref()
-                    .and_then(|a| a.post_delay_health_checks.clone())
-                    .or_else(|| {
-                        t.manual
-                            .as_ref()
-                            .and_then(|m| m.post_delay_health_checks.clone())
-                    })
-                    .unwrap_or_default()
-            })
-            .unwrap_or_default();
-        let want_checked =
-            crate::reconcile::bodies::stage_profile(&typed, promotion, stage, &with_checks);
-        if crate::reconcile::same_spec(have, &want)
-            || crate::reconcile::same_spec(have, &want_checked)
-        {
-            continue;
-        }
-        let Some(profile_spec) = profile_spec_of(have, &with_checks) else {
-            continue;
-        };
-        let mut run = promotion.clone();
-        run["spec"]["profileSpec"] = profile_spec.clone();
-        let Ok(id) = identity_of(&run).map(|i| i.id) else {
-            continue;
-        };
-        if &id == current {
-            continue;
-        }
-        match found.iter_mut().find(|(r, _, _)| *r == id) {
-            Some((_, _, stages)) => stages.push(stage.name.clone()),
-            None => found.push((id, profile_spec, vec![stage.name.clone()])),
-        }
-    }
-    found
-        .into_iter()
-        .enumerate()
-        .map(|(i, (id, profile_spec, stages))| {
-            let number = i as i64 + 1;
-            let record = Record {
-                stages_hash: id.stages_hash.clone(),
-                profile_spec_hash: id.profile_spec_hash.clone(),
-                started: now.to_string(),
-                stages: stages
-                    .iter()
-                    .rev()
-                    .map(|s| StageRecord {
-                        name: s.clone(),
-                        reached: now.to_string(),
-                        deployed: None,
-                    })
-                    .collect(),
-                superseded_by: Some(number + 1),
-                superseded: Some(now.to_string()),
-                ..Record::default()
-            };
-            Revision {
-                name: revision_name(name, uid, &id),
-                number,
-                data: json!({
-                    "profileSpec": profile_spec,
-                    "stages": promotion.pointer("/spec/stages").cloned().unwrap_or(Value::Null),
-                }),
-                record: Some(record),
-            }
-        })
-        .collect()
-}
-
-/// The profileSpec a stage profile holds: its spec without the cluster selector, and without
-/// the stage's post-delay checks the controller appended to its health checks.
-fn profile_spec_of(profile: &Value, post_delay: &[crate::model::ValidateHealth]) -> Option<Value> {
-    let mut spec = profile.get("spec")?.as_object()?.clone();
-    spec.remove("clusterSelector");
-    if !post_delay.is_empty() {
-        let appended: Vec<Value> = post_delay
-            .iter()
-            .filter_map(|c| serde_json::to_value(c).ok())
-            .collect();
-        if let Some(checks) = spec
-            .get_mut("validateHealths")
-            .and_then(Value::as_array_mut)
-        {
-            checks.retain(|c| {
-                !appended.iter().any(|a| {
-                    a.get("name") == c.get("name") && a.get("featureID") == c.get("featureID")
-                })
-            });
-            if checks.is_empty() {
-                spec.remove("validateHealths");
-            }
-        }
-    }
-    Some(Value::Object(spec))
 }
 
 /// The oldest revisions beyond `limit`, but never the current one, one a stage still runs (the
@@ -635,5 +503,87 @@ fn controller_revision(
     })
 }
 
+/// The revision a rollback of the rollout `current` goes back to: `to`, or by default the newest
+/// revision that completed. The one rule, for the plugin (which refuses up front) and the
+/// controller (which refuses a request that got past it).
+///
+/// Only a revision that **completed** is applied at once: its configuration passed every
+/// stage's gate, so applying it again to every stage skips no verification. A revision that
+/// never completed is refused (it would reach stages it was never verified on without their
+/// gates); so is one with other stages (which clusters a stage means differs), the current
+/// rollout itself, and one whose record is unreadable.
+pub fn rollback_target<'a>(
+    revisions: &'a [Revision],
+    current: &RolloutId,
+    to: Option<i64>,
+) -> Result<&'a Revision, String> {
+    let Some(n) = to else {
+        return revisions
+            .iter()
+            .filter(|r| {
+                r.record.as_ref().is_some_and(|rec| {
+                    rec.completed.is_some()
+                        && &rec.rollout() != current
+                        && rec.stages_hash == current.stages_hash
+                })
+            })
+            .max_by_key(|r| r.number)
+            .ok_or_else(|| {
+                "no earlier rollout of these stages completed: there is no verified \
+                 configuration to roll back to (`kubectl promotion abort` stops the rollout \
+                 where it is)"
+                    .to_string()
+            });
+    };
+    let Some(revision) = revisions.iter().find(|r| r.number == n) else {
+        let mut kept: Vec<i64> = revisions.iter().map(|r| r.number).collect();
+        kept.sort_unstable();
+        return Err(format!(
+            "revision {n} is not in this promotion's history (kept: {})",
+            if kept.is_empty() {
+                "none".to_string()
+            } else {
+                kept.iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        ));
+    };
+    let Some(record) = &revision.record else {
+        return Err(format!(
+            "revision {n}'s record cannot be read: whether it completed is unknown"
+        ));
+    };
+    if &record.rollout() == current {
+        return Err(format!(
+            "revision {n} is the current rollout: there is nothing to roll back"
+        ));
+    }
+    if record.stages_hash != current.stages_hash {
+        return Err(format!(
+            "revision {n} has other stages than the current spec (stagesHash {} instead of {}): \
+             which clusters each stage means differs, so it cannot be applied stage by stage; \
+             set the spec back to it instead (`kubectl promotion history NAME --revision {n} -o \
+             yaml` prints it) and it walks the pipeline",
+            record.stages_hash, current.stages_hash
+        ));
+    }
+    if record.completed.is_none() {
+        let reached: Vec<&str> = record.stages.iter().map(|s| s.name.as_str()).collect();
+        return Err(format!(
+            "revision {n} never completed (it reached {}): a rollback applies at once only a \
+             configuration verified on every stage; set the spec back to it instead and it \
+             walks the gates",
+            if reached.is_empty() {
+                "no stage".to_string()
+            } else {
+                reached.join(", ")
+            }
+        ));
+    }
+    Ok(revision)
+}
+
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -15,7 +15,7 @@
 //! The controller notes when the stage started failing past the threshold in
 //! [`FAILING_ANNOTATION`] (its own: only it may write it), so that the grace survives restarts
 //! and leader changes; once the grace is over and it still fails, the controller sets the abort
-//! request with a rollback to the newest completed revision ([`crate::abort::rollback_target`]),
+//! request with a rollback to the newest completed revision ([`crate::history::rollback_target`]),
 //! its reason naming the failure. With no completed revision to go back to it halts and says so.
 
 use serde::{Deserialize, Serialize};
@@ -181,6 +181,19 @@ impl Failing {
     pub fn to_annotation(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }
+}
+
+/// The promotion's UID when its decision reads the rollout history: while a rollback is asked
+/// for, or may be due (a failing stage noted under `on-failure: rollback`).
+pub fn history_needed(promotion: &Value) -> Option<&str> {
+    let rollback = crate::abort::aborted(promotion)
+        .and_then(|a| a.rollback_to())
+        .is_some();
+    let failing = Failing::of(promotion).is_some();
+    if !rollback && !failing {
+        return None;
+    }
+    promotion.pointer("/metadata/uid").and_then(Value::as_str)
 }
 
 #[cfg(test)]

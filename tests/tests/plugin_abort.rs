@@ -11,10 +11,11 @@ use std::sync::atomic::Ordering;
 use plugin_common::*;
 use promotion_e2e::fixtures::WorldBuilder;
 use promotion_shared::abort::{
-    rollback_target, AbortRecord, AbortRequest, ABORT_ANNOTATION, ABORT_RECORD_ANNOTATION,
+    AbortRecord, AbortRequest, ABORT_ANNOTATION, ABORT_RECORD_ANNOTATION,
 };
 use promotion_shared::history::{
-    Record, Revision, StageRecord, DEFAULT_NAMESPACE, PROMOTION_UID_LABEL, RECORD_ANNOTATION,
+    rollback_target, Record, Revision, StageRecord, DEFAULT_NAMESPACE, PROMOTION_UID_LABEL,
+    RECORD_ANNOTATION,
 };
 use promotion_shared::rollout::{identity_of, RolloutId};
 use serde_json::{json, Value};

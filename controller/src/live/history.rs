@@ -13,28 +13,12 @@ use std::sync::Mutex;
 
 use chrono::{SecondsFormat, Utc};
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::{json, Value};
 use tracing::{debug, warn};
 
 use promotion_shared::admission::SPEC_CHANGE_ANNOTATION;
-use promotion_shared::history::{self, Revision, Write, PROMOTION_UID_LABEL, RECORD_ANNOTATION};
-
-/// The revisions, in `api`'s namespace, of the promotion with UID `uid`.
-pub async fn revisions_of(
-    api: &Api<ControllerRevision>,
-    uid: &str,
-) -> Result<Vec<Revision>, kube::Error> {
-    let listed = api
-        .list(&ListParams::default().labels(&format!("{PROMOTION_UID_LABEL}={uid}")))
-        .await?;
-    Ok(listed
-        .items
-        .iter()
-        .filter_map(|r| serde_json::to_value(r).ok())
-        .filter_map(|r| Revision::decode(&r))
-        .collect())
-}
+use promotion_shared::history::{self, Revision, Write, RECORD_ANNOTATION};
 
 pub struct History {
     api: Api<ControllerRevision>,
@@ -105,7 +89,7 @@ impl History {
 
     /// The revisions of the promotion with UID `uid`.
     pub async fn revisions(&self, uid: &str) -> Result<Vec<Revision>, kube::Error> {
-        revisions_of(&self.api, uid).await
+        crate::snapshot::revisions_of(&self.api, uid).await
     }
 
     async fn carry_out(
@@ -116,10 +100,16 @@ impl History {
     ) -> Result<(), kube::Error> {
         let revisions = self.revisions(uid).await?;
         let now = Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true);
+        // Seen for the first time: what its stage profiles run, besides its spec's rollout.
+        let adopted = if revisions.is_empty() {
+            promotion_shared::reconcile::adoption::adopted(promotion, profiles, &now)
+        } else {
+            Vec::new()
+        };
         for write in history::plan(
             promotion,
             &revisions,
-            profiles,
+            adopted,
             self.limit,
             &self.namespace,
             &now,

@@ -174,7 +174,7 @@ async fn reconcile_one(
     let mut attempt = 1;
     loop {
         let mut snapshot = snapshot(&ctx.stores, promotion, &name);
-        if let Some(uid) = crate::snapshot::history_needed(&snapshot.promotion) {
+        if let Some(uid) = promotion_shared::on_failure::history_needed(&snapshot.promotion) {
             snapshot.revisions = ctx
                 .history
                 .revisions(uid)

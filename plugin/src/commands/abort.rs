@@ -6,17 +6,16 @@
 //! conflict, as `pause` writes). `spec` is never written: a rollback sets the stages back to an
 //! earlier revision through promotion-controller, without touching what a GitOps tool owns.
 //! Which revision a rollback goes to, and every refusal of one, is
-//! [`promotion_shared::abort::rollback_target`]: the plugin refuses up front in its words, the
+//! [`promotion_shared::history::rollback_target`]: the plugin refuses up front in its words, the
 //! controller refuses what got past it in the same words.
 
 use clap::Args;
 use serde_json::{json, Value};
 
 use promotion_shared::abort::{
-    aborted, rollback_target, AbortRecord, AbortRequest, Aborted, ABORT_ANNOTATION,
-    ABORT_RECORD_ANNOTATION,
+    aborted, AbortRecord, AbortRequest, Aborted, ABORT_ANNOTATION, ABORT_RECORD_ANNOTATION,
 };
-use promotion_shared::history::{Revision, DEFAULT_NAMESPACE};
+use promotion_shared::history::{rollback_target, Revision, DEFAULT_NAMESPACE};
 use promotion_shared::patch::{self};
 use promotion_shared::rollout::{identity_of, RolloutId};
 use promotion_shared::status_writer::CONTROLLER_FIELD_MANAGER;

@@ -1,85 +1,12 @@
 use serde_json::json;
 
 use super::*;
-use crate::history::{Record, StageRecord};
 
 fn id(stages: &str, profile: &str) -> RolloutId {
     RolloutId {
         stages_hash: stages.into(),
         profile_spec_hash: profile.into(),
     }
-}
-
-fn revision(number: i64, rollout: &RolloutId, reached: &[&str], completed: bool) -> Revision {
-    Revision {
-        name: format!("p-{number}"),
-        number,
-        data: json!({}),
-        record: Some(Record {
-            stages_hash: rollout.stages_hash.clone(),
-            profile_spec_hash: rollout.profile_spec_hash.clone(),
-            started: "2026-11-01T00:00:00Z".into(),
-            stages: reached
-                .iter()
-                .map(|s| StageRecord {
-                    name: s.to_string(),
-                    reached: "2026-11-01T00:00:00Z".into(),
-                    deployed: Some("2026-11-01T00:01:00Z".into()),
-                })
-                .collect(),
-            completed: completed.then(|| "2026-11-01T01:00:00Z".to_string()),
-            ..Record::default()
-        }),
-    }
-}
-
-#[test]
-fn the_default_target_is_the_newest_complete_revision_of_the_same_stages() {
-    let current = id("s", "p4");
-    let revisions = vec![
-        revision(1, &id("s", "p1"), &["dev", "prod"], true),
-        revision(2, &id("s", "p2"), &["dev", "prod"], true),
-        revision(3, &id("s", "p3"), &["dev"], false),
-        revision(4, &current, &["dev"], false),
-        revision(5, &id("other", "p5"), &["dev", "prod"], true),
-    ];
-    assert_eq!(
-        rollback_target(&revisions, &current, None).unwrap().number,
-        2
-    );
-    assert_eq!(
-        rollback_target(&revisions, &current, Some(1))
-            .unwrap()
-            .number,
-        1
-    );
-}
-
-#[test]
-fn each_refusal_says_why() {
-    let current = id("s", "p4");
-    let revisions = vec![
-        revision(2, &id("s", "p2"), &["dev"], false),
-        revision(4, &current, &["dev"], false),
-        revision(5, &id("other", "p5"), &["dev", "prod"], true),
-    ];
-    let refused = |to| rollback_target(&revisions, &current, to).unwrap_err();
-    assert!(
-        refused(None).contains("no earlier rollout"),
-        "{}",
-        refused(None)
-    );
-    assert!(refused(Some(9)).contains("not in this promotion's history (kept: 2, 4, 5)"));
-    assert!(refused(Some(4)).contains("is the current rollout"));
-    assert!(refused(Some(5)).contains("other stages"));
-    assert!(refused(Some(2)).contains("never completed (it reached dev)"));
-    let unreadable = vec![Revision {
-        record: None,
-        ..revision(1, &id("s", "p1"), &[], true)
-    }];
-    assert!(rollback_target(&unreadable, &current, Some(1))
-        .unwrap_err()
-        .contains("cannot be read"));
 }
 
 #[test]

@@ -3,11 +3,11 @@ use serde_json::{json, Value};
 use super::*;
 use crate::rollout::identity_of;
 
-const NOW: &str = "2026-03-02T10:00:00Z";
+pub(crate) const NOW: &str = "2026-03-02T10:00:00Z";
 
 /// A promotion rolling chart `version`, its status at the stages `reached` (each deployed at
 /// 09:00), the last one `promoted` (passed its gate) or not.
-fn promotion(version: &str, reached: &[&str], promoted: bool) -> Value {
+pub(crate) fn promotion(version: &str, reached: &[&str], promoted: bool) -> Value {
     let mut p = json!({
         "apiVersion": "config.projectsveltos.io/v1beta1",
         "kind": "ClusterPromotion",
@@ -44,7 +44,7 @@ fn promotion(version: &str, reached: &[&str], promoted: bool) -> Value {
 }
 
 /// Carry `writes` out on `revisions`, as the API server would.
-fn apply(revisions: &mut Vec<Revision>, writes: &[Write]) {
+pub(crate) fn apply(revisions: &mut Vec<Revision>, writes: &[Write]) {
     for w in writes {
         match w {
             Write::Create(object) => revisions.push(Revision::decode(object).unwrap()),
@@ -64,7 +64,7 @@ fn apply(revisions: &mut Vec<Revision>, writes: &[Write]) {
     }
 }
 
-fn numbers(revisions: &[Revision]) -> Vec<i64> {
+pub(crate) fn numbers(revisions: &[Revision]) -> Vec<i64> {
     let mut n: Vec<i64> = revisions.iter().map(|r| r.number).collect();
     n.sort();
     n
@@ -74,7 +74,7 @@ fn numbers(revisions: &[Revision]) -> Vec<i64> {
 fn a_rollout_gets_a_revision_that_records_its_progress() {
     let mut revisions = Vec::new();
     let p = promotion("3.6.2", &["dev"], false);
-    let writes = plan(&p, &revisions, &[], 10, "ns", NOW);
+    let writes = plan(&p, &revisions, Vec::new(), 10, "ns", NOW);
     let [Write::Create(object)] = writes.as_slice() else {
         panic!("{writes:?}");
     };
@@ -95,10 +95,17 @@ fn a_rollout_gets_a_revision_that_records_its_progress() {
         Some("2026-03-02T09:00:00Z")
     );
     // Nothing new: nothing written.
-    assert!(plan(&p, &revisions, &[], 10, "ns", NOW).is_empty());
+    assert!(plan(&p, &revisions, Vec::new(), 10, "ns", NOW).is_empty());
     // prod reached and passed: complete.
     let done = promotion("3.6.2", &["dev", "prod"], true);
-    let writes = plan(&done, &revisions, &[], 10, "ns", "2026-03-02T10:05:00Z");
+    let writes = plan(
+        &done,
+        &revisions,
+        Vec::new(),
+        10,
+        "ns",
+        "2026-03-02T10:05:00Z",
+    );
     apply(&mut revisions, &writes);
     let record = revisions[0].record.clone().unwrap();
     assert_eq!(record.outcome(), "complete");
@@ -117,7 +124,7 @@ fn a_new_rollout_supersedes_the_last_and_history_keeps_the_limit() {
     let mut revisions = Vec::new();
     for i in 0..12 {
         let p = promotion(&format!("3.6.{i}"), &["dev", "prod"], true);
-        let writes = plan(&p, &revisions, &[], 10, "ns", NOW);
+        let writes = plan(&p, &revisions, Vec::new(), 10, "ns", NOW);
         apply(&mut revisions, &writes);
     }
     assert_eq!(numbers(&revisions), (3..=12).collect::<Vec<_>>());
@@ -129,7 +136,7 @@ fn a_new_rollout_supersedes_the_last_and_history_keeps_the_limit() {
     // A rollout stopped at dev: prod still runs revision 12, which stays with the newest
     // complete one whatever the limit.
     let p = promotion("4.0.0", &["dev"], false);
-    let writes = plan(&p, &revisions, &[], 1, "ns", NOW);
+    let writes = plan(&p, &revisions, Vec::new(), 1, "ns", NOW);
     apply(&mut revisions, &writes);
     assert_eq!(numbers(&revisions), [12, 13]);
 }
@@ -139,7 +146,7 @@ fn a_rollout_that_comes_back_is_renumbered_as_the_newest() {
     let mut revisions = Vec::new();
     for version in ["3.6.2", "3.6.3", "3.6.2"] {
         let p = promotion(version, &["dev"], false);
-        let writes = plan(&p, &revisions, &[], 10, "ns", NOW);
+        let writes = plan(&p, &revisions, Vec::new(), 10, "ns", NOW);
         apply(&mut revisions, &writes);
     }
     assert_eq!(numbers(&revisions), [2, 3]);
@@ -161,7 +168,7 @@ fn an_undo_is_a_new_run_that_says_which_revision_it_restored() {
     let mut revisions = Vec::new();
     for version in ["3.6.2", "3.6.3"] {
         let p = promotion(version, &["dev"], false);
-        let writes = plan(&p, &revisions, &[], 10, "ns", NOW);
+        let writes = plan(&p, &revisions, Vec::new(), 10, "ns", NOW);
         apply(&mut revisions, &writes);
     }
     let mut undone = promotion("3.6.2", &["dev"], false);
@@ -173,7 +180,7 @@ fn an_undo_is_a_new_run_that_says_which_revision_it_restored() {
     };
     undone["metadata"]["annotations"] =
         json!({SPEC_CHANGE_ANNOTATION: serde_json::to_string(&change(Some(1))).unwrap()});
-    let writes = plan(&undone, &revisions, &[], 10, "ns", NOW);
+    let writes = plan(&undone, &revisions, Vec::new(), 10, "ns", NOW);
     apply(&mut revisions, &writes);
     assert_eq!(numbers(&revisions), [2, 3]);
     let back = revisions.iter().find(|r| r.number == 3).unwrap();
@@ -197,10 +204,10 @@ fn an_undo_is_a_new_run_that_says_which_revision_it_restored() {
 fn nothing_is_recorded_before_the_status_follows_the_spec() {
     let mut p = promotion("3.6.2", &["dev"], false);
     p["spec"]["profileSpec"]["helmCharts"][0]["chartVersion"] = json!("3.6.3");
-    assert!(plan(&p, &[], &[], 10, "ns", NOW).is_empty());
+    assert!(plan(&p, &[], Vec::new(), 10, "ns", NOW).is_empty());
     let mut fresh = promotion("3.6.2", &[], false);
     fresh.as_object_mut().unwrap().remove("status");
-    assert!(plan(&fresh, &[], &[], 10, "ns", NOW).is_empty());
+    assert!(plan(&fresh, &[], Vec::new(), 10, "ns", NOW).is_empty());
 }
 
 /// An abort and a rollback are the run's outcome; the stages the rollback lists are not taken
@@ -210,7 +217,7 @@ fn a_rollback_is_the_outcome_of_its_run_until_retried() {
     use crate::abort::{AbortRequest, ABORT_ANNOTATION, ABORT_RECORD_ANNOTATION};
     let mut revisions = Vec::new();
     let step = |revisions: &mut Vec<Revision>, p: &Value, now: &str| {
-        let writes = plan(p, revisions, &[], 10, "ns", now);
+        let writes = plan(p, revisions, Vec::new(), 10, "ns", now);
         apply(revisions, &writes);
     };
     step(
@@ -269,40 +276,81 @@ fn a_rollback_is_the_outcome_of_its_run_until_retried() {
     );
 }
 
-/// A promotion adopted mid-rollout: its spec's rollout is at dev, but prod's profile still runs
-/// an earlier chart. Its history starts with a revision for what prod runs, superseded by the
-/// spec's; a stage running the spec's configuration adds none.
+fn rollout(stages: &str, profile: &str) -> RolloutId {
+    RolloutId {
+        stages_hash: stages.into(),
+        profile_spec_hash: profile.into(),
+    }
+}
+
+fn revision(number: i64, run: &RolloutId, reached: &[&str], completed: bool) -> Revision {
+    Revision {
+        name: format!("p-{number}"),
+        number,
+        data: json!({}),
+        record: Some(Record {
+            stages_hash: run.stages_hash.clone(),
+            profile_spec_hash: run.profile_spec_hash.clone(),
+            started: "2026-11-01T00:00:00Z".into(),
+            stages: reached
+                .iter()
+                .map(|s| StageRecord {
+                    name: s.to_string(),
+                    reached: "2026-11-01T00:00:00Z".into(),
+                    deployed: Some("2026-11-01T00:01:00Z".into()),
+                })
+                .collect(),
+            completed: completed.then(|| "2026-11-01T01:00:00Z".to_string()),
+            ..Record::default()
+        }),
+    }
+}
+
 #[test]
-fn an_adopted_promotion_gets_a_revision_for_what_its_profiles_run() {
-    let stage_profile = |p: &Value, i: usize| {
-        let typed = crate::model::ClusterPromotion::decode(p).unwrap();
-        crate::reconcile::bodies::stage_profile(&typed, p, &typed.spec.stages[i], &[])
-    };
-    let earlier = promotion("3.6.2", &["dev", "prod"], true);
-    let p = promotion("3.7.0", &["dev"], false);
-    let profiles = vec![stage_profile(&p, 0), stage_profile(&earlier, 1)];
-    let mut revisions = Vec::new();
-    let writes = plan(&p, &revisions, &profiles, 10, "ns", NOW);
-    apply(&mut revisions, &writes);
-    assert_eq!(numbers(&revisions), [1, 2]);
-    let one = revisions.iter().find(|r| r.number == 1).unwrap();
+fn the_default_target_is_the_newest_complete_revision_of_the_same_stages() {
+    let current = rollout("s", "p4");
+    let revisions = vec![
+        revision(1, &rollout("s", "p1"), &["dev", "prod"], true),
+        revision(2, &rollout("s", "p2"), &["dev", "prod"], true),
+        revision(3, &rollout("s", "p3"), &["dev"], false),
+        revision(4, &current, &["dev"], false),
+        revision(5, &rollout("other", "p5"), &["dev", "prod"], true),
+    ];
     assert_eq!(
-        one.data["profileSpec"]["helmCharts"][0]["chartVersion"],
-        json!("3.6.2")
+        rollback_target(&revisions, &current, None).unwrap().number,
+        2
     );
-    let record = one.record.clone().unwrap();
-    assert_eq!(record.outcome(), "superseded by 2");
-    assert_eq!(record.stages[0].name, "prod");
     assert_eq!(
-        record.rollout(),
-        identity_of(&earlier).unwrap().id,
-        "the same rollout as the spec that made it"
+        rollback_target(&revisions, &current, Some(1))
+            .unwrap()
+            .number,
+        1
     );
-    // Every stage on the spec's configuration: only its revision.
-    let mut only = Vec::new();
-    apply(
-        &mut only,
-        &plan(&p, &[], &[stage_profile(&p, 0)], 10, "ns", NOW),
+}
+
+#[test]
+fn each_refusal_says_why() {
+    let current = rollout("s", "p4");
+    let revisions = vec![
+        revision(2, &rollout("s", "p2"), &["dev"], false),
+        revision(4, &current, &["dev"], false),
+        revision(5, &rollout("other", "p5"), &["dev", "prod"], true),
+    ];
+    let refused = |to| rollback_target(&revisions, &current, to).unwrap_err();
+    assert!(
+        refused(None).contains("no earlier rollout"),
+        "{}",
+        refused(None)
     );
-    assert_eq!(numbers(&only), [1]);
+    assert!(refused(Some(9)).contains("not in this promotion's history (kept: 2, 4, 5)"));
+    assert!(refused(Some(4)).contains("is the current rollout"));
+    assert!(refused(Some(5)).contains("other stages"));
+    assert!(refused(Some(2)).contains("never completed (it reached dev)"));
+    let unreadable = vec![Revision {
+        record: None,
+        ..revision(1, &rollout("s", "p1"), &[], true)
+    }];
+    assert!(rollback_target(&unreadable, &current, Some(1))
+        .unwrap_err()
+        .contains("cannot be read"));
 }

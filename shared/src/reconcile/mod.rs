@@ -27,6 +27,7 @@
 //! write; owner references are dropped before the finalizer); D9 does not apply (no licence);
 //! D17 and D18 are Sveltos' own status semantics, which the plugin and users read as they are.
 
+pub mod adoption;
 pub mod bodies;
 pub mod deployed;
 pub mod simulate;
@@ -583,7 +584,7 @@ impl<'a> Reconcile<'a> {
             );
             d.phase = Some(Phase::Aborted);
         };
-        let target = match crate::abort::rollback_target(&self.snapshot.revisions, id, Some(n)) {
+        let target = match crate::history::rollback_target(&self.snapshot.revisions, id, Some(n)) {
             Ok(t) => t,
             Err(why) => return refuse(d, why),
         };
@@ -986,7 +987,7 @@ impl<'a> Reconcile<'a> {
                 zoned(due, chrono_tz::UTC)
             ));
         }
-        match crate::abort::rollback_target(&self.snapshot.revisions, &id, None) {
+        match crate::history::rollback_target(&self.snapshot.revisions, &id, None) {
             Ok(target) => {
                 let reason = format!(
                     "automatic rollback: stage {stage} failed on {} of {total} clusters for \
