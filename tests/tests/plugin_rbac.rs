@@ -395,8 +395,8 @@ fn approver_rules_that_cannot_be_read_leave_the_right_unknown_and_say_why() {
             "{APPROVE}   (staging → production)   (whether you may approve is unknown: the \
              approver rules could not be read (ConfigMap \
              kubectl-promotion-system/promotion-governance: not valid: key \"approver-group\" is \
-             not an approver rule (the keys are \"approver-groups\" and \
-             \"forbid-self-approval\")))"
+             not an approver rule (the keys are \"approver-groups\", \
+             \"forbid-self-approval\" and \"rollback-groups\")))"
         )
     );
 }
