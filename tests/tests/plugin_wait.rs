@@ -149,7 +149,7 @@ fn other_errors_exit_1() {
     let out = env.run(&["wait", GATE, "--for=ready"]).expect(1);
     assert!(
         out.stderr
-            .contains("expected complete, approval, paused or stage=NAME"),
+            .contains("expected complete, approval, paused, aborted, rolled-back or stage=NAME"),
         "{}",
         out.stderr
     );
