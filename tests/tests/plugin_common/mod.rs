@@ -254,6 +254,9 @@ pub struct Running {
     pub stdout: String,
     /// What the plugin printed on stderr so far.
     pub stderr: String,
+    /// Lines read while waiting for a line of the other stream, not yet looked at: the two
+    /// streams interleave as they will, and a line must not be lost because it came first.
+    unread: std::collections::VecDeque<(Stream, String)>,
 }
 
 impl Running {
@@ -279,6 +282,7 @@ impl Running {
             readers,
             stdout: String::new(),
             stderr: String::new(),
+            unread: std::collections::VecDeque::new(),
         }
     }
 
@@ -297,13 +301,23 @@ impl Running {
     /// Read until a line of `stream` contains `needle`; fails the test (showing everything read)
     /// when the plugin closes its output first or [`PATIENCE`] runs out.
     pub fn expect_line(&mut self, stream: Stream, needle: &str) -> String {
+        // Lines of this stream read earlier (while another was awaited) come first, in order.
+        while let Some(i) = self.unread.iter().position(|(from, _)| *from == stream) {
+            if let Some((_, line)) = self.unread.remove(i) {
+                if line.contains(needle) {
+                    return line;
+                }
+            }
+        }
         let deadline = Instant::now() + PATIENCE;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
                 Ok((from, line)) => {
                     self.keep(from, &line);
-                    if from == stream && line.contains(needle) {
+                    if from != stream {
+                        self.unread.push_back((from, line));
+                    } else if line.contains(needle) {
                         return line;
                     }
                 }
