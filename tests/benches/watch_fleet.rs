@@ -447,7 +447,12 @@ struct Driver {
 impl Driver {
     /// Now, in whole seconds as the API server stamps managed fields, and as text.
     fn now() -> (DateTime<Utc>, String) {
-        let t = rfc3339(Utc::now());
+        Self::stamped(Utc::now())
+    }
+
+    /// `t` to the second, and as the status writes it.
+    fn stamped(t: DateTime<Utc>) -> (DateTime<Utc>, String) {
+        let t = rfc3339(t);
         let whole = DateTime::parse_from_rfc3339(&t)
             .map(|t| t.with_timezone(&Utc))
             .unwrap_or_default();
@@ -476,7 +481,12 @@ impl Driver {
 
     /// One reconcile of promotion-controller: its decision over what the store holds, written.
     fn reconcile(&mut self) -> Instant {
-        let (now, stamp) = Self::now();
+        self.reconcile_at(Utc::now())
+    }
+
+    /// One reconcile decided at `when` (the controller's clock when it runs it).
+    fn reconcile_at(&mut self, when: DateTime<Utc>) -> Instant {
+        let (now, stamp) = Self::stamped(when);
         let decision = decide(
             &Snapshot {
                 promotion: self.promotion.clone(),
@@ -817,18 +827,13 @@ fn run(args: &Args, watcher: Watcher, plugin: &PathBuf) -> Report {
             std::thread::sleep(args.idle);
             idle_cpu = (cpu_seconds(pid) - c.0, base_cpu(&baseline) - c.1);
             idle_wall = idle_start.elapsed();
-            // The soak ends at a wall-clock time (the decision's `wakeAt`): wait until the clock
-            // the decision reads has reached it.
-            if let Some(wake) = driver.wake_at {
-                while let Ok(left) = (wake - Utc::now()).to_std() {
-                    if left.is_zero() {
-                        break;
-                    }
-                    std::thread::sleep(left);
-                }
-            }
+            // The controller wakes at the soak's end (the decision's `wakeAt`): the reconcile it
+            // then runs is decided at that time, not after waiting for the clock to get there.
+            let woken = driver
+                .wake_at
+                .map_or_else(Utc::now, |wake| wake.max(Utc::now()));
             driver.next = Instant::now();
-            at = driver.reconcile();
+            at = driver.reconcile_at(woken);
         }
         if driver.current_stage() == Some(stage) {
             break;
