@@ -98,6 +98,21 @@ impl Context {
             .remove(promotion)
     }
 
+    /// Publish one of the decision's Events.
+    async fn publish_event(
+        &self,
+        object: &DynamicObject,
+        event: &promotion_shared::reconcile::Event,
+    ) {
+        self.publish(
+            object,
+            event.event_type,
+            event.reason,
+            event.message.clone(),
+        )
+        .await;
+    }
+
     async fn publish(&self, object: &DynamicObject, type_: &str, reason: &str, note: String) {
         let reference = object.object_ref(&PROMOTION.api_resource());
         self.events
@@ -300,13 +315,7 @@ async fn carry_out(
         // out, and does not ask again), whatever happens to the writes below.
         for event in d.events.iter().filter(|e| e.reason == AUTOMATIC_ROLLBACK) {
             ctx.metrics.automatic_rollback();
-            ctx.publish(
-                object,
-                event.event_type,
-                event.reason,
-                event.message.clone(),
-            )
-            .await;
+            ctx.publish_event(object, event).await;
         }
     }
     if let Some(status) = &d.status {
@@ -317,13 +326,7 @@ async fn carry_out(
     // The Events tell what the status now says: published once it is written, so a later write
     // that fails does not lose them.
     for event in d.events.iter().filter(|e| e.reason != AUTOMATIC_ROLLBACK) {
-        ctx.publish(
-            object,
-            event.event_type,
-            event.reason,
-            event.message.clone(),
-        )
-        .await;
+        ctx.publish_event(object, event).await;
     }
     // The committed step (written above, or found from an earlier reconcile) is done.
     if d.promoting.is_some() || d.clear_promoting.is_some() {

@@ -611,7 +611,6 @@ impl<'a> Reconcile<'a> {
         let mut status = Status::new(self.promotion.status.clone().unwrap_or_default(), self.now);
         let before = status.status.clone();
         status.reset();
-        status.status.current_stage_name = None;
         status.set_hashes(id);
         let rolled_back = format!("{}{n}", descriptions::ROLLED_BACK);
         let (mut done, mut rolling) = (Vec::new(), Vec::new());
@@ -668,6 +667,8 @@ impl<'a> Reconcile<'a> {
                 Some(why) => rolling.push(format!("{}: {why}", stage.name)),
             }
         }
+        // `add_stage` makes each stage current and stamps a promotion time: a rollback names
+        // neither (a retry starts from the first stage).
         status.status.current_stage_name = None;
         status.status.last_promotion_time = None;
         for stage in &promotion.spec.stages {
