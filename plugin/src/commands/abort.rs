@@ -21,10 +21,9 @@ use promotion_shared::rollout::{identity_of, RolloutId};
 use promotion_shared::status_writer::CONTROLLER_FIELD_MANAGER;
 
 use super::pause::{foreign_reconciler, WriteFlags, FORMATS};
-use super::{note, Ctx, DryRun};
+use super::{note, Ctx};
 use crate::cluster::kube_client::Kube;
-use crate::cluster::resources::PROMOTIONS;
-use crate::error::{exit, Error, Request, Result};
+use crate::error::{exit, Error, Result};
 
 use crate::render::printers::OutputFormat;
 
@@ -381,7 +380,6 @@ async fn run(
 ) -> Result<u8> {
     let format = OutputFormat::of_flag(flags.output.as_deref(), FORMATS)?;
     let kube = ctx.kube().await?;
-    let _what = Request::named("patch", PROMOTIONS, name);
     let doing = match action {
         Action::Abort { .. } => "aborting",
         Action::Rollback { .. } => "rolling back",
@@ -395,19 +393,6 @@ async fn run(
             None => Vec::new(),
         };
         let decision = decide(&object, action, &revisions)?;
-        if flags.dry_run == DryRun::Client {
-            let text = serde_json::to_string_pretty(&decision.patch)
-                .map_err(|e| Error::Io(e.to_string()))?;
-            note(
-                ctx,
-                &format!(
-                    "merge patch that would be sent to {name} (guarded by its resourceVersion):\n{text}"
-                ),
-            );
-            let mut stored = object;
-            json_patch::merge(&mut stored, &decision.patch);
-            break (stored, decision);
-        }
         let says = super::Guarded {
             doing,
             unrecorded: match action {

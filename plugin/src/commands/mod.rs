@@ -154,7 +154,8 @@ pub struct Guarded<'a> {
 }
 
 /// One guarded merge patch of promotion `name` (read as `object`) by a command that reads,
-/// decides and writes: sent (a server dry run with `--dry-run=server`); once stored, a write the
+/// decides and writes: with `--dry-run=client` shown and applied to `object` only; else sent (a
+/// server dry run with `--dry-run=server`); once stored, a write the
 /// admission webhook did not record (`recorded`) is warned about, naming why; a 409 Conflict is
 /// counted as an attempt and answers `None` (read again, decide again); any other failure is
 /// explained, with `says.check` to see whether it was applied. The one write path of `pause`,
@@ -173,6 +174,18 @@ pub async fn send_guarded(
 ) -> Result<Option<serde_json::Value>> {
     use crate::cluster::admission_webhooks;
     use promotion_shared::api_error::{classify, Failure};
+    if dry_run == DryRun::Client {
+        let text = serde_json::to_string_pretty(&patch).map_err(|e| Error::Io(e.to_string()))?;
+        note(
+            ctx,
+            &format!(
+                "merge patch that would be sent to {name} (guarded by its resourceVersion):\n{text}"
+            ),
+        );
+        let mut stored = object.clone();
+        json_patch::merge(&mut stored, &patch);
+        return Ok(Some(stored));
+    }
     let write = promotion_shared::patch::Write {
         patch,
         shows: Vec::new(),

@@ -23,8 +23,7 @@ use promotion_shared::status_writer::{
 use super::DryRun;
 use super::{note, Ctx};
 use crate::cluster::kube_client::Kube;
-use crate::cluster::resources::PROMOTIONS;
-use crate::error::{self, Error, Request, Result};
+use crate::error::{self, Error, Result};
 use crate::render::output;
 use crate::render::printers::{FormatArg, FormatName, OutputFormat};
 
@@ -295,7 +294,6 @@ async fn one(
     action: &Action,
     flags: &WriteFlags,
 ) -> Result<Done> {
-    let _what = Request::named("patch", PROMOTIONS, name);
     let mut attempt = 1;
     loop {
         let object = match listed.take() {
@@ -306,19 +304,6 @@ async fn one(
             Decision::Unchanged(why) => return Ok(Done::Unchanged { object, why }),
             Decision::Write(patch) => patch,
         };
-        if flags.dry_run == DryRun::Client {
-            let text =
-                serde_json::to_string_pretty(&patch).map_err(|e| Error::Io(e.to_string()))?;
-            note(
-                ctx,
-                &format!(
-                    "merge patch that would be sent to {name} (guarded by its resourceVersion):\n{text}"
-                ),
-            );
-            let mut stored = object;
-            json_patch::merge(&mut stored, &patch);
-            return Ok(Done::Written { stored });
-        }
         // A read shows the annotation, which a jsonpath of `.spec` cannot: `describe` is the
         // check of a write whose answer never came.
         let says = super::Guarded {

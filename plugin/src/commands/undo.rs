@@ -33,9 +33,8 @@ use promotion_shared::status_writer::CONTROLLER_FIELD_MANAGER;
 
 use super::abort::revisions_of;
 use super::pause::{foreign_reconciler, WriteFlags, FORMATS};
-use super::{note, warn, Ctx, DryRun};
-use crate::cluster::resources::PROMOTIONS;
-use crate::error::{exit::undo as exit, report, Error, Request, Result};
+use super::{note, warn, Ctx};
+use crate::error::{exit::undo as exit, report, Error, Result};
 use crate::render::output;
 use crate::render::printers::OutputFormat;
 
@@ -394,7 +393,6 @@ pub async fn run(ctx: &Ctx, args: &UndoArgs) -> Result<u8> {
     let name = args.name.as_str();
     let flags = &args.write;
     let kube = ctx.kube().await?;
-    let _what = Request::named("patch", PROMOTIONS, name);
     let mut attempt = 1;
     let (stored, decision) = loop {
         let object = kube.get_promotion(name).await?;
@@ -427,17 +425,6 @@ pub async fn run(ctx: &Ctx, args: &UndoArgs) -> Result<u8> {
                     decision.to
                 ),
             );
-        }
-        if flags.dry_run == DryRun::Client {
-            let text = serde_json::to_string_pretty(&decision.patch)
-                .map_err(|e| Error::Io(e.to_string()))?;
-            note(
-                ctx,
-                &format!(
-                    "merge patch that would be sent to {name} (guarded by its resourceVersion):\n{text}"
-                ),
-            );
-            break (decision.after.clone(), decision);
         }
         let says = super::Guarded {
             doing: "undoing",
