@@ -7,9 +7,10 @@ use clap::{Parser, Subcommand};
 use crate::cluster::connection::ConnectionFlags;
 use crate::commands::{
     abort::AbortArgs, abort::RetryArgs, abort::RollbackArgs, approve::ApproveArgs,
-    completion::CompletionArgs, describe::DescribeArgs, diff::DiffArgs, health::HealthArgs,
-    history::HistoryArgs, lint::LintArgs, list::ListArgs, pause::PauseArgs, pause::ResumeArgs,
-    plan::PlanArgs, undo::UndoArgs, version::VersionArgs, version::PROGRAM, wait::WaitArgs,
+    completion::CompletionArgs, dashboard::DashboardArgs, describe::DescribeArgs, diff::DiffArgs,
+    health::HealthArgs, history::HistoryArgs, lint::LintArgs, list::ListArgs, pause::PauseArgs,
+    pause::ResumeArgs, plan::PlanArgs, undo::UndoArgs, version::VersionArgs, version::PROGRAM,
+    wait::WaitArgs,
 };
 use crate::render::ColorChoice;
 
@@ -59,6 +60,9 @@ Examples:
   # In CI: block until the rollout completes (exit 2 if it fails, 3 on timeout)
   kubectl promotion wait kyverno-rollout --for=complete --timeout=30m
 
+  # Every pipeline live in the browser, with approve and steer
+  kubectl promotion dashboard --open
+
 Environment:
   KUBECONFIG              colon-separated kubeconfig files, merged as kubectl does
   NO_COLOR, TERM=dumb     turn colour and symbols off (also --no-color)
@@ -105,6 +109,7 @@ pub enum Command {
     Diff(DiffArgs),
     History(HistoryArgs),
     Wait(WaitArgs),
+    Dashboard(DashboardArgs),
     Completion(CompletionArgs),
     Version(VersionArgs),
     Lint(LintArgs),

@@ -54,6 +54,7 @@ fn main() -> ExitCode {
         out_is_tty: std::io::stdout().is_terminal(),
         connection: cli.connection.clone(),
         stdout: Output::Stdout,
+        stderr: Output::Stderr,
         started: std::time::Instant::now(),
         in_flight: Default::default(),
     };
@@ -83,6 +84,7 @@ fn main() -> ExitCode {
         Command::Wait(a) => block_on(commands::wait::run(&ctx, a)),
         Command::Health(a) => block_on(commands::health::run(&ctx, a)),
         Command::Plan(a) => block_on(commands::plan::run(&ctx, a)),
+        Command::Dashboard(a) => block_on(commands::dashboard::run(&ctx, a)),
     };
     match result {
         Ok(code) => ExitCode::from(code),

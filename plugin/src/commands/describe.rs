@@ -167,10 +167,7 @@ pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
             Err(e) => return Err(e),
         }
     }
-    add_reach(&kube, &mut descriptions, &promotions).await;
-    name_revisions(&kube, &mut descriptions, &promotions, &profiles).await;
-    judge_the_reconciler(&kube, &mut descriptions).await;
-    advise_only_what_the_caller_can(&kube, &mut descriptions, &promotions).await;
+    add_cluster_facts(&kube, &mut descriptions, &promotions, &profiles, true).await;
     if descriptions.is_empty() && missing.is_empty() {
         eprintln!("No resources found");
     }
@@ -184,6 +181,25 @@ pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
         crate::error::report(e, ctx.err.color);
     }
     Ok(exit::FAILURE)
+}
+
+/// What `describe` adds to descriptions built from snapshots, asked of the cluster: what the
+/// stages not started will reach (with `reach`: it reads the whole fleet), the revision each
+/// stage runs, whether promotion-controller can act, and what the caller may do. Also the
+/// dashboard's promotion page, so that it says what `describe` says.
+pub(crate) async fn add_cluster_facts(
+    kube: &Kube,
+    descriptions: &mut [Description],
+    objects: &[Value],
+    profiles: &[Vec<Value>],
+    reach: bool,
+) {
+    if reach {
+        add_reach(kube, descriptions, objects).await;
+    }
+    name_revisions(kube, descriptions, objects, profiles).await;
+    judge_the_reconciler(kube, descriptions).await;
+    advise_only_what_the_caller_can(kube, descriptions, objects).await;
 }
 
 /// The rollout history's revision each stage runs, from promotion-controller's revisions in the
@@ -233,7 +249,7 @@ async fn name_revisions(
 
 /// Whether promotion-controller can act on each promotion: its Lease is read once
 /// ([`view::reconciler_health`]); one that cannot be read is a warning, not a verdict.
-async fn judge_the_reconciler(kube: &Kube, descriptions: &mut [Description]) {
+pub(crate) async fn judge_the_reconciler(kube: &Kube, descriptions: &mut [Description]) {
     use view::reconciler_health::LeaseRead;
     let lease = match kube.controller_lease().await {
         Ok(Some(lease)) => LeaseRead::Found(lease),
@@ -309,7 +325,7 @@ async fn advise_only_what_the_caller_can(
 
 /// What the server says about the caller, once per command: the approver rules first, and who
 /// the caller is only when those rules depend on it.
-async fn caller_facts(kube: &Kube) -> CallerFacts {
+pub(crate) async fn caller_facts(kube: &Kube) -> CallerFacts {
     let rules = match kube.published_governance().await {
         Ok(None) => Ok(None),
         Ok(Some(data)) => {
@@ -336,7 +352,7 @@ async fn caller_facts(kube: &Kube) -> CallerFacts {
     CallerFacts { identity, rules }
 }
 
-async fn may_patch(kube: &Kube, name: &str) -> std::result::Result<bool, String> {
+pub(crate) async fn may_patch(kube: &Kube, name: &str) -> std::result::Result<bool, String> {
     kube.can_patch_promotion(name)
         .await
         .map_err(|e| e.read_failure())

@@ -4,6 +4,7 @@ pub mod abort;
 pub mod approve;
 pub mod complete;
 pub mod completion;
+pub mod dashboard;
 pub mod describe;
 pub mod diff;
 pub mod health;
@@ -35,6 +36,8 @@ pub enum Output {
     /// show every change as it comes. A closed pipe (`| head`) ends the process with SIGPIPE,
     /// as `main` restores the default disposition.
     Stdout,
+    /// The process's stderr (for a command's notes and warnings).
+    Stderr,
     Memory(Mutex<Vec<u8>>),
 }
 
@@ -47,7 +50,7 @@ impl Output {
     /// What was written to an in-memory output (nothing for stdout).
     pub fn into_bytes(self) -> Vec<u8> {
         match self {
-            Output::Stdout => Vec::new(),
+            Output::Stdout | Output::Stderr => Vec::new(),
             Output::Memory(m) => m.into_inner().unwrap_or_else(|p| p.into_inner()),
         }
     }
@@ -57,6 +60,10 @@ impl Output {
             Output::Stdout => {
                 let mut out = std::io::stdout().lock();
                 out.write_all(bytes).and_then(|()| out.flush())
+            }
+            Output::Stderr => {
+                let mut err = std::io::stderr().lock();
+                err.write_all(bytes).and_then(|()| err.flush())
             }
             Output::Memory(m) => {
                 // A panic while the buffer was held cannot leave it half-written: extending a
@@ -79,6 +86,9 @@ pub struct Ctx {
     pub out_is_tty: bool,
     /// Where the command's results are written (see [`Ctx::write_out`]).
     pub stdout: Output,
+    /// Where its notes and warnings go ([`note`], [`warn`]): the process's stderr, or memory
+    /// when the dashboard runs a command for a browser, which shows them with the result.
+    pub stderr: Output,
     /// When the command started: a `--timeout` counts from here.
     pub started: std::time::Instant,
     /// The requests of this command's clients still waiting for an answer.
@@ -95,6 +105,7 @@ impl Ctx {
             err: Style { color: false },
             out_is_tty: false,
             stdout: Output::memory(),
+            stderr: Output::Stderr,
             started: std::time::Instant::now(),
             in_flight: InFlight::default(),
         }
@@ -282,12 +293,21 @@ pub async fn after_conflict(
 
 /// Print a progress or warning line on stderr (stdout carries only results).
 pub fn note(ctx: &Ctx, text: &str) {
-    eprintln!("{}", ctx.err.paint(text, crate::render::Tone::Dim));
+    diagnose(ctx, &ctx.err.paint(text, crate::render::Tone::Dim));
 }
 
 pub fn warn(ctx: &Ctx, text: &str) {
-    eprintln!(
-        "{} {text}",
-        ctx.err.paint("warning:", crate::render::Tone::Waiting)
+    diagnose(
+        ctx,
+        &format!(
+            "{} {text}",
+            ctx.err.paint("warning:", crate::render::Tone::Waiting)
+        ),
     );
+}
+
+/// One line on the command's stderr; a failed write of a diagnostic is not worth failing for
+/// (stderr closed), as `eprintln!` would have panicked instead.
+fn diagnose(ctx: &Ctx, line: &str) {
+    let _ = ctx.stderr.write_all(format!("{line}\n").as_bytes());
 }

@@ -245,12 +245,7 @@ fn timeline_and_print(
         .map(|a| timeline::parse_approval(a, start))
         .collect::<Result<Vec<_>>>()?;
     let stored = crate::view::as_stored(object);
-    let paused = promotion_shared::pause::paused(&stored);
-    // An abort of the current rollout holds it as a pause does (one of an earlier rollout holds
-    // nothing).
-    let aborted = promotion_shared::abort::aborted(&stored).filter(|a| {
-        promotion_shared::rollout::identity_of(&stored).map_or(true, |i| a.applies_to(&i.id))
-    });
+    let (paused, aborted) = timeline::holds(&stored);
     if aborted.is_some() && !approvals.is_empty() {
         super::warn(
             ctx,

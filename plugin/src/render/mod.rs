@@ -124,7 +124,14 @@ impl Style {
     }
 
     pub fn phase(&self, phase: &Phase) -> String {
-        let tone = match phase {
+        self.paint(phase.label(), phase_tone(phase))
+    }
+}
+
+/// The colour of a phase, in every view.
+pub fn phase_tone(phase: &Phase) -> Tone {
+    {
+        match phase {
             Phase::NotStarted | Phase::Unknown => Tone::Dim,
             Phase::Stale | Phase::Deleting | Phase::Paused => Tone::Waiting,
             Phase::Aborted | Phase::RolledBack => Tone::Waiting,
@@ -134,8 +141,7 @@ impl Style {
             Phase::AwaitingApproval => Tone::Waiting,
             Phase::Complete => Tone::Good,
             Phase::Failed | Phase::Blocked => Tone::Bad,
-        };
-        self.paint(phase.label(), tone)
+        }
     }
 }
 
@@ -161,7 +167,7 @@ pub fn state_tone(state: &StageState) -> Tone {
 
 /// Argo Rollouts' vocabulary: ✔ done, ◌ in progress, ◷ timed wait, ॥ paused for a person,
 /// ✖ failed, ○ not started.
-fn state_symbol(state: &StageState) -> (&'static str, Tone) {
+pub fn state_symbol(state: &StageState) -> (&'static str, Tone) {
     let tone = state_tone(state);
     let sym = match state {
         StageState::NotStarted => "○",

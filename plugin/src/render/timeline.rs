@@ -82,6 +82,16 @@ pub fn document<'a>(
     }
 }
 
+/// What holds the rollout of `stored` where it is: its pause, and an abort of the current
+/// rollout (an abort of an earlier rollout holds nothing). The timeline stops at either.
+pub fn holds(stored: &Value) -> (Option<Paused>, Option<Aborted>) {
+    let paused = promotion_shared::pause::paused(stored);
+    let aborted = promotion_shared::abort::aborted(stored).filter(|a| {
+        promotion_shared::rollout::identity_of(stored).map_or(true, |i| a.applies_to(&i.id))
+    });
+    (paused, aborted)
+}
+
 /// The rollout of `stored` (a ClusterPromotion as the API server stores it) over `fleet`.
 pub fn compute(
     stored: &Value,
