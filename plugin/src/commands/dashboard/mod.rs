@@ -132,13 +132,13 @@ pub async fn run(ctx: &Ctx, args: &DashboardArgs) -> Result<u8> {
         live: live::follow(follower),
         read_only: args.read_only,
     });
-    let host = if bound.ip().is_loopback() && bound.is_ipv4() {
-        format!("127.0.0.1:{}", bound.port())
-    } else {
-        match bound.ip() {
-            IpAddr::V6(ip) => format!("[{ip}]:{}", bound.port()),
-            IpAddr::V4(ip) => format!("{ip}:{}", bound.port()),
-        }
+    // The address to open: a name the user said it is reached by, else the bound literal (for
+    // every address, loopback's).
+    let host = match (args.hosts.first(), bound.ip()) {
+        (Some(name), _) => format!("{name}:{}", bound.port()),
+        (None, ip) if ip.is_unspecified() => format!("127.0.0.1:{}", bound.port()),
+        (None, IpAddr::V6(ip)) => format!("[{ip}]:{}", bound.port()),
+        (None, IpAddr::V4(ip)) => format!("{ip}:{}", bound.port()),
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
     let url = format!(

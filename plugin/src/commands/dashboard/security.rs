@@ -86,7 +86,8 @@ impl Guard {
             IpAddr::V6(ip) => format!("[{ip}]"),
         };
         let mut names = vec![literal];
-        if bound.ip().is_loopback() {
+        // Bound to every address (0.0.0.0): loopback reaches it too.
+        if bound.ip().is_loopback() || bound.ip().is_unspecified() {
             names.extend(["localhost".to_string(), "127.0.0.1".into(), "[::1]".into()]);
         }
         names.extend(extra_hosts.iter().cloned());
