@@ -60,8 +60,18 @@ impl Drop for Supervised {
 }
 
 /// Start `command` from the supervisor thread, with the parent-death signal set.
-pub fn spawn(name: &str, mut command: Command) -> io::Result<Supervised> {
-    set_parent_death_signal(&mut command);
+pub fn spawn(name: &str, command: Command) -> io::Result<Supervised> {
+    spawn_with_death_signal(name, command, libc::SIGKILL)
+}
+
+/// [`spawn`] with another parent-death signal: one the child traps, to stop children of its own
+/// that the kernel would not (the browser harness's chromedriver and Chromium).
+pub fn spawn_with_death_signal(
+    name: &str,
+    mut command: Command,
+    signal: libc::c_int,
+) -> io::Result<Supervised> {
+    set_parent_death_signal(&mut command, signal);
     let (reply_tx, reply_rx) = mpsc::channel();
     supervisor()
         .lock()
@@ -99,14 +109,14 @@ fn supervisor() -> &'static Mutex<mpsc::Sender<SpawnRequest>> {
 }
 
 #[cfg(target_os = "linux")]
-fn set_parent_death_signal(command: &mut Command) {
+fn set_parent_death_signal(command: &mut Command, signal: libc::c_int) {
     use std::os::unix::process::CommandExt;
     let parent = std::process::id();
     // SAFETY: the closure runs between fork and exec and only calls async-signal-safe functions
     // (prctl, getppid); it allocates nothing.
     unsafe {
         command.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, signal) != 0 {
                 return Err(io::Error::last_os_error());
             }
             // The test binary died between fork and prctl: the signal will never come.
@@ -119,7 +129,7 @@ fn set_parent_death_signal(command: &mut Command) {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn set_parent_death_signal(_command: &mut Command) {}
+fn set_parent_death_signal(_command: &mut Command, _signal: libc::c_int) {}
 
 #[cfg(test)]
 mod tests {
