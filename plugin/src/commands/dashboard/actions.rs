@@ -4,13 +4,11 @@
 //! caller's credentials. What the command would print, its notes and warnings included, is the
 //! answer shown on the page.
 
-use clap::Parser;
+use clap::{Args, FromArgMatches};
 
 use super::model::ActionKind;
-use crate::cli::{Cli, Command};
 use crate::cluster::connection::ConnectionFlags;
 use crate::commands::{self, Ctx, Output};
-use crate::error::Error;
 use crate::render::Style;
 
 /// The form of an action: what the page sends.
@@ -107,16 +105,46 @@ pub struct Outcome {
     pub notes: String,
 }
 
+/// The command's arguments, parsed by its own definition (`argv[0]` names the command).
+pub fn parse<A: Args + FromArgMatches>(argv: &[String]) -> Result<A, String> {
+    let command = A::augment_args(clap::Command::new("kubectl-promotion"));
+    command
+        .try_get_matches_from(argv)
+        .and_then(|m| A::from_arg_matches(&m))
+        .map_err(|e| e.render().to_string())
+}
+
+/// The commands the dashboard runs.
+#[derive(Debug)]
+enum Parsed {
+    Approve(commands::approve::ApproveArgs),
+    Pause(commands::pause::PauseArgs),
+    Resume(commands::pause::ResumeArgs),
+    Abort(commands::abort::AbortArgs),
+    Rollback(commands::abort::RollbackArgs),
+    Retry(commands::abort::RetryArgs),
+}
+
+fn parsed(argv: &[String]) -> Result<Parsed, String> {
+    Ok(match argv.first().map(String::as_str) {
+        Some("approve") => Parsed::Approve(parse(argv)?),
+        Some("pause") => Parsed::Pause(parse(argv)?),
+        Some("resume") => Parsed::Resume(parse(argv)?),
+        Some("abort") => Parsed::Abort(parse(argv)?),
+        Some("rollback") => Parsed::Rollback(parse(argv)?),
+        Some("retry") => Parsed::Retry(parse(argv)?),
+        other => return Err(format!("not an action of the dashboard: {other:?}")),
+    })
+}
+
 /// Run the action as the caller would from a terminal.
 pub async fn run(connection: &ConnectionFlags, args: Vec<String>) -> Outcome {
-    let mut line = vec![super::super::version::PROGRAM.to_string()];
-    line.extend(args);
-    let cli = match Cli::try_parse_from(&line) {
-        Ok(cli) => cli,
-        Err(e) => {
+    let command = match parsed(&args) {
+        Ok(c) => c,
+        Err(message) => {
             return Outcome {
                 ok: false,
-                message: e.render().to_string(),
+                message,
                 notes: String::new(),
             }
         }
@@ -131,14 +159,13 @@ pub async fn run(connection: &ConnectionFlags, args: Vec<String>) -> Outcome {
         started: std::time::Instant::now(),
         in_flight: Default::default(),
     };
-    let result = match &cli.command {
-        Command::Approve(a) => commands::approve::run(&ctx, a).await,
-        Command::Pause(a) => commands::pause::run_pause(&ctx, a).await,
-        Command::Resume(a) => commands::pause::run_resume(&ctx, a).await,
-        Command::Abort(a) => commands::abort::run_abort(&ctx, a).await,
-        Command::Rollback(a) => commands::abort::run_rollback(&ctx, a).await,
-        Command::Retry(a) => commands::abort::run_retry(&ctx, a).await,
-        _ => Err(Error::Usage("not an action of the dashboard".into())),
+    let result = match &command {
+        Parsed::Approve(a) => commands::approve::run(&ctx, a).await,
+        Parsed::Pause(a) => commands::pause::run_pause(&ctx, a).await,
+        Parsed::Resume(a) => commands::pause::run_resume(&ctx, a).await,
+        Parsed::Abort(a) => commands::abort::run_abort(&ctx, a).await,
+        Parsed::Rollback(a) => commands::abort::run_rollback(&ctx, a).await,
+        Parsed::Retry(a) => commands::abort::run_retry(&ctx, a).await,
     };
     let Ctx { stdout, stderr, .. } = ctx;
     let printed = String::from_utf8_lossy(&stdout.into_bytes())
@@ -209,20 +236,18 @@ mod tests {
             (ActionKind::Retry, form(None, None), &["retry", "p"]),
         ];
         for (kind, f, want) in cases {
-            assert_eq!(argv(*kind, "p", f).unwrap(), *want, "{kind:?}");
-            let mut line = vec!["kubectl-promotion".to_string()];
-            line.extend(argv(*kind, "p", f).unwrap());
-            assert!(Cli::try_parse_from(&line).is_ok(), "{line:?} parses");
+            let line = argv(*kind, "p", f).unwrap();
+            assert_eq!(line, *want, "{kind:?}");
+            assert!(parsed(&line).is_ok(), "{line:?} parses");
         }
     }
 
     #[test]
     fn a_reason_cannot_smuggle_a_flag() {
-        let args = argv(ActionKind::Pause, "p", &form(None, Some("--all"))).unwrap();
-        let mut line = vec!["kubectl-promotion".to_string()];
-        line.extend(args);
-        let Cli { command, .. } = Cli::try_parse_from(&line).unwrap();
-        let Command::Pause(p) = command else { panic!() };
+        let line = argv(ActionKind::Pause, "p", &form(None, Some("--all"))).unwrap();
+        let Ok(Parsed::Pause(p)) = parsed(&line) else {
+            panic!("{line:?}")
+        };
         assert_eq!(p.reason.as_deref(), Some("--all"));
         assert!(!p.targets.all);
     }

@@ -377,7 +377,7 @@ fn actions(name: &str, actions: &[Action]) -> String {
 
 fn stage(s: &StageDetail) -> String {
     let v = &s.view;
-    let (symbol, _) = crate::render::state_symbol(&v.state);
+    let (symbol, _) = super::model::symbol_of(&v.state);
     let mut out = format!(
         "<details class=\"stage-detail\" id=\"stage-{name}\" open><summary><span aria-hidden=\"true\">{symbol}</span> \
          <strong>{name}</strong> {state}</summary>\n<dl class=\"facts\">",

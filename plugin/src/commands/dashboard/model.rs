@@ -96,7 +96,7 @@ impl Card {
 
 impl StageBox {
     pub fn of(s: &StageDetail, current: Option<&str>) -> StageBox {
-        let (symbol, tone) = render::state_symbol(&s.view.state);
+        let (symbol, tone) = symbol_of(&s.view.state);
         let clusters = match (&s.cluster_counts, &s.will_reach) {
             (Some(c), _) if s.view.state != StageState::NotStarted => {
                 let mut text = format!("{}/{} provisioned", c.provisioned, c.total);
@@ -124,6 +124,15 @@ impl StageBox {
             clusters,
             current: current == Some(s.view.name.as_str()),
         }
+    }
+}
+
+/// The terminal's symbol of a state and its tone, in glyphs the common web fonts have: the
+/// terminal's "॥" (waiting for a person) is missing from most, and shows as a box.
+pub fn symbol_of(state: &StageState) -> (&'static str, Tone) {
+    match render::state_symbol(state) {
+        ("॥", tone) => ("‖", tone),
+        other => other,
     }
 }
 
