@@ -439,6 +439,15 @@ fn refusals(cluster: &Cluster, binaries: &BrowserBinaries) -> Result<(), String>
     if p.pointer("/spec/stages/1/trigger/manual/approved") == Some(&json!(true)) {
         return Err("the cross-site POST approved the stage".into());
     }
+    // The dashboard stops: its open page says it is disconnected.
+    browser.goto(&dash.url).map_err(e("the dashboard again"))?;
+    browser
+        .wait_for_text("#live", "live")
+        .map_err(e("the live line"))?;
+    drop(dash);
+    browser
+        .wait_for_text("#live", "disconnected from the dashboard")
+        .map_err(e("the page told the dashboard is gone"))?;
     Ok(())
 }
 

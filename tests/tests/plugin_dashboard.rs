@@ -266,6 +266,23 @@ fn the_fleet_stream_follows_changes_deletions_and_a_lost_connection() {
     });
     let c = card(&events, AUTO, "data-phase=\"paused\"");
     assert!(c["html"].as_str().unwrap().contains("INC-1"), "{c}");
+    // A write that changes nothing a card shows sends nothing; the next card is the one that
+    // changed, and no other is sent again.
+    update(&env, GATE, |p| {
+        p["metadata"]["annotations"]["example.com/unrelated"] = json!("x");
+    });
+    update(&env, GATE, |p| {
+        p["metadata"]["labels"] = json!({"tier": "gold"});
+    });
+    let next = events
+        .wait_for_any(PATIENCE, |e| e.event == "card")
+        .unwrap();
+    let next: Value = serde_json::from_str(&next.data).unwrap();
+    assert_eq!(next["name"], GATE, "{next}");
+    assert!(
+        next["html"].as_str().unwrap().contains("tier=gold"),
+        "{next}"
+    );
     // A new promotion appears, a deleted one goes.
     let mut copy = env.promotion(AUTO);
     copy["metadata"] = json!({"name": "kyverno-rollout-copy", "labels": {"team": "platform"}});
@@ -417,4 +434,34 @@ fn beyond_loopback_it_serves_only_https_and_warns() {
     let port = url.split(':').nth(2).unwrap().split('/').next().unwrap();
     let mut plain = DashboardClient::new(&format!("http://localhost:{port}/"), None).unwrap();
     assert!(plain.login().is_err() || plain.login().unwrap().status >= 400);
+}
+
+#[test]
+fn a_stream_reopened_from_the_pages_state_brings_the_page_up_to_date() {
+    let env = Env::start(world());
+    let (_plugin, client) = serve(&env, &[]);
+    let page = client.get("/").unwrap();
+    let stream = stream_of(&page.body);
+    // The page's stream opens, then the connection drops.
+    let events = client.events(&stream).unwrap();
+    events
+        .wait_for("status", PATIENCE, |e| e.data.contains("\"live\""))
+        .unwrap();
+    drop(events);
+    // Changes while the page had no stream (a dropped connection)…
+    update(&env, AUTO, |p| {
+        p["metadata"]["annotations"]["promotion-controller.kubectl-promotion.dev/paused"] =
+            json!("INC-3");
+    });
+    let mut copy = env.promotion(AUTO);
+    copy["metadata"] = json!({"name": "kyverno-rollout-new"});
+    copy.as_object_mut().unwrap().remove("status");
+    env.put(copy);
+    // …are all sent when the browser reconnects with the page's state.
+    let events = client.events(&stream).unwrap();
+    card(&events, AUTO, "INC-3");
+    card(&events, "kyverno-rollout-new", "data-name");
+    events
+        .wait_for("keep", PATIENCE, |e| e.data.contains("kyverno-rollout-new"))
+        .unwrap();
 }

@@ -484,6 +484,7 @@ mod roles {
 
     use promotion_e2e::backend::{BackendKind, Cluster, SESSION_LABEL};
     use promotion_e2e::bins::Output;
+    use promotion_e2e::dashboard_client::{DashboardClient, DashboardProcess};
     use promotion_e2e::envtest::User;
     use promotion_e2e::fixtures::{self, Example, WorldBuilder};
     use serde_json::{json, Value};
@@ -626,6 +627,50 @@ mod roles {
             args.extend(["-n", ns]);
         }
         kubectl(cluster, user, &args).stdout.trim() == "yes"
+    }
+
+    /// `kubectl promotion dashboard --as VIEWER`: with the viewer's bindings both pages read
+    /// everything they show (the Events, the Lease, the revisions: no "not readable"), the
+    /// approve button is disabled with the RBAC reason, and an approval sent anyway is refused
+    /// by the API server (the action runs as the same user).
+    fn viewer_dashboard(cluster: &Cluster, viewer: &str, name: &str) {
+        let mut cmd = cluster.command(User::Admin, plugin_bin());
+        cmd.args(["dashboard", "--port", "0", "--as", viewer]);
+        let dash =
+            DashboardProcess::start(cmd, Duration::from_secs(60)).unwrap_or_else(|e| panic!("{e}"));
+        let mut client = DashboardClient::new(&dash.url, None).unwrap();
+        client.login().unwrap();
+        let fleet = client.get("/").unwrap();
+        assert_eq!(fleet.status, 200, "{}", fleet.body);
+        assert!(
+            fleet.body.contains(&format!("id=\"p-{name}\"")),
+            "{}",
+            fleet.body
+        );
+        assert!(!fleet.body.contains("not readable"), "{}", fleet.body);
+        let page = client.get(&format!("/promotions/{name}")).unwrap();
+        assert_eq!(page.status, 200, "{}", page.body);
+        for unread in ["not readable", "Not readable", "class=\"warning"] {
+            assert!(!page.body.contains(unread), "{unread}: {}", page.body);
+        }
+        assert!(
+            page.body.contains("Provisioning stage staging"),
+            "{}",
+            page.body
+        );
+        assert!(
+            page.body.contains(&format!(
+                "RBAC: no patch on clusterpromotions.config.projectsveltos.io &quot;{name}&quot;"
+            )),
+            "{}",
+            page.body
+        );
+        let sent = client
+            .post_form(&format!("/promotions/{name}/approve"), "stage=staging")
+            .unwrap();
+        assert_eq!(sent.status, 422, "{}", sent.body);
+        assert!(sent.body.contains("forbidden (403)"), "{}", sent.body);
+        drop(dash);
     }
 
     /// `role` bound to `user` as docs/roles.md binds it: the ClusterRole cluster-wide, the Event
@@ -872,6 +917,7 @@ mod roles {
             plugin(&cluster, v, &["approve", &name, "--stage", "staging"]),
             "the viewer approving",
         );
+        viewer_dashboard(&cluster, v, &name);
 
         // The approver: approve, the reads it needs, and no create, update or delete.
         let a = approver.as_str();
