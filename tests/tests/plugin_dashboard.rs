@@ -465,3 +465,28 @@ fn a_stream_reopened_from_the_pages_state_brings_the_page_up_to_date() {
         .wait_for("keep", PATIENCE, |e| e.data.contains("kyverno-rollout-new"))
         .unwrap();
 }
+
+#[test]
+fn the_promotion_page_says_who_approved_and_who_changed_the_spec_as_describe_does() {
+    let mut world = world();
+    let gate = world
+        .iter_mut()
+        .find(|o| o["kind"] == "ClusterPromotion" && o["metadata"]["name"] == GATE)
+        .unwrap();
+    gate["metadata"]["annotations"] = json!({
+        "audit.kubectl-promotion.dev/approvals":
+            "{\"staging\":{\"user\":\"alice\",\"groups\":[\"release-managers\"],\"time\":\"2026-02-15T10:00:00Z\",\"reason\":\"CAB-1234\"}}",
+        "audit.kubectl-promotion.dev/spec-change": "{\"user\":\"bob\",\"time\":\"2026-02-16T07:25:00Z\"}"
+    });
+    let env = Env::start(world);
+    let described = env.run(&["describe", GATE]).expect(0).stdout;
+    assert!(described.contains("Spec changed:   by bob at 2026-02-16T07:25:00Z"));
+    let (_plugin, client) = serve(&env, &[]);
+    let page = client.get(&format!("/promotions/{GATE}")).unwrap();
+    for part in [
+        "<dt>Spec changed</dt><dd>by bob at 2026-02-16T07:25:00Z</dd>",
+        "<tr><td>staging</td><td>approved</td><td>alice</td><td><time>2026-02-15T10:00:00Z</time></td><td>CAB-1234</td></tr>",
+    ] {
+        assert!(page.body.contains(part), "{part:?} not on the page:\n{}", page.body);
+    }
+}

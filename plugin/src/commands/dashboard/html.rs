@@ -235,6 +235,17 @@ pub fn promotion_body(page: &PromotionPage) -> String {
     if !deploys.is_empty() {
         fact("Deploys", &deploys);
     }
+    if let Some(r) = &d.last_spec_change {
+        let unseen = if d.spec_change_unseen {
+            " (the change that started this rollout was made without the webhook: who made it is              not known)"
+        } else {
+            ""
+        };
+        fact(
+            "Spec changed",
+            &format!("by {} at {}{unseen}", r.user, r.time),
+        );
+    }
     fact("On delete", &d.on_delete);
     out.push_str("</dl>\n");
     if !page.read_only {
@@ -416,6 +427,25 @@ fn stage(s: &StageDetail) -> String {
         fact(
             if r.revoked { "Revoked" } else { "Approved" },
             &record_text(&r.user, &r.time, r.reason.as_deref()),
+        );
+    }
+    if s.approval_unrecorded {
+        fact(
+            "Approved",
+            "without a record: the admission webhook did not see the approval, so who gave it is              not known",
+        );
+    }
+    if let Some(u) = &s.used_approval {
+        let by = match &u.approval {
+            Some(a) => record_text(&a.user, &a.time, a.reason.as_deref()),
+            None => "an approval whose giver is not recorded".into(),
+        };
+        fact("Used to pass the gate", &by);
+    }
+    if let Some(r) = &s.approval_removed {
+        fact(
+            "Approval removed",
+            &format!("by {} at {} without revoking it", r.user, r.time),
         );
     }
     if let Some(w) = &s.will_reach {
