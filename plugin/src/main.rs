@@ -84,7 +84,8 @@ fn main() -> ExitCode {
         Command::Wait(a) => block_on(commands::wait::run(&ctx, a)),
         Command::Health(a) => block_on(commands::health::run(&ctx, a)),
         Command::Plan(a) => block_on(commands::plan::run(&ctx, a)),
-        Command::Dashboard(a) => block_on(commands::dashboard::run(&ctx, a)),
+        // A server: a page being built must not hold up the event streams and other requests.
+        Command::Dashboard(a) => block_on_threads(commands::dashboard::run(&ctx, a)),
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -102,10 +103,16 @@ fn main() -> ExitCode {
 
 /// One thread is plenty for a CLI that mostly waits on the network.
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    run_on(tokio::runtime::Builder::new_current_thread(), f)
+}
+
+/// A worker thread per core, for `dashboard`.
+fn block_on_threads<F: std::future::Future>(f: F) -> F::Output {
+    run_on(tokio::runtime::Builder::new_multi_thread(), f)
+}
+
+fn run_on<F: std::future::Future>(mut builder: tokio::runtime::Builder, f: F) -> F::Output {
+    match builder.enable_all().build() {
         Ok(rt) => rt.block_on(f),
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");

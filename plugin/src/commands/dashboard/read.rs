@@ -27,8 +27,24 @@ pub fn find<'a>(fleet: &'a Fleet, name: &str) -> Option<&'a Value> {
     fleet.objects.iter().find(|o| name_of(o) == name)
 }
 
+/// What the view model needs for promotion `object`: the fleet's data, with only the
+/// promotion's own ClusterSummaries ([`super::live::group_by_promotion`]).
+pub fn snapshot<'a>(live: &'a Live, fleet: &'a Fleet, object: &'a Value) -> SnapshotRef<'a> {
+    let mut snap = fleet.snapshot(object);
+    if let Ok(all) = snap.summaries {
+        let range = live
+            .summaries_of
+            .get(name_of(object))
+            .cloned()
+            .unwrap_or(0..0);
+        snap.summaries = Ok(all.get(range).unwrap_or_default());
+    }
+    snap
+}
+
 /// The descriptions of `names` (all when `None`), by name, as `list` builds them.
 pub fn descriptions(
+    live: &Live,
     fleet: &Fleet,
     names: Option<&[String]>,
 ) -> BTreeMap<String, (Description, Value)> {
@@ -37,7 +53,7 @@ pub fn descriptions(
         .iter()
         .filter(|o| names.is_none_or(|n| n.iter().any(|x| x == name_of(o))))
         .filter_map(|o| {
-            let d = Description::build_shared(fleet.snapshot(o)).ok()?;
+            let d = Description::build_shared(snapshot(live, fleet, o)).ok()?;
             Some((name_of(o).to_string(), (d, o.clone())))
         })
         .collect()
@@ -45,8 +61,11 @@ pub fn descriptions(
 
 /// The cards of `names` (all when `None`), with whether promotion-controller can act (its
 /// Lease, read once).
-pub async fn cards(kube: &Kube, fleet: &Fleet, names: Option<&[String]>) -> Vec<Card> {
-    let built = descriptions(fleet, names);
+pub async fn cards(kube: &Kube, live: &Live, names: Option<&[String]>) -> Vec<Card> {
+    let Some(fleet) = live.fleet.as_ref() else {
+        return Vec::new();
+    };
+    let built = descriptions(live, fleet, names);
     let (mut ds, objects): (Vec<Description>, Vec<Value>) = built.into_values().unzip();
     describe::judge_the_reconciler(kube, &mut ds).await;
     ds.iter()
@@ -92,13 +111,13 @@ pub async fn promotion_page(
     let snap = SnapshotRef {
         object: &object,
         events: view::shared(&events),
-        ..fleet.snapshot(&object)
+        ..snapshot(live, &fleet, &object)
     };
     let d = match Description::build_shared(snap) {
         Ok(d) => d,
         Err(e) => {
             // Not a promotion the model can read: the page says why, as describe would fail.
-            let mut d = Description::build_shared(fleet.snapshot(&object)).ok()?;
+            let mut d = Description::build_shared(snapshot(live, &fleet, &object)).ok()?;
             d.warnings.push(e.to_string());
             d
         }

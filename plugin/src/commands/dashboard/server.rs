@@ -138,7 +138,7 @@ async fn current(app: &App) -> Live {
 
 async fn fleet_page(State(app): State<Arc<App>>) -> Response {
     let live = current(&app).await;
-    let Some(fleet) = &live.fleet else {
+    if live.fleet.is_none() {
         return refused(
             503,
             &format!(
@@ -146,8 +146,8 @@ async fn fleet_page(State(app): State<Arc<App>>) -> Response {
                 live.ended.as_deref().unwrap_or("no state yet")
             ),
         );
-    };
-    let cards = read::cards(&app.kube, fleet, None).await;
+    }
+    let cards = read::cards(&app.kube, &live, None).await;
     html_page(html::fleet_page(&cards, &app.context, live.seq))
 }
 
@@ -263,7 +263,7 @@ async fn fleet_stream(State(app): State<Arc<App>>, Query(since): Query<Since>) -
                     .filter(|n| gap || fleet.affects(n))
                     .map(String::from)
                     .collect();
-                let cards = read::cards(&s.app.kube, fleet, Some(&names)).await;
+                let cards = read::cards(&s.app.kube, &live, Some(&names)).await;
                 for c in cards {
                     let text = html::card(&c);
                     if s.sent.get(&c.name) != Some(&text) {
