@@ -27,19 +27,27 @@ pub fn find<'a>(fleet: &'a Fleet, name: &str) -> Option<&'a Value> {
     fleet.objects.iter().find(|o| name_of(o) == name)
 }
 
-/// What the view model needs for promotion `object`: the fleet's data, with only the
-/// promotion's own ClusterSummaries ([`super::live::group_by_promotion`]).
-pub fn snapshot<'a>(live: &'a Live, fleet: &'a Fleet, object: &'a Value) -> SnapshotRef<'a> {
-    let mut snap = fleet.snapshot(object);
-    if let Ok(all) = snap.summaries {
-        let range = live
-            .summaries_of
-            .get(name_of(object))
-            .cloned()
-            .unwrap_or(0..0);
-        snap.summaries = Ok(all.get(range).unwrap_or_default());
+/// Promotion `name`'s own ClusterSummaries ([`super::live::group_by_promotion`]), or why none
+/// can be read.
+pub fn own_summaries(live: &Live, fleet: &Fleet, name: &str) -> Result<Vec<Value>, String> {
+    let all = fleet.summaries.as_ref().map_err(String::clone)?;
+    Ok(live
+        .summaries_of
+        .get(name)
+        .map(|at| at.iter().filter_map(|&i| all.get(i).cloned()).collect())
+        .unwrap_or_default())
+}
+
+/// What the view model needs for promotion `object`, with `summaries` its own.
+pub fn snapshot<'a>(
+    fleet: &'a Fleet,
+    object: &'a Value,
+    summaries: &'a Result<Vec<Value>, String>,
+) -> SnapshotRef<'a> {
+    SnapshotRef {
+        summaries: view::shared(summaries),
+        ..fleet.snapshot(object)
     }
-    snap
 }
 
 /// The descriptions of `names` (all when `None`), by name, as `list` builds them.
@@ -53,7 +61,8 @@ pub fn descriptions(
         .iter()
         .filter(|o| names.is_none_or(|n| n.iter().any(|x| x == name_of(o))))
         .filter_map(|o| {
-            let d = Description::build_shared(snapshot(live, fleet, o)).ok()?;
+            let own = own_summaries(live, fleet, name_of(o));
+            let d = Description::build_shared(snapshot(fleet, o, &own)).ok()?;
             Some((name_of(o).to_string(), (d, o.clone())))
         })
         .collect()
@@ -108,16 +117,16 @@ pub async fn promotion_page(
         .list_events(name, uid.as_deref())
         .await
         .map_err(|e| e.read_failure());
+    let own = own_summaries(live, &fleet, name);
     let snap = SnapshotRef {
-        object: &object,
         events: view::shared(&events),
-        ..snapshot(live, &fleet, &object)
+        ..snapshot(&fleet, &object, &own)
     };
     let d = match Description::build_shared(snap) {
         Ok(d) => d,
         Err(e) => {
             // Not a promotion the model can read: the page says why, as describe would fail.
-            let mut d = Description::build_shared(snapshot(live, &fleet, &object)).ok()?;
+            let mut d = Description::build_shared(snapshot(&fleet, &object, &own)).ok()?;
             d.warnings.push(e.to_string());
             d
         }

@@ -222,25 +222,37 @@ fn sse(stream: impl Stream<Item = Event> + Send + 'static) -> Events {
     )
 }
 
-/// The fleet page's stream: a card whenever what it shows changes, `gone` for a promotion
-/// deleted, and the live line.
-async fn fleet_stream(State(app): State<Arc<App>>, Query(since): Query<Since>) -> Events {
-    struct S {
+/// What one page's stream sends for a new state of the fleet.
+trait PageStream: Send + 'static {
+    /// The events for `live` (a state with a fleet); `gap`: the page may have missed states
+    /// (it was rendered from an older one, or the stream skipped some), so everything it shows
+    /// must be judged again, not only what changed since the state before.
+    fn update(
+        &mut self,
+        app: &App,
+        live: &Live,
+        gap: bool,
+    ) -> impl std::future::Future<Output = Vec<Event>> + Send;
+}
+
+/// The stream of a page rendered from state `since`: the live line whenever it changes, and
+/// what `page` sends for each new state.
+fn follow(app: Arc<App>, since: Option<u64>, page: impl PageStream) -> Events {
+    struct S<P> {
         app: Arc<App>,
         rx: watch::Receiver<Live>,
         seq: Option<u64>,
-        sent: BTreeMap<String, String>,
         status: Option<(Option<String>, Option<String>, Option<String>)>,
         queue: std::collections::VecDeque<Event>,
+        page: P,
     }
-    let rx = app.live.clone();
     let start = S {
+        rx: app.live.clone(),
         app,
-        rx,
-        seq: since.since,
-        sent: BTreeMap::new(),
+        seq: since,
         status: None,
         queue: Default::default(),
+        page,
     };
     sse(futures::stream::unfold(start, |mut s| async move {
         loop {
@@ -253,64 +265,11 @@ async fn fleet_stream(State(app): State<Arc<App>>, Query(since): Query<Since>) -
                 s.status = Some(key);
                 s.queue.push_back(status_event(&live));
             }
-            if let Some(fleet) = live.fleet.as_ref().filter(|_| s.seq != Some(live.seq)) {
-                // A gap (the page's state is older than the previous one): every card.
-                let gap = s.seq.is_none_or(|n| n + 1 != live.seq) || fleet.changes.everything;
-                let names: Vec<String> = fleet
-                    .objects
-                    .iter()
-                    .filter_map(|o| o.pointer("/metadata/name").and_then(|v| v.as_str()))
-                    .filter(|n| gap || fleet.affects(n))
-                    .map(String::from)
-                    .collect();
-                let cards = read::cards(&s.app.kube, &live, Some(&names)).await;
-                for c in cards {
-                    let text = html::card(&c);
-                    if s.sent.get(&c.name) != Some(&text) {
-                        s.queue.push_back(
-                            Event::default().event("card").data(
-                                json!({ "id": html::card_id(&c.name), "name": c.name, "html": text })
-                                    .to_string(),
-                            ),
-                        );
-                        s.sent.insert(c.name.clone(), text);
-                    }
-                }
-                if gap {
-                    let present: std::collections::BTreeSet<&str> = fleet
-                        .objects
-                        .iter()
-                        .filter_map(|o| o.pointer("/metadata/name").and_then(|v| v.as_str()))
-                        .collect();
-                    // The page may show promotions this stream never sent: the page drops every
-                    // card not named in `keep`.
-                    s.queue.push_back(
-                        Event::default().event("keep").data(
-                            json!({ "names": present.iter().collect::<Vec<_>>() }).to_string(),
-                        ),
-                    );
-                    s.sent.retain(|n, _| present.contains(n.as_str()));
-                } else {
-                    let gone: Vec<String> = s
-                        .sent
-                        .keys()
-                        .filter(|n| {
-                            !fleet.objects.iter().any(|o| {
-                                o.pointer("/metadata/name").and_then(|v| v.as_str())
-                                    == Some(n.as_str())
-                            })
-                        })
-                        .cloned()
-                        .collect();
-                    for n in gone {
-                        s.sent.remove(&n);
-                        s.queue.push_back(
-                            Event::default()
-                                .event("gone")
-                                .data(json!({ "id": html::card_id(&n) }).to_string()),
-                        );
-                    }
-                }
+            if live.fleet.is_some() && s.seq != Some(live.seq) {
+                let gap = s.seq.is_none_or(|n| n + 1 != live.seq)
+                    || live.fleet.as_ref().is_some_and(|f| f.changes.everything);
+                let events = s.page.update(&s.app, &live, gap).await;
+                s.queue.extend(events);
                 s.seq = Some(live.seq);
             }
             if !s.queue.is_empty() {
@@ -323,82 +282,125 @@ async fn fleet_stream(State(app): State<Arc<App>>, Query(since): Query<Since>) -
     }))
 }
 
-/// The promotion page's stream: the page's live part whenever it changes, and the live line.
+fn names_of(fleet: &crate::cluster::watch::Fleet) -> Vec<String> {
+    fleet
+        .objects
+        .iter()
+        .filter_map(|o| o.pointer("/metadata/name").and_then(|v| v.as_str()))
+        .map(String::from)
+        .collect()
+}
+
+/// The fleet page's stream: a card whenever what it shows changes, `gone` for a promotion
+/// deleted, `keep` (the promotions there are) after a gap.
+struct FleetStream {
+    /// The card last sent of each promotion.
+    sent: BTreeMap<String, String>,
+}
+
+impl PageStream for FleetStream {
+    async fn update(&mut self, app: &App, live: &Live, gap: bool) -> Vec<Event> {
+        let Some(fleet) = live.fleet.as_ref() else {
+            return Vec::new();
+        };
+        let present = names_of(fleet);
+        let names: Vec<String> = present
+            .iter()
+            .filter(|n| gap || fleet.affects(n))
+            .cloned()
+            .collect();
+        let mut events = Vec::new();
+        for c in read::cards(&app.kube, live, Some(&names)).await {
+            let text = html::card(&c);
+            if self.sent.get(&c.name) != Some(&text) {
+                events.push(
+                    Event::default().event("card").data(
+                        json!({ "id": html::card_id(&c.name), "name": c.name, "html": text })
+                            .to_string(),
+                    ),
+                );
+                self.sent.insert(c.name.clone(), text);
+            }
+        }
+        let gone: Vec<String> = self
+            .sent
+            .keys()
+            .filter(|n| !present.contains(n))
+            .cloned()
+            .collect();
+        for n in &gone {
+            self.sent.remove(n);
+        }
+        if gap {
+            // The page may show promotions this stream never sent: it drops every card not
+            // named here.
+            events.push(
+                Event::default()
+                    .event("keep")
+                    .data(json!({ "names": present }).to_string()),
+            );
+        } else {
+            events.extend(gone.iter().map(|n| {
+                Event::default()
+                    .event("gone")
+                    .data(json!({ "id": html::card_id(n) }).to_string())
+            }));
+        }
+        events
+    }
+}
+
+async fn fleet_stream(State(app): State<Arc<App>>, Query(since): Query<Since>) -> Events {
+    let page = FleetStream {
+        sent: BTreeMap::new(),
+    };
+    follow(app, since.since, page)
+}
+
+/// The promotion page's stream: the page's live part whenever it changes.
+struct PromotionStream {
+    name: String,
+    /// The live part last sent.
+    sent: Option<String>,
+    asked: Asked,
+}
+
+impl PageStream for PromotionStream {
+    async fn update(&mut self, app: &App, live: &Live, gap: bool) -> Vec<Event> {
+        if !gap && !live.fleet.as_ref().is_some_and(|f| f.affects(&self.name)) {
+            return Vec::new();
+        }
+        let page =
+            read::promotion_page(&app.kube, live, &self.name, app.read_only, &mut self.asked).await;
+        let text = match &page {
+            Some(p) => html::promotion_body(p),
+            None => format!(
+                "<p class=\"bad\" id=\"deleted\">clusterpromotion {} is gone: it was \
+                 deleted.</p>",
+                html::esc(&self.name)
+            ),
+        };
+        if self.sent.as_ref() == Some(&text) {
+            return Vec::new();
+        }
+        self.sent = Some(text.clone());
+        vec![Event::default()
+            .event("page")
+            .data(json!({ "html": text }).to_string())]
+    }
+}
+
 async fn promotion_stream(
     State(app): State<Arc<App>>,
     Path(name): Path<String>,
     Query(since): Query<Since>,
 ) -> Events {
-    struct S {
-        app: Arc<App>,
-        name: String,
-        rx: watch::Receiver<Live>,
-        seq: Option<u64>,
-        sent: Option<String>,
-        asked: Asked,
-        status: Option<(Option<String>, Option<String>, Option<String>)>,
-        queue: std::collections::VecDeque<Event>,
-    }
-    let rx = app.live.clone();
-    let start = S {
-        app,
+    let page = PromotionStream {
         name,
-        rx,
-        seq: since.since,
         sent: None,
         asked: Asked::new(),
-        status: None,
-        queue: Default::default(),
     };
-    sse(futures::stream::unfold(start, |mut s| async move {
-        loop {
-            if let Some(e) = s.queue.pop_front() {
-                return Some((e, s));
-            }
-            let live = s.rx.borrow_and_update().clone();
-            let key = status_key(&live);
-            if s.status.as_ref() != Some(&key) {
-                s.status = Some(key);
-                s.queue.push_back(status_event(&live));
-            }
-            if let Some(fleet) = live.fleet.as_ref().filter(|_| s.seq != Some(live.seq)) {
-                let gap = s.seq.is_none_or(|n| n + 1 != live.seq);
-                if gap || fleet.affects(&s.name) {
-                    let page = read::promotion_page(
-                        &s.app.kube,
-                        &live,
-                        &s.name,
-                        s.app.read_only,
-                        &mut s.asked,
-                    )
-                    .await;
-                    let text = match &page {
-                        Some(p) => html::promotion_body(p),
-                        None => format!(
-                            "<p class=\"bad\" id=\"deleted\">clusterpromotion {} is gone: it was \
-                             deleted.</p>",
-                            html::esc(&s.name)
-                        ),
-                    };
-                    if s.sent.as_ref() != Some(&text) {
-                        s.queue.push_back(
-                            Event::default()
-                                .event("page")
-                                .data(json!({ "html": text }).to_string()),
-                        );
-                        s.sent = Some(text);
-                    }
-                }
-                s.seq = Some(live.seq);
-            }
-            if !s.queue.is_empty() {
-                continue;
-            }
-            if s.rx.changed().await.is_err() {
-                return None;
-            }
-        }
-    }))
+    follow(app, since.since, page)
 }
 
 /// An action from the promotion page: the CLI command of the same name, run as the caller.
