@@ -490,3 +490,32 @@ fn the_promotion_page_says_who_approved_and_who_changed_the_spec_as_describe_doe
         assert!(page.body.contains(part), "{part:?} not on the page:\n{}", page.body);
     }
 }
+
+#[test]
+fn open_hands_the_printed_address_to_the_platforms_opener() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::start(world());
+    // A stand-in for xdg-open, first on PATH: it writes down what it was asked to open.
+    let bin = env.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let opened = env.path("opened");
+    let opener = bin.join("xdg-open");
+    std::fs::write(
+        &opener,
+        format!("#!/bin/sh\nprintf '%s' \"$1\" > '{}'\n", opened.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut cmd = env.cmd();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    cmd.args(["dashboard", "--port", "0", "--open"])
+        .env("PATH", path);
+    let dash = promotion_e2e::dashboard_client::DashboardProcess::start(cmd, PATIENCE).unwrap();
+    eventually(PATIENCE, "the opener given the address", || {
+        std::fs::read_to_string(&opened).is_ok_and(|s| s == dash.url)
+    });
+}
