@@ -169,17 +169,8 @@ fn chromium_drives_a_page_with_a_script_a_confirm_and_a_cookie() {
         "no process in group {group}"
     );
     drop(browser);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let left = live_members(group);
-        if left.is_empty() {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "left running in group {group}: {left:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
+    if let Err(left) = until_group_gone(group, Duration::from_secs(10)) {
+        panic!("left running in group {group}: {left:?}");
     }
     eprintln!(
         "browser harness: session started in {started:?}, whole test {:?}",
@@ -269,17 +260,46 @@ fn an_aborted_test_binary_leaves_no_browser_behind() {
                 String::from_utf8_lossy(&out.stderr)
             )
         });
-    let deadline = Instant::now() + Duration::from_secs(10);
+    if let Err(left) = until_group_gone(group, Duration::from_secs(10)) {
+        panic!("left running after the abort in group {group}: {left:?}");
+    }
+}
+
+/// Wait until no process of `group` runs, by waiting for each one's exit (a pidfd becomes
+/// readable when its process exits), within `patience`; else the ones left.
+fn until_group_gone(group: u32, patience: Duration) -> Result<(), Vec<String>> {
+    let deadline = Instant::now() + patience;
     loop {
         let left = live_members(group);
-        if left.is_empty() {
-            break;
+        let Some(first) = left.first() else {
+            return Ok(());
+        };
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        if remaining.is_zero() {
+            return Err(left);
         }
-        assert!(
-            Instant::now() < deadline,
-            "left running after the abort in group {group}: {left:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
+        let pid: libc::pid_t = first
+            .split_whitespace()
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
+        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor (or -1), which
+        // is closed below; poll reads one pollfd we own.
+        unsafe {
+            let fd = libc::syscall(libc::SYS_pidfd_open, pid, 0) as libc::c_int;
+            if fd < 0 {
+                // Gone between the listing and now.
+                continue;
+            }
+            let mut wanted = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let ms = remaining.as_millis().min(i32::MAX as u128) as libc::c_int;
+            libc::poll(&mut wanted, 1, ms);
+            libc::close(fd);
+        }
     }
 }
 
