@@ -22,7 +22,6 @@ use promotion_shared::status_writer::CONTROLLER_FIELD_MANAGER;
 
 use super::pause::{foreign_reconciler, WriteFlags, FORMATS};
 use super::{note, Ctx};
-use crate::cluster::kube_client::Kube;
 use crate::error::{exit, Error, Result};
 
 use crate::render::printers::OutputFormat;
@@ -389,7 +388,7 @@ async fn run(
     let (stored, decision) = loop {
         let object = kube.get_promotion(name).await?;
         let revisions = match history_namespace {
-            Some(ns) => revisions_of(&kube, ns, &object).await?,
+            Some(ns) => super::history::revisions_of(&kube, ns, &object).await?,
             None => Vec::new(),
         };
         let decision = decide(&object, action, &revisions)?;
@@ -427,26 +426,6 @@ async fn run(
         Action::Rollback { .. } => exit::rollback::OK,
         Action::Retry => exit::retry::OK,
     })
-}
-
-/// The revisions of the promotion `object` in `namespace`, oldest first, as `history` reads them.
-pub(super) async fn revisions_of(
-    kube: &Kube,
-    namespace: &str,
-    object: &Value,
-) -> Result<Vec<Revision>> {
-    let uid = object
-        .pointer("/metadata/uid")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let mut revisions: Vec<Revision> = kube
-        .list_revisions(namespace, Some(uid))
-        .await?
-        .iter()
-        .filter_map(Revision::decode)
-        .collect();
-    revisions.sort_by_key(|r| r.number);
-    Ok(revisions)
 }
 
 /// Whether promotion-webhook recorded this write: an abort record of its kind that the object

@@ -168,6 +168,7 @@ pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
         }
     }
     add_cluster_facts(&kube, &mut descriptions, &promotions, &profiles, true).await;
+    advise_only_what_the_caller_can(&kube, &mut descriptions, &promotions).await;
     if descriptions.is_empty() && missing.is_empty() {
         eprintln!("No resources found");
     }
@@ -185,8 +186,9 @@ pub async fn run(ctx: &Ctx, args: &DescribeArgs) -> Result<u8> {
 
 /// What `describe` adds to descriptions built from snapshots, asked of the cluster: what the
 /// stages not started will reach (with `reach`: it reads the whole fleet), the revision each
-/// stage runs, whether promotion-controller can act, and what the caller may do. Also the
-/// dashboard's promotion page, so that it says what `describe` says.
+/// stage runs, and whether promotion-controller can act. Also the dashboard's promotion page, so
+/// that it says what `describe` says; what the caller may do is judged apart ([`judge`]), since
+/// the dashboard asks it once per page.
 pub(crate) async fn add_cluster_facts(
     kube: &Kube,
     descriptions: &mut [Description],
@@ -199,7 +201,6 @@ pub(crate) async fn add_cluster_facts(
     }
     name_revisions(kube, descriptions, objects, profiles).await;
     judge_the_reconciler(kube, descriptions).await;
-    advise_only_what_the_caller_can(kube, descriptions, objects).await;
 }
 
 /// The rollout history's revision each stage runs, from promotion-controller's revisions in the
@@ -360,13 +361,13 @@ pub(crate) async fn may_patch(kube: &Kube, name: &str) -> std::result::Result<bo
 
 /// Whether `d` proposes something only some callers may do: an approval, withdrawing one, or
 /// retrying an aborted rollout.
-fn judges_the_caller(d: &Description) -> bool {
+pub(crate) fn judges_the_caller(d: &Description) -> bool {
     d.proposes_approval() || d.has_revocable_approval() || d.aborted.is_some()
 }
 
 /// Word `d`'s proposed approvals and revocations for the caller; the rollout's starter is the
 /// one the webhook's record names, as the webhook judges four eyes.
-fn judge(
+pub(crate) fn judge(
     d: &mut Description,
     object: &Value,
     rbac: &std::result::Result<bool, String>,

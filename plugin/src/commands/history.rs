@@ -57,17 +57,7 @@ pub async fn run(ctx: &Ctx, args: &HistoryArgs) -> Result<u8> {
     let format = OutputFormat::of_flag(args.output.as_deref(), MODEL_FORMATS)?;
     let kube = ctx.kube().await?;
     let promotion = kube.get_promotion(&args.name).await?;
-    let uid = promotion
-        .pointer("/metadata/uid")
-        .and_then(serde_json::Value::as_str)
-        .unwrap_or_default();
-    let mut revisions: Vec<Revision> = kube
-        .list_revisions(&args.history_namespace, Some(uid))
-        .await?
-        .iter()
-        .filter_map(Revision::decode)
-        .collect();
-    revisions.sort_by_key(|r| r.number);
+    let revisions = revisions_of(&kube, &args.history_namespace, &promotion).await?;
     if let Some(n) = args.revision {
         let Some(revision) = revisions.iter().find(|r| r.number == n) else {
             let known: Vec<String> = revisions.iter().map(|r| r.number.to_string()).collect();
@@ -111,4 +101,24 @@ pub async fn run(ctx: &Ctx, args: &HistoryArgs) -> Result<u8> {
     };
     ctx.write_out(&text)?;
     Ok(exit::OK)
+}
+
+/// The revisions of the promotion `object` in `namespace`, oldest first, as `history` reads them.
+pub(crate) async fn revisions_of(
+    kube: &crate::cluster::kube_client::Kube,
+    namespace: &str,
+    object: &serde_json::Value,
+) -> Result<Vec<Revision>> {
+    let uid = object
+        .pointer("/metadata/uid")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default();
+    let mut revisions: Vec<Revision> = kube
+        .list_revisions(namespace, Some(uid))
+        .await?
+        .iter()
+        .filter_map(Revision::decode)
+        .collect();
+    revisions.sort_by_key(|r| r.number);
+    Ok(revisions)
 }

@@ -31,7 +31,7 @@ use promotion_shared::patch::{self, merge_diff};
 use promotion_shared::rollout::{identity_of, RolloutId};
 use promotion_shared::status_writer::CONTROLLER_FIELD_MANAGER;
 
-use super::abort::revisions_of;
+use super::history::revisions_of;
 use super::pause::{foreign_reconciler, WriteFlags, FORMATS};
 use super::{note, warn, Ctx};
 use crate::error::{exit::undo as exit, report, Error, Result};

@@ -146,6 +146,21 @@ pub async fn promotion_page(
     )
     .await;
     let [mut d] = one;
+    // What the caller may do, asked once per page (RBAC and the published rules change far more
+    // rarely than the pipeline), judged as `describe` judges it.
+    if asked.rights.is_none() {
+        asked.rights = Some(Rights {
+            rbac: describe::may_patch(kube, name).await,
+            caller: describe::caller_facts(kube).await,
+        });
+    }
+    if let Some(rights) = asked
+        .rights
+        .as_ref()
+        .filter(|_| describe::judges_the_caller(&d))
+    {
+        describe::judge(&mut d, &object, &rights.rbac, &rights.caller);
+    }
     if asked.clusters.is_none() {
         asked.clusters = Some(
             inventory::list_fleet(kube, inventory::DEFAULT_PAGE_SIZE)
@@ -160,13 +175,7 @@ pub async fn promotion_page(
             d.set_reach(&promotion, clusters);
         }
     }
-    if asked.rights.is_none() {
-        asked.rights = Some(Rights {
-            rbac: describe::may_patch(kube, name).await,
-            caller: describe::caller_facts(kube).await,
-        });
-    }
-    let history = history(kube, uid.as_deref()).await;
+    let history = history(kube, &object).await;
     let timeline = match asked.clusters.as_ref() {
         Some(Ok(clusters)) => timeline(&object, name, clusters),
         Some(Err(why)) => Err(format!("the fleet is not readable: {why}")),
@@ -189,18 +198,15 @@ pub async fn promotion_page(
 
 async fn history(
     kube: &Kube,
-    uid: Option<&str>,
+    object: &Value,
 ) -> Result<Vec<crate::view::history::HistoryRow>, String> {
-    use promotion_shared::history::{Revision, DEFAULT_NAMESPACE};
-    let Some(uid) = uid else {
-        return Ok(Vec::new());
-    };
-    let listed = kube
-        .list_revisions(DEFAULT_NAMESPACE, Some(uid))
-        .await
-        .map_err(|e| e.read_failure())?;
-    let mut revisions: Vec<Revision> = listed.iter().filter_map(Revision::decode).collect();
-    revisions.sort_by_key(|r| r.number);
+    let revisions = crate::commands::history::revisions_of(
+        kube,
+        promotion_shared::history::DEFAULT_NAMESPACE,
+        object,
+    )
+    .await
+    .map_err(|e| e.read_failure())?;
     Ok(crate::view::history::rows(&revisions))
 }
 
