@@ -126,6 +126,7 @@ async fn guard(State(app): State<Arc<App>>, req: Request, next: Next) -> Respons
 /// The latest state, once the first lists are complete (or the follow ended).
 async fn current(app: &App) -> Live {
     let mut rx = app.live.clone();
+    // Bound before returning: the match's borrow of `rx` must end before `rx` is dropped.
     let live = match rx
         .wait_for(|l| l.fleet.is_some() || l.ended.is_some())
         .await
@@ -169,9 +170,10 @@ struct Since {
     since: Option<u64>,
 }
 
-/// What the live line says: following, the connection lost (data as of when), or ended.
-fn status_event(live: &Live) -> Event {
-    let (state, text) = match (&live.ended, &live.lost) {
+/// What the live line says: following, the connection lost (data as of when), or ended; its
+/// state and text. A stream sends it again when it changes.
+fn status(live: &Live) -> (&'static str, String) {
+    match (&live.ended, &live.lost) {
         (Some(why), _) => (
             "ended",
             format!("not following any more: {why}; restart the dashboard"),
@@ -191,18 +193,13 @@ fn status_event(live: &Live) -> Event {
                 None => "live".to_string(),
             },
         ),
-    };
+    }
+}
+
+fn status_event((state, text): &(&'static str, String)) -> Event {
     Event::default()
         .event("status")
         .data(json!({ "state": state, "text": text }).to_string())
-}
-
-fn status_key(live: &Live) -> (Option<String>, Option<String>, Option<String>) {
-    (
-        live.ended.clone(),
-        live.lost.as_ref().map(|(w, _)| w.clone()),
-        live.as_of().map(|t| t.to_rfc3339()),
-    )
 }
 
 type Events = Sse<
@@ -242,7 +239,7 @@ fn follow(app: Arc<App>, since: Option<u64>, page: impl PageStream) -> Events {
         app: Arc<App>,
         rx: watch::Receiver<Live>,
         seq: Option<u64>,
-        status: Option<(Option<String>, Option<String>, Option<String>)>,
+        status: Option<(&'static str, String)>,
         queue: std::collections::VecDeque<Event>,
         page: P,
     }
@@ -260,10 +257,10 @@ fn follow(app: Arc<App>, since: Option<u64>, page: impl PageStream) -> Events {
                 return Some((e, s));
             }
             let live = s.rx.borrow_and_update().clone();
-            let key = status_key(&live);
-            if s.status.as_ref() != Some(&key) {
-                s.status = Some(key);
-                s.queue.push_back(status_event(&live));
+            let now = status(&live);
+            if s.status.as_ref() != Some(&now) {
+                s.queue.push_back(status_event(&now));
+                s.status = Some(now);
             }
             if live.fleet.is_some() && s.seq != Some(live.seq) {
                 let gap = s.seq.is_none_or(|n| n + 1 != live.seq)
