@@ -26,6 +26,7 @@
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use chrono::Utc;
 use tokio::sync::Semaphore;
 
@@ -73,7 +74,7 @@ impl Evaluations {
     /// blocking thread. Dropping the returned future (a timeout) stops the wait for a permit, or
     /// detaches a running blocking evaluation, which then finishes and releases its permit by
     /// itself.
-    pub async fn review(&self, endpoint: Endpoint, body: Vec<u8>) -> Result<Review, ApiError> {
+    pub async fn review(&self, endpoint: Endpoint, body: Bytes) -> Result<Review, ApiError> {
         let permit = self
             .permits
             .clone()

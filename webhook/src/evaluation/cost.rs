@@ -15,8 +15,10 @@
 //! never its answer: a wrong guess costs time, not correctness.
 
 use std::collections::HashSet;
-use std::hash::{BuildHasher, RandomState};
+use std::hash::BuildHasher;
 use std::sync::{PoisonError, RwLock};
+
+use foldhash::quality::RandomState;
 
 use promotion_shared::tree::Tree;
 
@@ -34,7 +36,9 @@ const MEMO_MAX_TEXT_BYTES: usize = 8 * 1024;
 /// it only has to cover the scripts of the promotions being written right now.
 const MAX_REMEMBERED: usize = 16 * 1024;
 
-/// Lua and CEL texts this evaluator has had the engine judge, as hashes.
+/// Lua and CEL texts this evaluator has had the engine judge, as hashes (foldhash, seeded per
+/// process: every script of every review is hashed here, and SipHash cost several times more
+/// per byte; a collision only makes a review look cheap, see below).
 ///
 /// The engine's memo can forget a text this record still holds (it starts over when its own
 /// budget is full, and a hash can collide): that review is then parsed on the async task, once.

@@ -261,32 +261,10 @@ pub fn go_surrogates(body: &[u8]) -> std::borrow::Cow<'_, [u8]> {
 }
 
 /// The index of the first `\\` in `body` at or after `from`. Every review passes through
-/// [`go_surrogates`], and most of a body is text without escapes: looked at 8 bytes at a time
-/// (one word: XOR with backslashes turns a backslash into a zero byte, which the classic
-/// "has a zero byte" test finds, and locates), skipping it costs a fraction of stepping through
-/// it byte by byte.
+/// [`go_surrogates`], and most of a body is text without escapes: memchr skips it many bytes at
+/// a time.
 fn next_backslash(body: &[u8], from: usize) -> Option<usize> {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGH_BITS: u64 = ONES << 7;
-    const BACKSLASHES: u64 = ONES * b'\\' as u64;
-    let rest = body.get(from..)?;
-    let mut words = rest.chunks_exact(8);
-    let mut offset = from;
-    for word in &mut words {
-        let mut bytes = [0u8; 8];
-        bytes.copy_from_slice(word);
-        // Little-endian: the first byte of the word is the lowest.
-        let x = u64::from_le_bytes(bytes) ^ BACKSLASHES;
-        // The high bit of each zero byte of `x`; a borrow can also mark bytes above the first
-        // zero, never one below it, so the lowest mark is the first backslash.
-        let zeros = x.wrapping_sub(ONES) & !x & HIGH_BITS;
-        if zeros != 0 {
-            return Some(offset + zeros.trailing_zeros() as usize / 8);
-        }
-        offset += 8;
-    }
-    let tail = words.remainder();
-    tail.iter().position(|&b| b == b'\\').map(|at| offset + at)
+    memchr::memchr(b'\\', body.get(from..)?).map(|at| from + at)
 }
 
 #[cfg(test)]
