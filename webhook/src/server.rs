@@ -120,12 +120,11 @@ async fn run(config: ServeConfig) -> Result<(), ServeError> {
         .http2()
         .timer(TokioTimer::new())
         .keep_alive_interval(Some(Duration::from_secs(30)));
-    let https =
-        tokio::spawn(server.serve(api::admission_router(state.clone()).into_make_service()));
+    let https = tokio::spawn(server.serve(api::admission_router(state).into_make_service()));
 
     let (stop_probes, probes_stopped) = tokio::sync::oneshot::channel::<()>();
     let probes = tokio::spawn(
-        axum::serve(probes_listener, probes::probes_router(state.clone()))
+        axum::serve(probes_listener, probes::probes_router(state))
             .with_graceful_shutdown(async {
                 let _ = probes_stopped.await;
             })

@@ -6,19 +6,20 @@
 //! by [`crate::server`] (and by tests that put their own routes behind [`protect`]).
 
 pub mod body;
+mod draining;
 pub mod error;
 pub mod evaluations;
 pub mod probes;
 
 use std::any::Any;
+use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, Method, Response, Uri, Version};
-use axum::middleware::{self, Next};
+use axum::http::{header, HeaderValue, Method, Response, Uri};
 use axum::response::IntoResponse;
 use axum::routing::post;
 use axum::Router;
@@ -30,13 +31,27 @@ use crate::metrics::{Endpoint, Metrics, Verdict};
 use error::ApiError;
 use evaluations::Evaluations;
 
-/// Everything the handlers share.
-#[derive(Clone)]
-pub struct AppState {
-    pub evaluations: Arc<Evaluations>,
+/// Everything the handlers share. It lives as long as the process, so it is held by a plain
+/// reference: axum hands every request its own copy of the state (and each layer below keeps
+/// one), and copies of a reference-counted state each touched a count shared by every core,
+/// which on 2 cores cost a measurable part of a cheap review (admission_load, 16 connections).
+/// Each state made is kept until the process ends: one per server, a few per test.
+#[derive(Clone, Copy)]
+pub struct AppState(&'static Shared);
+
+pub struct Shared {
+    pub evaluations: Evaluations,
     pub metrics: Arc<Metrics>,
     pub limits: Limits,
-    draining: Arc<AtomicBool>,
+    draining: AtomicBool,
+}
+
+impl Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        self.0
+    }
 }
 
 impl AppState {
@@ -46,23 +61,25 @@ impl AppState {
             limits.max_concurrent_evaluations,
             metrics.clone(),
         );
-        AppState {
-            evaluations: Arc::new(evaluations),
+        AppState(Box::leak(Box::new(Shared {
+            evaluations,
             metrics,
             limits,
-            draining: Arc::new(AtomicBool::new(false)),
-        }
+            draining: AtomicBool::new(false),
+        })))
     }
 
     /// The same state with `hook` run before each evaluation, on the thread that evaluates
-    /// (cargo feature `testing`): tests make evaluations slow or hold them with it.
+    /// (cargo feature `testing`): tests make evaluations slow or hold them with it. Called
+    /// before serving: the copy does not share the draining flag with the original.
     #[cfg(feature = "testing")]
     pub fn with_evaluation_hook(self, hook: evaluations::EvaluationHook) -> Self {
-        let evaluations = (*self.evaluations).clone().with_hook(hook);
-        AppState {
-            evaluations: Arc::new(evaluations),
-            ..self
-        }
+        AppState(Box::leak(Box::new(Shared {
+            evaluations: self.evaluations.clone().with_hook(hook),
+            metrics: self.metrics.clone(),
+            limits: self.limits,
+            draining: AtomicBool::new(self.is_draining()),
+        })))
     }
 
     /// From now on /readyz fails and HTTP/1 connections are closed after each response.
@@ -90,7 +107,7 @@ pub fn admission_router(state: AppState) -> Router {
         .route(MUTATE_PATH, post(mutate))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .with_state(state.clone());
+        .with_state(state);
     protect(routes, state)
 }
 
@@ -98,14 +115,9 @@ pub fn admission_router(state: AppState) -> Router {
 /// exactly the same stack.
 pub fn protect(routes: Router, state: AppState) -> Router {
     routes
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            close_while_draining,
-        ))
+        .layer(draining::CloseWhileDrainingLayer::new(state))
         // Outermost, so that a panic anywhere below becomes a 500 and the connection lives on.
-        .layer(CatchPanicLayer::custom(PanicResponse {
-            metrics: state.metrics.clone(),
-        }))
+        .layer(CatchPanicLayer::custom(PanicResponse { state }))
 }
 
 async fn validate(State(state): State<AppState>, request: Request) -> Response<Body> {
@@ -133,9 +145,13 @@ async fn admit(state: AppState, endpoint: Endpoint, request: Request) -> Respons
             body::read_limited(request.into_body(), declared_length, limits.max_body_bytes).await?;
         state.evaluations.review(endpoint, body).await
     };
-    let outcome = tokio::time::timeout(limits.request_timeout, work)
-        .await
-        .unwrap_or(Err(ApiError::Timeout(limits.request_timeout)));
+    // The deadline from the start already read, not from a second reading of the clock (a
+    // timeout too long to add is no deadline, as `tokio::time::timeout` takes it).
+    let outcome = match started.checked_add(limits.request_timeout) {
+        Some(deadline) => tokio::time::timeout_at(deadline.into(), work).await,
+        None => Ok(work.await),
+    }
+    .unwrap_or(Err(ApiError::Timeout(limits.request_timeout)));
     let elapsed = started.elapsed();
     match outcome {
         Ok(review) => {
@@ -201,27 +217,9 @@ async fn method_not_allowed(
     .into_response()
 }
 
-/// While draining, tell HTTP/1 clients not to reuse the connection: they reconnect, and once
-/// endpoints have moved on they reconnect elsewhere instead of sending into a closing socket.
-/// (HTTP/2 gets a GOAWAY from the graceful shutdown instead.)
-async fn close_while_draining(
-    State(state): State<AppState>,
-    request: Request,
-    next: Next,
-) -> Response<Body> {
-    let http1 = matches!(request.version(), Version::HTTP_10 | Version::HTTP_11);
-    let mut response = next.run(request).await;
-    if http1 && state.is_draining() {
-        response
-            .headers_mut()
-            .insert(header::CONNECTION, HeaderValue::from_static("close"));
-    }
-    response
-}
-
 #[derive(Clone)]
 struct PanicResponse {
-    metrics: Arc<Metrics>,
+    state: AppState,
 }
 
 impl ResponseForPanic for PanicResponse {
@@ -233,7 +231,7 @@ impl ResponseForPanic for PanicResponse {
             .map(|s| s.to_string())
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown panic payload".to_string());
-        self.metrics.record_panic();
+        self.state.metrics.record_panic();
         tracing::error!(panic = %detail, "request handler panicked");
         ApiError::Internal("the request handler failed; the server is still running".into())
             .into_response()
