@@ -20,6 +20,7 @@
 //!   rounds, with every round's webhook/parse-floor throughput ratio listed.
 //!
 //! Run: `cargo bench -p promotion-webhook --bench admission_load` (about 3 minutes).
+//! Instructions per request instead of time, deterministic: `scripts/webhook-instructions.sh`.
 //! `ADMISSION_LOAD_SECONDS` changes the measuring time per run (default 4),
 //! `ADMISSION_LOAD_ROUNDS` the number of rounds (default 5).
 
@@ -61,6 +62,11 @@ fn main() {
     // The floor server is this same executable, started as a child with FLOOR_ENV set.
     if let Ok(files) = std::env::var(FLOOR_ENV) {
         floor_server(&files);
+        return;
+    }
+    if let Some(path) = std::env::var_os("ADMISSION_LOAD_WRITE_BODY") {
+        // For scripts/webhook-instructions.sh: the benchmarked request, to send with curl.
+        std::fs::write(&path, request_body().0).expect("write the request body");
         return;
     }
     if std::env::args().any(|a| a == "--list") {
