@@ -22,6 +22,7 @@ use chrono::Utc;
 use serde_json::{json, Value};
 
 use promotion_e2e::apiserver::{StandIn, StandInOptions, UserInfo};
+use promotion_e2e::bench_support::{rss_mib, Flags};
 use promotion_e2e::bins::Kubeconfig;
 use promotion_e2e::controller_process::ControllerProcess;
 use promotion_e2e::envtest::http;
@@ -43,13 +44,8 @@ fn args() -> Args {
         promotions: 1000,
         samples: 200,
     };
-    let argv: Vec<String> = std::env::args().collect();
-    let value = |flag: &str| {
-        argv.iter()
-            .position(|x| x == flag)
-            .and_then(|i| argv.get(i + 1))
-            .and_then(|v| v.parse::<usize>().ok())
-    };
+    let flags = Flags::from_env();
+    let value = |flag: &str| flags.value(flag).and_then(|v| v.parse::<usize>().ok());
     if let Some(p) = value("--promotions") {
         a.promotions = p;
     }
@@ -170,20 +166,6 @@ fn world(promotions: usize) -> Vec<Value> {
         objects.push(main);
     }
     objects
-}
-
-fn rss_mib(pid: u32) -> (f64, f64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse::<f64>().ok())
-            .map(|kb| kb / 1024.0)
-            .unwrap_or(0.0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
 }
 
 fn counter(metrics: &str, line_prefix: &str) -> f64 {

@@ -99,6 +99,7 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::{json, Value};
 
 use promotion_e2e::apiserver::{StandIn, StandInOptions, Store};
+use promotion_e2e::bench_support::{cpu_seconds, rss_mib, Flags};
 use promotion_e2e::bins::{self, KubeEnv};
 use promotion_shared::model::{CLUSTER_PROFILE_NAME_LABEL, PROMOTION_NAME_LABEL};
 use promotion_shared::reconcile::{decide, Options, Snapshot};
@@ -122,29 +123,18 @@ struct Args {
 }
 
 fn args() -> Args {
-    let argv: Vec<String> = std::env::args().collect();
-    let value = |flag: &str| {
-        argv.iter()
-            .position(|x| x == flag)
-            .and_then(|i| argv.get(i + 1))
-            .cloned()
-    };
-    let number = |flag: &str, default: f64| {
-        value(flag)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(default)
-    };
-    let promotions = (number("--promotions", 200.0) as usize).max(1);
+    let flags = Flags::from_env();
+    let promotions = (flags.number("--promotions", 200.0) as usize).max(1);
     Args {
         promotions,
         // At least one canary and two main clusters per promotion (one left to provision).
-        clusters: (number("--clusters", 20_000.0) as usize).max(promotions * 3),
-        rounds: (number("--rounds", 20.0) as usize).max(1),
-        busy_rounds: number("--busy-rounds", 5.0) as usize,
-        idle: Duration::from_secs_f64(number("--idle", 10.0)),
-        warm: (number("--warm", 7.0) as usize).max(1),
-        baseline_runs: (number("--baseline-runs", 5.0) as usize).max(1),
-        plugin: value("--plugin").map(PathBuf::from),
+        clusters: (flags.number("--clusters", 20_000.0) as usize).max(promotions * 3),
+        rounds: (flags.number("--rounds", 20.0) as usize).max(1),
+        busy_rounds: flags.number("--busy-rounds", 5.0) as usize,
+        idle: Duration::from_secs_f64(flags.number("--idle", 10.0)),
+        warm: (flags.number("--warm", 7.0) as usize).max(1),
+        baseline_runs: (flags.number("--baseline-runs", 5.0) as usize).max(1),
+        plugin: flags.value("--plugin").map(PathBuf::from),
     }
 }
 
@@ -399,44 +389,6 @@ fn world(args: &Args, shape: Shape) -> (Vec<Value>, Vec<Pending>) {
         objects.push(main);
     }
     (objects, pending)
-}
-
-/// CPU seconds (user + system) a process has used so far.
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // The command name may hold spaces: the fields are counted after its closing parenthesis
-    // (field 3, the state, comes first; utime and stime are fields 14 and 15).
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (ticks(11) + ticks(12)) / clock_ticks()
-}
-
-fn clock_ticks() -> f64 {
-    // SAFETY: sysconf reads a constant of the system.
-    (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).max(1) as f64
-}
-
-/// Resident and peak resident memory of a process, MiB.
-fn rss_mib(pid: u32) -> (f64, f64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse::<f64>().ok())
-            .map(|kb| kb / 1024.0)
-            .unwrap_or(0.0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {

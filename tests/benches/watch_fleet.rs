@@ -63,6 +63,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
 use promotion_e2e::apiserver::{StandIn, StandInOptions};
+use promotion_e2e::bench_support::{cpu_seconds, Flags};
 use promotion_e2e::bins::{self, KubeEnv};
 use promotion_shared::model::{CLUSTER_PROFILE_NAME_LABEL, PROMOTION_NAME_LABEL};
 use promotion_shared::reconcile::{decide, Options, Snapshot};
@@ -110,29 +111,18 @@ struct Args {
 }
 
 fn args() -> Args {
-    let argv: Vec<String> = std::env::args().collect();
-    let value = |flag: &str| {
-        argv.iter()
-            .position(|x| x == flag)
-            .and_then(|i| argv.get(i + 1))
-            .cloned()
-    };
-    let number = |flag: &str, default: f64| {
-        value(flag)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(default)
-    };
-    let watchers = match value("--watcher").as_deref() {
+    let flags = Flags::from_env();
+    let watchers = match flags.value("--watcher").as_deref() {
         Some("list") => vec![Watcher::List],
         Some("describe") => vec![Watcher::Describe],
         _ => vec![Watcher::List, Watcher::Describe],
     };
     Args {
-        clusters: (number("--clusters", 2000.0) as usize).max(STAGES * 4),
-        rate: number("--rate", 200.0).max(1.0),
-        idle: Duration::from_secs_f64(number("--idle", 20.0)),
-        patience: Duration::from_secs_f64(number("--patience", 900.0)),
-        plugin: value("--plugin").map(PathBuf::from),
+        clusters: (flags.number("--clusters", 2000.0) as usize).max(STAGES * 4),
+        rate: flags.number("--rate", 200.0).max(1.0),
+        idle: Duration::from_secs_f64(flags.number("--idle", 20.0)),
+        patience: Duration::from_secs_f64(flags.number("--patience", 900.0)),
+        plugin: flags.value("--plugin").map(PathBuf::from),
         watchers,
     }
 }
@@ -371,26 +361,6 @@ fn follow_objects(pipe: impl std::io::Read + Send + 'static, log: Arc<Log>) {
         }
         log.close();
     });
-}
-
-/// CPU seconds (user + system) a process has used so far.
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // The command name may hold spaces: the fields are counted after its closing parenthesis
-    // (field 3, the state, comes first; utime and stime are fields 14 and 15).
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // SAFETY: sysconf reads a constant of the system.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    (ticks(11) + ticks(12)) / hz
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {

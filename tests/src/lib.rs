@@ -5,6 +5,7 @@
 pub mod addon_double;
 pub mod apiserver;
 pub mod backend;
+pub mod bench_support;
 pub mod bins;
 pub mod browser;
 pub mod chaos;
