@@ -9,9 +9,11 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
+
+use crate::per_thread;
 
 /// Which admission endpoint a request went to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -150,22 +152,13 @@ impl Default for Metrics {
     }
 }
 
-/// This thread's shard number: handed out in turn as threads first count something.
-fn shard_index() -> usize {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local! {
-        static INDEX: usize = NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS;
-    }
-    INDEX.with(|index| *index)
-}
-
 impl Metrics {
     pub fn new() -> Self {
         Metrics::default()
     }
 
     fn shard(&self) -> &Shard {
-        &self.shards[shard_index()]
+        &self.shards[per_thread::thread_number() % SHARDS]
     }
 
     /// The sum of one counter over all shards.
