@@ -18,6 +18,8 @@
 //!   endpoints and verdicts with its types.
 //! - [`tls`]: loading and reloading the serving pair (used by `server`); [`certs`]: the `certs`
 //!   subcommand (used by [`run`]).
+//! - [`connection_timer`]: the timer hyper's connections run on (used by `server`); it and
+//!   `metrics` spread per-request writes over [`per_thread`] shards.
 //! - [`logging`] and [`log_writer`]: structured logs, written in batches by one thread.
 //! - [`fuzzing`]: the admission path with its invariants checked, for the cargo-fuzz target
 //!   (`fuzz/`) and the bounded and regression runs in `tests/`.
@@ -28,6 +30,7 @@ pub mod api;
 pub mod certs;
 pub mod cli;
 pub mod config;
+pub mod connection_timer;
 pub mod evaluation;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
@@ -35,6 +38,7 @@ pub mod governance;
 pub mod log_writer;
 pub mod logging;
 pub mod metrics;
+pub mod per_thread;
 pub mod server;
 #[cfg(feature = "testing")]
 pub mod testing;

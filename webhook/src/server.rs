@@ -17,10 +17,10 @@ use std::time::Duration;
 
 use axum_server::tls_rustls::RustlsConfig;
 use axum_server::Handle;
-use hyper_util::rt::TokioTimer;
 
 use crate::api::{self, probes, AppState};
 use crate::config::ServeConfig;
+use crate::connection_timer::ConnectionTimer;
 use crate::evaluation::Evaluator;
 use crate::governance::{self, GovernanceDirError, GovernanceReloader};
 use crate::metrics::Metrics;
@@ -110,15 +110,17 @@ async fn run(config: ServeConfig) -> Result<(), ServeError> {
         })?
         .map(|acceptor| acceptor.handshake_timeout(config.limits.header_read_timeout))
         .handle(handle.clone());
+    // One timer for both protocols; see connection_timer for why not tokio's.
+    let timer = ConnectionTimer::start().map_err(ServeError::Runtime)?;
     server
         .http_builder()
         .http1()
-        .timer(TokioTimer::new())
+        .timer(timer.clone())
         .header_read_timeout(config.limits.header_read_timeout);
     server
         .http_builder()
         .http2()
-        .timer(TokioTimer::new())
+        .timer(timer)
         .keep_alive_interval(Some(Duration::from_secs(30)));
     let https = tokio::spawn(server.serve(api::admission_router(state).into_make_service()));
 

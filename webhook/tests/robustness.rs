@@ -159,15 +159,48 @@ async fn slow_clients_are_cut_off() {
     // these connections long before.
     let bound = Duration::from_secs(20);
 
-    // Headers that never finish.
+    // Headers that never finish: cut off, and not before the header-read timeout.
     let mut stream = raw_tls(server.https, config.clone()).await.unwrap();
     stream
         .write_all(b"POST /validate HTTP/1.1\r\nHost: localhost\r\n")
         .await
         .unwrap();
+    let sent = std::time::Instant::now();
     let mut rest = Vec::new();
     let read = tokio::time::timeout(bound, stream.read_to_end(&mut rest)).await;
     assert!(read.is_ok(), "server kept a half-sent request open");
+    assert!(
+        sent.elapsed() >= Duration::from_secs(1),
+        "{:?}",
+        sent.elapsed()
+    );
+
+    // A keep-alive connection that sends nothing after its first answer: the same timeout,
+    // started again while the connection waits for the next request, closes it.
+    let mut stream = raw_tls(server.https, config.clone()).await.unwrap();
+    let body = valid_review("then-silent");
+    let mut request = format!(
+        "POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    request.extend_from_slice(&body);
+    stream.write_all(&request).await.unwrap();
+    let sent = std::time::Instant::now();
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(bound, stream.read_to_end(&mut answer)).await;
+    assert!(
+        read.is_ok(),
+        "server kept an idle keep-alive connection open"
+    );
+    assert!(
+        sent.elapsed() >= Duration::from_secs(1),
+        "{:?}",
+        sent.elapsed()
+    );
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(text.contains("then-silent"), "{text}");
 
     // A body that never finishes: 408 with a JSON reason.
     let mut stream = raw_tls(server.https, config.clone()).await.unwrap();
