@@ -5,12 +5,13 @@
 //! a new header-read sleep every time a keep-alive connection waits for its next request, and
 //! drops it when the head has arrived. On tokio's timer every such sleep is inserted into the
 //! runtime's timer wheel, and when the worker parked on the I/O driver has no earlier timer, the
-//! insertion wakes it (an eventfd write, a thread woken on the other core). Under load that was
-//! about a fifth of the webhook's `write` calls, and the gap to the parse floor at one
-//! connection (webhook/README.md, "Performance notes").
+//! insertion wakes it (an eventfd write, a thread woken on the other core). Under load the
+//! webhook made 0.124-0.152 `write` calls per request on tokio's timer and 0.055-0.094 on this
+//! one, the parse floor 0.040-0.045 (`scripts/webhook-syscalls.sh`; webhook/README.md,
+//! "Performance notes").
 //!
-//! Here starting a sleep takes a slot in a list of the current thread's (no allocation, no
-//! count shared by the cores) and dropping it frees the slot. One thread sweeps the lists every
+//! Here starting a sleep takes a slot in the current thread's list (no allocation once the list
+//! has grown, no count shared by the cores) and dropping it frees the slot. One thread sweeps the lists every
 //! [`GRANULARITY`] while sleeps are being started or wait, waking the ones whose deadline has
 //! passed; when a sweep finds nothing waiting and nothing started since the last, it waits
 //! until a sleep is started, so an idle server wakes for nothing. A sleep therefore never ends
