@@ -27,13 +27,10 @@ use std::time::{Duration, Instant};
 
 use hyper::rt::{Sleep, Timer};
 
-use crate::per_thread;
+use crate::per_thread::Sharded;
 
 /// How often the sweeping thread looks, while anything waits: the most a sleep can end late.
 pub const GRANULARITY: Duration = Duration::from_millis(100);
-
-/// Lists, one per thread number (modulo): more than the workers of a typical node.
-const SHARDS: usize = 16;
 
 /// A [`Timer`] for hyper's connection builders. Clones share one sweeping thread. When the
 /// last clone is dropped (the server has stopped) the thread ends and whatever still waits is
@@ -177,16 +174,10 @@ struct Slots {
     taken_since_sweep: bool,
 }
 
-/// One thread's list, on cache lines of its own (128 bytes: adjacent-line prefetching pairs
-/// 64-byte lines). A sleep moved to another thread still frees its slot here.
-#[derive(Default)]
-#[repr(align(128))]
-struct Shard {
-    slots: Mutex<Slots>,
-}
-
 struct Timers {
-    shards: Box<[Shard]>,
+    /// One list per thread; a sleep moved to another thread still frees its slot in the list
+    /// it took it from.
+    shards: Sharded<Mutex<Slots>>,
     closed: AtomicBool,
     /// Held by the sweeper between looks; the condition variable wakes it early.
     sweeper: Mutex<()>,
@@ -200,7 +191,7 @@ struct Timers {
 impl Timers {
     fn new() -> Self {
         Timers {
-            shards: (0..SHARDS).map(|_| Shard::default()).collect(),
+            shards: Sharded::default(),
             closed: AtomicBool::new(false),
             sweeper: Mutex::new(()),
             idle: AtomicBool::new(false),
@@ -209,14 +200,14 @@ impl Timers {
     }
 
     fn take_slot(&self, deadline: Instant, waker: &Waker) -> SlotId {
-        let shard = per_thread::thread_number() % SHARDS;
+        let shard = self.shards.index();
         let slot = Slot {
             deadline,
             waker: Some(waker.clone()),
             state: SlotState::Waiting,
         };
         let index = {
-            let mut slots = lock(&self.shards[shard].slots);
+            let mut slots = lock(self.shards.get(shard));
             slots.taken_since_sweep = true;
             match slots.free.pop() {
                 Some(index) => {
@@ -244,7 +235,7 @@ impl Timers {
     }
 
     fn poll(&self, id: SlotId, cx: &mut Context<'_>) -> Poll<()> {
-        let mut slots = lock(&self.shards[usize::from(id.shard)].slots);
+        let mut slots = lock(self.shards.get(usize::from(id.shard)));
         let slot = &mut slots.slots[id.index as usize];
         match slot.state {
             SlotState::Waiting => {
@@ -260,7 +251,7 @@ impl Timers {
 
     fn free(&self, id: SlotId) {
         let waker = {
-            let mut slots = lock(&self.shards[usize::from(id.shard)].slots);
+            let mut slots = lock(self.shards.get(usize::from(id.shard)));
             let slot = &mut slots.slots[id.index as usize];
             slot.state = SlotState::Free;
             let waker = slot.waker.take();
@@ -284,7 +275,7 @@ impl Timers {
         let mut taken = false;
         let mut wakers = Vec::new();
         for shard in self.shards.iter() {
-            let mut slots = lock(&shard.slots);
+            let mut slots = lock(shard);
             taken |= std::mem::take(&mut slots.taken_since_sweep);
             for slot in slots.slots.iter_mut() {
                 if slot.state != SlotState::Waiting {
@@ -312,7 +303,7 @@ impl Timers {
     /// Whether any list has a waiting slot or a slot taken since the last sweep.
     fn busy(&self) -> bool {
         self.shards.iter().any(|shard| {
-            let slots = lock(&shard.slots);
+            let slots = lock(shard);
             slots.taken_since_sweep || slots.slots.iter().any(|s| s.state == SlotState::Waiting)
         })
     }
@@ -357,6 +348,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::per_thread::SHARDS;
     use std::sync::atomic::AtomicUsize;
     use std::sync::Arc;
 
@@ -400,7 +392,7 @@ mod tests {
     /// Waiting slots, counted without sweeping.
     fn waiting(timers: &Timers) -> usize {
         let slots = timers.shards.iter().map(|shard| {
-            let slots = lock(&shard.slots);
+            let slots = lock(shard);
             slots
                 .slots
                 .iter()
@@ -452,11 +444,7 @@ mod tests {
             let mut sleep = timer.sleep(Duration::from_secs(60));
             assert!(probe.poll(&mut sleep).is_pending());
         }
-        let lengths: usize = timers
-            .shards
-            .iter()
-            .map(|s| lock(&s.slots).slots.len())
-            .sum();
+        let lengths: usize = timers.shards.iter().map(|s| lock(s).slots.len()).sum();
         assert_eq!(lengths, 1);
         assert!(timers.busy(), "a slot was taken since the last sweep");
         assert_eq!(timers.sweep(Instant::now()), (0, true));

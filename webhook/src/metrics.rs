@@ -1,11 +1,9 @@
 //! Prometheus metrics, rendered in the text exposition format (0.0.4). The label sets are small
 //! and fixed, so a few atomics and one mutex-guarded map are all that is needed.
 //!
-//! What every admission request counts lives in per-thread shards ([`Shard`], one cache line
-//! group each), summed when rendered: counters that every core adds to on every request move
-//! their cache line from core to core each time, and on the 2-core benchmark machine that cost
-//! as much as a cheap review's own work (admission_load at 16 connections). Rare events (HTTP
-//! errors, panics, certificate reloads) keep plain counters.
+//! What every admission request counts lives in per-thread shards ([`Shard`], in a
+//! [`Sharded`]), summed when rendered. Rare events (HTTP errors, panics,
+//! certificate reloads) keep plain counters.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -13,7 +11,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::per_thread;
+use crate::per_thread::Sharded;
 
 /// Which admission endpoint a request went to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -114,14 +112,8 @@ const VERDICTS: [Verdict; 4] = [
     Verdict::Error,
 ];
 
-/// Shards: more than the threads that count on a typical node; threads beyond share them
-/// (still exact, as every count is atomic).
-const SHARDS: usize = 16;
-
-/// What one thread counts per request. Aligned so that two shards never share a cache line
-/// (128 bytes: adjacent-line prefetching pairs 64-byte lines).
+/// What one thread counts per request.
 #[derive(Default)]
-#[repr(align(128))]
 struct Shard {
     requests: [[[AtomicU64; VERDICTS.len()]; OPERATIONS.len()]; Endpoint::ALL.len()],
     latency: [Histogram; 2],
@@ -130,26 +122,14 @@ struct Shard {
     evaluations: [AtomicU64; 2],
 }
 
+#[derive(Default)]
 pub struct Metrics {
-    shards: Box<[Shard]>,
+    shards: Sharded<Shard>,
     http_errors: Mutex<BTreeMap<u16, u64>>,
     panics: AtomicU64,
     reloads_ok: AtomicU64,
     reloads_failed: AtomicU64,
     cert_not_after: AtomicI64,
-}
-
-impl Default for Metrics {
-    fn default() -> Self {
-        Metrics {
-            shards: (0..SHARDS).map(|_| Shard::default()).collect(),
-            http_errors: Mutex::default(),
-            panics: AtomicU64::default(),
-            reloads_ok: AtomicU64::default(),
-            reloads_failed: AtomicU64::default(),
-            cert_not_after: AtomicI64::default(),
-        }
-    }
 }
 
 impl Metrics {
@@ -158,7 +138,7 @@ impl Metrics {
     }
 
     fn shard(&self) -> &Shard {
-        &self.shards[per_thread::thread_number() % SHARDS]
+        self.shards.mine()
     }
 
     /// The sum of one counter over all shards.
@@ -433,6 +413,7 @@ fn sample(out: &mut String, name: &str, labels: &str, value: impl std::fmt::Disp
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::per_thread::SHARDS;
 
     #[test]
     fn renders_counters_and_cumulative_histogram() {
